@@ -1,0 +1,5 @@
+"""The `chronokg` command."""
+
+from chronokg.cli.app import main
+
+__all__ = ["main"]

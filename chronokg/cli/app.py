@@ -1,0 +1,248 @@
+"""`chronokg` command line: init, ingest, query, stats, demo."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from platformdirs import user_data_dir
+from rich.console import Console
+
+from chronokg.cli.progress import progress_bar
+from chronokg.cli.render import Format, emit, load_summary
+from chronokg.graph.errors import ChronoKGError
+from chronokg.graph.open import open_store
+from chronokg.graph.store import GraphStore
+from chronokg.queries import catalog
+from chronokg.settings import Settings
+
+app = typer.Typer(help="chronokg: a bitemporal knowledge graph of time-specific facts.", no_args_is_help=True)
+ingest_app = typer.Typer(help="Load a source into the store.", no_args_is_help=True)
+query_app = typer.Typer(help="Run a named query from the catalog.", no_args_is_help=True)
+app.add_typer(ingest_app, name="ingest")
+app.add_typer(query_app, name="query")
+
+console = Console()
+err = Console(stderr=True)
+T = TypeVar("T")
+
+
+class State:
+    store_uri: str | None = None
+
+
+state = State()
+
+
+def parse_day(value: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        if value.isdigit() and len(value) == 4:
+            return dt.date(int(value), 1, 1)
+        raise typer.BadParameter(f"{value!r} is not a date (YYYY-MM-DD or YYYY)") from None
+
+
+DateOpt = Annotated[dt.date, typer.Option(parser=parse_day, metavar="DATE", help="YYYY-MM-DD (or YYYY)")]
+OptDateOpt = Annotated[
+    dt.date | None, typer.Option(parser=parse_day, metavar="DATE", help="YYYY-MM-DD (or YYYY)")
+]
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="table for people, json for scripts")]
+
+
+@contextmanager
+def opened(uri: str | None = None) -> Iterator[GraphStore]:
+    with open_store(uri or state.store_uri, Settings()) as store:
+        yield store
+
+
+def guarded(fn: Callable[[], T]) -> T:
+    """Run a command body; chronokg errors become one red line and exit code 2."""
+    try:
+        return fn()
+    except ChronoKGError as exc:
+        err.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+
+
+@app.callback()
+def root(
+    store: Annotated[str | None, typer.Option(
+        "--store", envvar="CHRONOKG_STORE", show_default=False,
+        help="Store URI: kglite:///path/store.kgl (default, under the user data dir) or neo4j://host:7687",
+    )] = None,
+) -> None:
+    state.store_uri = store
+
+
+@app.command()
+def init() -> None:
+    """Create the store (and its constraints and indexes) if it does not exist."""
+    def body() -> None:
+        with opened() as s:
+            console.print(f"[green]ready:[/] {s.uri} ({s.engine})")
+    guarded(body)
+
+
+@ingest_app.command("tempomed")
+def ingest_tempomed(
+    paths: Annotated[
+        list[Path], typer.Argument(help="MCQ .jsonl, trajectory .json, *_extracted_diffs.json, or folders")
+    ],
+    release_date: OptDateOpt = None,
+) -> None:
+    """TempoMed-Bench MCQs, trajectories and difference files (one transaction; bad input writes nothing)."""
+    from chronokg.ingest import tempomed
+
+    def body() -> None:
+        with opened() as s, progress_bar(console) as bar:
+            summary = tempomed.load(s, paths, release_date or tempomed.DEFAULT_RELEASE, progress=bar)
+        load_summary(console, summary)
+    guarded(body)
+
+
+@query_app.command("as-of")
+def query_as_of(
+    date: DateOpt,
+    subject: Annotated[str | None, typer.Option(help="Subject id as the source gives it (QID, CUI, PMID, ...)")] = None,
+    predicate: Annotated[str | None, typer.Option(help="Predicate id (PID, RELA, recommendation, ...)")] = None,
+    known_at: OptDateOpt = None,
+    limit: Annotated[int | None, typer.Option(min=1)] = None,
+    fmt: FormatOpt = Format.table,
+) -> None:
+    """What was true on DATE (according to what was known at --known-at; default: now)."""
+    def body() -> None:
+        with opened() as s:
+            rows = catalog.facts_as_of(s, date, subject=subject, predicate=predicate, known_at=known_at, limit=limit)
+        emit(console, rows, fmt, title=f"as of {date}" + (f", known at {known_at}" if known_at else ""),
+             columns=["subject", "predicate", "object", "object_caption", "value", "valid_from", "valid_to",
+                      "precision", "source_id"])
+    guarded(body)
+
+
+@query_app.command("timeline")
+def query_timeline(
+    subject: Annotated[str, typer.Option(help="Subject id")],
+    predicate: Annotated[str | None, typer.Option()] = None,
+    known_at: OptDateOpt = None,
+    include_retracted: Annotated[bool, typer.Option(help="Also list versions a later release retracted")] = False,
+    fmt: FormatOpt = Format.table,
+) -> None:
+    """Every version of a subject's facts, in valid-time order."""
+    def body() -> None:
+        with opened() as s:
+            rows = catalog.timeline(s, subject, predicate, known_at=known_at, include_retracted=include_retracted)
+        emit(console, rows, fmt, title=f"timeline of {subject}",
+             columns=["predicate", "object", "object_caption", "value", "valid_from", "valid_to", "known_from",
+                      "known_to"])
+    guarded(body)
+
+
+@query_app.command("changed-between")
+def query_changed_between(
+    start: Annotated[dt.date, typer.Option("--from", parser=parse_day, metavar="DATE")],
+    end: Annotated[dt.date, typer.Option("--to", parser=parse_day, metavar="DATE")],
+    predicate: Annotated[str | None, typer.Option()] = None,
+    subject: Annotated[str | None, typer.Option()] = None,
+    fmt: FormatOpt = Format.table,
+) -> None:
+    """Facts whose value on --to differs from their value on --from."""
+    def body() -> None:
+        with opened() as s:
+            rows = catalog.changed_between(s, start, end, predicate=predicate, subject=subject)
+        emit(console, rows, fmt, title=f"changed between {start} and {end}")
+    guarded(body)
+
+
+@query_app.command("recommended-on")
+def query_recommended_on(
+    date: DateOpt,
+    topic: Annotated[str | None, typer.Option(help="Words in the guideline topic or title")] = None,
+    org: Annotated[str | None, typer.Option(help="Issuing organization (id or words in its name)")] = None,
+    guideline: Annotated[str | None, typer.Option(help="Any version's PMID (or id): selects its trajectory")] = None,
+    known_at: OptDateOpt = None,
+    fmt: FormatOpt = Format.table,
+) -> None:
+    """What was recommended on DATE, answered from the guideline version in force then."""
+    def body() -> None:
+        with opened() as s:
+            rows = catalog.recommended_on(s, date, topic=topic, organization=org, guideline=guideline,
+                                          known_at=known_at)
+        emit(console, rows, fmt, title=f"recommended on {date}",
+             columns=["decision_id", "recommendation", "guideline", "guideline_year", "organization",
+                      "valid_from", "valid_to"])
+    guarded(body)
+
+
+@query_app.command("trajectory")
+def query_trajectory(
+    guideline: Annotated[str, typer.Option(help="Any version's PMID (or id)")],
+    changes: Annotated[bool, typer.Option(help="Also list the change pairs")] = True,
+    fmt: FormatOpt = Format.table,
+) -> None:
+    """A guideline's supersession chain, oldest first, with its change pairs."""
+    def body() -> None:
+        with opened() as s:
+            versions = catalog.trajectory(s, guideline)
+            pairs = catalog.change_pairs(s, guideline) if changes else []
+        if fmt is Format.json:
+            emit(console, versions, fmt)
+            return
+        emit(console, versions, fmt, title=f"trajectory of {guideline}")
+        if changes:
+            emit(console, pairs, fmt, title="change pairs",
+                 columns=["decision_id", "prior_pmid", "prior_year", "current_pmid", "current_year",
+                          "prior_recommendation", "current_recommendation"], wrap=60)
+    guarded(body)
+
+
+@app.command()
+def stats(fmt: FormatOpt = Format.table) -> None:
+    """Counts per label and relationship type, and facts per source release."""
+    def body() -> None:
+        with opened() as s:
+            rows = catalog.stats(s)
+        if fmt is Format.json:
+            emit(console, rows, fmt)
+            return
+        emit(console, [r for r in rows if r.kind != "source"], fmt, title="graph", columns=["kind", "name", "count"])
+        emit(console, [r for r in rows if r.kind == "source"], fmt, title="facts per source release",
+             columns=["source_kind", "name", "version", "release_date", "count"])
+    guarded(body)
+
+
+def demo_store_uri() -> str:
+    return f"kglite://{Path(user_data_dir('chronokg')) / 'demo.kgl'}"
+
+
+@app.command()
+def demo(
+    keep: Annotated[bool, typer.Option(help="Add to an existing demo store instead of starting fresh")] = False,
+) -> None:
+    """Build a store from the bundled demo corpus and run the showcase queries."""
+    from chronokg.cli.showcase import run_showcase
+
+    def body() -> None:
+        uri = state.store_uri or demo_store_uri()
+        if not keep and uri.startswith("kglite://") and state.store_uri is None:
+            _remove_kglite_files(Path(uri.removeprefix("kglite://")))
+        with opened(uri) as s:
+            run_showcase(s, console)
+    guarded(body)
+
+
+def _remove_kglite_files(path: Path) -> None:
+    for p in [path, *(path.with_name(path.name + suffix) for suffix in ("-wal", ".lock", ".lock-owner"))]:
+        if p.is_dir():
+            shutil.rmtree(p)
+        elif p.exists():
+            p.unlink()
+
+
+def main() -> Any:
+    return app()

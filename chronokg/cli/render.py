@@ -1,0 +1,63 @@
+"""Rows to a rich table or to JSON (one array of row objects on stdout, for scripts)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel
+from rich.console import Console
+from rich.table import Table
+
+from chronokg.ingest.common import LoadSummary
+
+
+class Format(StrEnum):
+    table = "table"
+    json = "json"
+
+
+def _cell(value: Any, width: int | None) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, list):
+        value = ", ".join(map(str, value))
+    text = str(value)
+    if width and len(text) > width:
+        return text[: width - 1] + "…"
+    return text
+
+
+def emit(console: Console, rows: Sequence[BaseModel], fmt: Format, title: str | None = None,
+         columns: Sequence[str] | None = None, wrap: int | None = 80) -> None:
+    if fmt is Format.json:
+        payload = [r.model_dump(mode="json") for r in rows]
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        return
+    if not rows:
+        console.print(f"[yellow]no rows[/]{f' for {title}' if title else ''}")
+        return
+    cols = list(columns or type(rows[0]).model_fields)
+    table = Table(title=title, show_lines=False, header_style="bold cyan")
+    for c in cols:
+        table.add_column(c, overflow="fold")
+    for r in rows:
+        data = r.model_dump()
+        table.add_row(*(_cell(data.get(c), wrap) for c in cols))
+    console.print(table)
+
+
+def load_summary(console: Console, summary: LoadSummary) -> None:
+    table = Table(title=f"{summary.source_kind}: {summary.records} records from {len(summary.paths)} file(s)",
+                  header_style="bold cyan")
+    for c in ("label / type", "in input", "before", "after", "added"):
+        table.add_column(c, justify="left" if c == "label / type" else "right")
+    added = summary.added
+    for key in sorted({*summary.staged, *summary.after}):
+        table.add_row(key, str(summary.staged.get(key, 0)), str(summary.before.get(key, 0)),
+                      str(summary.after.get(key, 0)), f"{added.get(key, 0):+d}")
+    console.print(table)
+    if summary.unchanged:
+        console.print("[green]store unchanged: everything in the input was already loaded[/]")

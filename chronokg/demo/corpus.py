@@ -1,0 +1,130 @@
+"""The demo corpus that ships with chronokg, and its loader.
+
+The corpus is small and self-authored (see corpus.json, "about"): a few real
+guideline evolutions (CPR, hypertension, aspirin for primary prevention) and
+office-holder facts, including one bitemporal correction, so every catalog
+query has something to show.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from importlib import resources
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from chronokg.graph.dates import parse_date
+from chronokg.graph.model import Fact, Source
+from chronokg.graph.store import GraphStore
+from chronokg.graph.writer import Progress
+from chronokg.ingest.common import LoadSummary, apply
+from chronokg.ingest.tempomed import GuidelineBuilder
+
+KIND = "chronokg-demo"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GuidelineIn(_Strict):
+    id: str
+    year: int
+    caption: str
+    organization: str
+    topic: str
+
+
+class SupersessionIn(_Strict):
+    current: str
+    prior: str
+
+
+class VersionIn(_Strict):
+    guideline: str
+    recommendation: str
+    change: str | None = None
+
+
+class DecisionIn(_Strict):
+    id: str
+    caption: str
+    category: str
+    versions: list[VersionIn] = Field(min_length=2)
+
+
+class FactIn(_Strict):
+    subject: str
+    subject_caption: str | None = None
+    predicate: str
+    object: str
+    object_caption: str | None = None
+    valid_from: str
+    valid_to: str | None = None
+    known_from: str | None = None
+    known_to: str | None = None
+    note: str | None = None
+
+
+class SourceIn(_Strict):
+    id: str
+    caption: str
+    version: str
+    release_date: dt.date
+
+
+class Corpus(_Strict):
+    about: str
+    source: SourceIn
+    guidelines: list[GuidelineIn]
+    supersessions: list[SupersessionIn]
+    decisions: list[DecisionIn]
+    facts: list[FactIn]
+
+
+def read_corpus() -> Corpus:
+    text = resources.files("chronokg.demo").joinpath("corpus.json").read_text(encoding="utf-8")
+    return Corpus.model_validate_json(text)
+
+
+def load_demo(store: GraphStore, progress: Progress | None = None) -> LoadSummary:
+    corpus = read_corpus()
+    src = Source(kind=KIND, **corpus.source.model_dump())
+    builder = GuidelineBuilder(src.release_date or dt.date.today())
+    builder.batch.source(src)
+    years = {g.id: g.year for g in corpus.guidelines}
+    for g in corpus.guidelines:
+        builder.guideline(g.id, g.year, src, caption=g.caption, topic=g.topic, organizations=[g.organization])
+    for s in corpus.supersessions:
+        builder.supersession(s.current, years[s.current], s.prior, src)
+    for d in corpus.decisions:
+        builder.batch.entity(d.id, kind="clinical_decision", caption=d.caption)
+        versions = sorted(d.versions, key=lambda v: years[v.guideline])
+        fact_ids = []
+        for i, v in enumerate(versions):
+            end = years[versions[i + 1].guideline] if i + 1 < len(versions) else None
+            fact_ids.append(builder.recommendation(
+                decision=d.id, guideline=v.guideline, text=v.recommendation, start=years[v.guideline], end=end,
+                src=src, clinical_focus=d.caption,
+            ))
+        for i in range(1, len(versions)):
+            builder.change_pair(
+                decision=d.id, current=versions[i].guideline, prior=versions[i - 1].guideline,
+                current_fact=fact_ids[i], prior_fact=fact_ids[i - 1], summary=versions[i].change, src=src,
+                clinical_focus=d.caption, category=d.category,
+            )
+    for f in corpus.facts:
+        builder.batch.entity(f.subject, kind="demo", caption=f.subject_caption)
+        builder.batch.entity(f.object, kind="demo", caption=f.object_caption)
+        start, precision = parse_date(f.valid_from)
+        builder.batch.fact(Fact(
+            subject=f.subject, predicate=f.predicate, object=f.object, valid_from=start,
+            valid_to=parse_date(f.valid_to)[0] if f.valid_to else None, precision=precision,
+            known_from=parse_date(f.known_from)[0] if f.known_from else src.release_date,
+            known_to=parse_date(f.known_to)[0] if f.known_to else None, source_id=src.id, source_kind=KIND,
+        ))
+    records = len(corpus.decisions) + len(corpus.facts)
+    return apply(store, builder.batch, KIND, [], records, progress)
+
+
+__all__ = ["Corpus", "load_demo", "read_corpus"]

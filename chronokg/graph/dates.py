@@ -1,0 +1,49 @@
+"""Dates at the precision sources give them.
+
+Many sources only give a year (a guideline issued in 2015) or a month. A
+value is stored as the first day of its period together with its precision,
+so intervals stay comparable across sources and the precision is never lost.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from enum import StrEnum
+
+
+class Precision(StrEnum):
+    YEAR = "year"
+    MONTH = "month"
+    DAY = "day"
+
+
+_ISO = re.compile(r"^(?P<y>-?\d{1,4})(?:-(?P<m>\d{1,2})(?:-(?P<d>\d{1,2}))?)?$")
+
+
+def parse_date(text: str | int | dt.date) -> tuple[dt.date, Precision]:
+    """Parse `2015`, `2015-06` or `2015-06-30` (or a date / int year) with its precision."""
+    if isinstance(text, dt.datetime):
+        return text.date(), Precision.DAY
+    if isinstance(text, dt.date):
+        return text, Precision.DAY
+    if isinstance(text, int):
+        return dt.date(text, 1, 1), Precision.YEAR
+    m = _ISO.match(text.strip())
+    if not m:
+        raise ValueError(f"not a date: {text!r} (expected YYYY, YYYY-MM or YYYY-MM-DD)")
+    year = int(m["y"])
+    if m["d"]:
+        return dt.date(year, int(m["m"]), int(m["d"])), Precision.DAY
+    if m["m"]:
+        return dt.date(year, int(m["m"]), 1), Precision.MONTH
+    return dt.date(year, 1, 1), Precision.YEAR
+
+
+def as_date(text: str | int | dt.date) -> dt.date:
+    """The first day of the period a date string names."""
+    return parse_date(text)[0]
+
+
+def year_start(year: int) -> dt.date:
+    return dt.date(year, 1, 1)

@@ -1,0 +1,110 @@
+"""The embedded default engine: kglite, running the same Neo4j 5 Cypher text."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import kglite
+
+from chronokg.graph import schema
+from chronokg.graph.errors import StoreError
+from chronokg.graph.store import Params, Row, Statement
+
+MEMORY = ":memory:"
+
+
+class KgliteStore:
+    """A store in one `.kgl` file (or in memory), with a write-ahead log and one writer."""
+
+    engine = "kglite"
+
+    def __init__(self, path: str | Path) -> None:
+        self._path = str(path)
+        # kglite announces advisory query warnings on stderr; callers get clean output.
+        kglite.set_query_warning_policy("silent")
+        try:
+            if self._path == MEMORY:
+                self._g = kglite.KnowledgeGraph()
+            else:
+                Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+                self._g = kglite.open(self._path, durable="normal")
+        except kglite.KgError as exc:
+            raise StoreError(f"cannot open embedded store {self._path}: {exc}") from exc
+        self._declared: dict[str, set[str]] = {}
+        self.ensure_schema()
+
+    @property
+    def uri(self) -> str:
+        return f"kglite://{self._path}"
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    def run(self, cypher: str, params: Params | None = None) -> list[Row]:
+        try:
+            result = self._g.cypher(cypher, params=dict(params or {}))
+        except (kglite.KgError, ValueError) as exc:
+            raise StoreError(f"query failed on {self.uri}: {exc}") from exc
+        if isinstance(result, str):  # only a FORMAT CSV query returns text
+            raise StoreError(f"unexpected text result from {self.uri}")
+        rows: list[Row] = result.to_list()
+        return rows
+
+    def write(self, statements: Iterable[Statement]) -> None:
+        tx = self._g.begin()
+        try:
+            for cypher, params in statements:
+                tx.cypher(cypher, params=dict(params))
+        except BaseException as exc:
+            tx.rollback()
+            if isinstance(exc, kglite.KgError | ValueError):
+                raise StoreError(f"write failed on {self.uri}, nothing was changed: {exc}") from exc
+            raise
+        try:
+            tx.commit()
+        except kglite.KgError as exc:
+            raise StoreError(f"commit failed on {self.uri}, nothing was changed: {exc}") from exc
+
+    def declare_properties(self, label: str, keys: Sequence[str]) -> None:
+        known = self._declared.setdefault(label, set())
+        missing = set(keys) - known - {"id"}
+        if not missing:
+            return
+        known |= missing
+        # define_schema replaces a label's declaration whole, so declare the union.
+        self._g.define_schema({"nodes": {label: {"optional": sorted(known)}}})
+
+    def ensure_schema(self) -> None:
+        current = (self._g.schema_definition() or {}).get("nodes", {})
+        for label, decl in current.items():
+            self._declared.setdefault(label, set()).update(decl.get("optional", []))
+        for label, props in schema.BASE_PROPERTIES.items():
+            self.declare_properties(label, props)
+        for ddl in [*schema.constraint_ddl(), *schema.index_ddl()]:
+            self._g.cypher(ddl)
+
+    def save(self) -> None:
+        """Write a checkpoint (the log already holds every committed write)."""
+        if self._path != MEMORY:
+            self._g.save()
+
+    def close(self) -> None:
+        if self._path != MEMORY:
+            self._g.save()
+            self._g.close()
+
+    def __enter__(self) -> KgliteStore:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def raw(self) -> Any:
+        """The underlying kglite graph, for engine-specific tooling (benchmarks, debugging)."""
+        return self._g

@@ -1,0 +1,27 @@
+"""Pick an engine from a store URI."""
+
+from __future__ import annotations
+
+from chronokg.graph.errors import StoreError
+from chronokg.graph.store import GraphStore
+from chronokg.settings import Settings
+
+
+def open_store(uri: str | None = None, settings: Settings | None = None) -> GraphStore:
+    """Open `kglite:///path/store.kgl`, `kglite://:memory:` or `neo4j://host:7687` (also bolt://, neo4j+s://)."""
+    settings = settings or Settings()
+    uri = uri or settings.store
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        raise StoreError(f"not a store URI: {uri!r} (expected kglite:///path/to/store.kgl or neo4j://host:7687)")
+    if scheme == "kglite":
+        from chronokg.graph.kglite_store import KgliteStore
+
+        return KgliteStore(rest)
+    if scheme in {"neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc"}:
+        from chronokg.graph.neo4j_store import Neo4jStore
+
+        return Neo4jStore(
+            uri, settings.neo4j_user, settings.neo4j_password.get_secret_value(), settings.neo4j_database
+        )
+    raise StoreError(f"unknown store scheme {scheme!r} in {uri!r}: use kglite:// or neo4j://")

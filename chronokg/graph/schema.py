@@ -1,0 +1,70 @@
+"""Labels, relationship types, constraints and indexes of the chronokg graph.
+
+The DDL below is Neo4j 5 syntax and runs unchanged on the embedded engine. It
+is created idempotently (`IF NOT EXISTS`) each time a store is opened.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Node labels, each keyed by a unique `id`.
+SOURCE: Final = "Source"
+ENTITY: Final = "Entity"
+FACT: Final = "Fact"
+ORGANIZATION: Final = "Organization"
+GUIDELINE: Final = "Guideline"
+TRAJECTORY: Final = "Trajectory"
+CHANGE_PAIR: Final = "ChangePair"
+SOURCE_QUESTION: Final = "SourceQuestion"
+
+# Relationship types.
+SUBJECT: Final = "SUBJECT"  # (Fact)->(Entity)
+OBJECT: Final = "OBJECT"  # (Fact)->(Entity)
+ASSERTED_IN: Final = "ASSERTED_IN"  # (Fact)->(Source), one per release that asserts it
+FROM_GUIDELINE: Final = "FROM_GUIDELINE"  # (Fact)->(Guideline)
+ISSUED_BY: Final = "ISSUED_BY"  # (Guideline)->(Organization)
+SUPERSEDES: Final = "SUPERSEDES"  # (newer Guideline)->(older Guideline)
+IN_TRAJECTORY: Final = "IN_TRAJECTORY"  # (Guideline)->(Trajectory)
+CURRENT: Final = "CURRENT"  # (ChangePair)->(Fact)
+PRIOR: Final = "PRIOR"  # (ChangePair)->(Fact)
+ABOUT: Final = "ABOUT"  # (SourceQuestion)->(ChangePair)
+LOADED_FROM: Final = "LOADED_FROM"  # (Guideline|Trajectory|...)->(Source)
+
+KEYED_LABELS: Final = (
+    SOURCE, ENTITY, FACT, ORGANIZATION, GUIDELINE, TRAJECTORY, CHANGE_PAIR, SOURCE_QUESTION,
+)
+
+# Properties every node of a label may carry. The embedded engine rejects a
+# property a label has never seen unless it is declared, so the store declares
+# these on open and the writer declares any extra ones before a load.
+BASE_PROPERTIES: Final[dict[str, tuple[str, ...]]] = {
+    SOURCE: ("kind", "caption", "version", "release_date", "checksum", "path", "loaded_at"),
+    ENTITY: ("kind", "caption"),
+    FACT: (
+        "subject_id", "predicate", "object_id", "value", "valid_from", "valid_to", "precision",
+        "known_from", "known_to", "source_id", "source_kind",
+    ),
+    ORGANIZATION: ("caption",),
+    GUIDELINE: ("pmid", "year", "issued", "precision", "caption", "topic"),
+    TRAJECTORY: ("current_pmid", "topic", "caption"),
+    CHANGE_PAIR: ("decision_id", "current_pmid", "prior_pmid", "summary", "category", "clinical_focus"),
+    SOURCE_QUESTION: ("benchmark", "record", "question", "choices", "correct", "explanation"),
+}
+
+
+def constraint_ddl() -> list[str]:
+    return [
+        f"CREATE CONSTRAINT {label.lower()}_id IF NOT EXISTS FOR (n:{label}) REQUIRE n.id IS UNIQUE"
+        for label in KEYED_LABELS
+    ]
+
+
+def index_ddl() -> list[str]:
+    return [
+        "CREATE INDEX fact_subject IF NOT EXISTS FOR (f:Fact) ON (f.subject_id)",
+        "CREATE INDEX fact_predicate IF NOT EXISTS FOR (f:Fact) ON (f.predicate)",
+        "CREATE INDEX fact_source IF NOT EXISTS FOR (f:Fact) ON (f.source_id)",
+        "CREATE INDEX fact_source_kind IF NOT EXISTS FOR (f:Fact) ON (f.source_kind)",
+        "CREATE RANGE INDEX fact_valid_from IF NOT EXISTS FOR (f:Fact) ON (f.valid_from)",
+    ]

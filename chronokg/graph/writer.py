@@ -1,0 +1,104 @@
+"""Apply a `GraphBatch` to a store in one transaction, as fast as each engine allows.
+
+Nodes that do not exist yet are created with `CREATE` (several times faster
+than `MERGE` on both engines); nodes that exist are updated in place; edges of
+new nodes are created, the others merged. The split is computed by reading the
+existing ids first, so the write itself is a single all-or-nothing
+transaction, and writing the same batch twice changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from chronokg.graph.batch import GraphBatch
+from chronokg.graph.store import GraphStore, Statement
+
+
+class Progress(Protocol):
+    """Where long writes report how far they are (the CLI shows a progress bar)."""
+
+    def start(self, total: int, description: str) -> None: ...
+
+    def advance(self, n: int) -> None: ...
+
+CHUNK = 5000
+
+
+@dataclass
+class WriteReport:
+    """What a write changed: nodes created/updated per label, edges written per type."""
+
+    created: dict[str, int] = field(default_factory=dict)
+    updated: dict[str, int] = field(default_factory=dict)
+    edges: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def nodes_created(self) -> int:
+        return sum(self.created.values())
+
+
+def _chunks(rows: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(rows), size):
+        yield rows[i : i + size]
+
+
+def existing_ids(store: GraphStore, label: str, ids: Sequence[str], chunk: int = CHUNK) -> set[str]:
+    found: set[str] = set()
+    for part in _chunks(ids, chunk):
+        rows = store.run(
+            f"UNWIND $ids AS id MATCH (n:{label} {{id: id}}) RETURN n.id AS id", {"ids": list(part)}
+        )
+        found.update(r["id"] for r in rows)
+    return found
+
+
+def write_batch(
+    store: GraphStore, batch: GraphBatch, progress: Progress | None = None, chunk: int = CHUNK
+) -> WriteReport:
+    """Write `batch` atomically, reporting nodes and edges written to `progress`."""
+    report = WriteReport()
+    new_ids: dict[str, set[str]] = {}
+    plan: list[tuple[str, Sequence[dict[str, Any]], int]] = []
+
+    for label, rows in batch.iter_nodes():
+        keys = sorted({k for r in rows for k in r})
+        store.declare_properties(label, keys)
+        present = existing_ids(store, label, [r["id"] for r in rows], chunk)
+        fresh = [r for r in rows if r["id"] not in present]
+        stale = [{"id": r["id"], "props": {k: v for k, v in r.items() if k != "id"}} for r in rows
+                 if r["id"] in present]
+        new_ids[label] = {r["id"] for r in fresh}
+        report.created[label] = len(fresh)
+        report.updated[label] = len(stale)
+        create = f"UNWIND $rows AS r CREATE (n:{label} {{id: r.id}}) SET n += r"
+        update = f"UNWIND $rows AS r MATCH (n:{label} {{id: r.id}}) SET n += r.props"
+        plan.extend((create, part, len(part)) for part in _chunks(fresh, chunk))
+        plan.extend((update, part, len(part)) for part in _chunks(stale, chunk))
+
+    for (rel, src_label, dst_label), pairs in batch.edges.items():
+        fresh_src = new_ids.get(src_label, set())
+        created = [{"s": s, "d": d, "p": p} for (s, d), p in pairs.items() if s in fresh_src]
+        merged = [{"s": s, "d": d, "p": p} for (s, d), p in pairs.items() if s not in fresh_src]
+        match = (
+            f"UNWIND $rows AS r MATCH (a:{src_label} {{id: r.s}}) MATCH (b:{dst_label} {{id: r.d}}) "
+        )
+        plan.extend((match + f"CREATE (a)-[e:{rel}]->(b) SET e += r.p", part, len(part))
+                    for part in _chunks(created, chunk))
+        plan.extend((match + f"MERGE (a)-[e:{rel}]->(b) SET e += r.p", part, len(part))
+                    for part in _chunks(merged, chunk))
+        report.edges[rel] = report.edges.get(rel, 0) + len(pairs)
+
+    if progress is not None:
+        progress.start(sum(n for _, _, n in plan), "writing")
+
+    def statements() -> Iterator[Statement]:
+        for cypher, rows, n in plan:
+            yield cypher, {"rows": list(rows)}
+            if progress is not None:
+                progress.advance(n)
+
+    store.write(statements())
+    return report

@@ -1,0 +1,371 @@
+"""TempoMed-Bench: guideline trajectories, recommendation facts and change pairs.
+
+Three inputs are accepted, alone or together (a folder):
+
+* the released MCQ file (`questions_*.jsonl`: pretty-printed JSON records
+  separated by blank lines). Each record pairs a current guideline (PMID, year)
+  with a prior one and gives, in choices A and B, the current and the prior
+  recommendation for one clinical decision;
+* trajectory JSON (`Topic, Title, year_of_current_guidance, PMID,
+  Organization[], prior_guidelines[...]`);
+* difference files (`{current}_{prior}_extracted_diffs.json`).
+
+Each record becomes guidelines, an organization, a supersession edge, a
+trajectory, two recommendation facts with validity, a change pair, and (for
+MCQs) the question itself as source material. A recommendation is valid from
+the year its guideline was issued until the year of the version that replaces
+it. Same-year pairs (a 2020 update of a 2020 guideline) are kept: the prior's
+interval is then empty, so as-of any date in that year answers with the
+current one, and `timeline`/`trajectory` still list the prior first.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from chronokg.graph import schema
+from chronokg.graph.batch import GraphBatch
+from chronokg.graph.dates import Precision, year_start
+from chronokg.graph.errors import InputError
+from chronokg.graph.model import Fact, Source, stable_id
+from chronokg.graph.store import GraphStore
+from chronokg.graph.writer import Progress
+from chronokg.ingest.common import LoadSummary, apply, file_sha256, read_json, read_json_blocks, slug
+
+KIND = "tempomed"
+RECOMMENDATION = "recommendation"
+SUPERSEDED_BY = "superseded_by"
+# TempoMed-Bench's first public release (upstream commit of 2026-05-12): the
+# known time of its facts unless the user names another.
+DEFAULT_RELEASE = dt.date(2026, 5, 12)
+DIFF_SUFFIX = "_extracted_diffs.json"
+
+_DOC = (
+    r"(?i:guidelines?|guidance|recommendations?|statement|consensus(?: statement)?|position statement"
+    r"|standards?|criteria|checklist|curriculum|policy|requirements)"
+)
+_ORG_PATTERNS = (
+    re.compile(
+        rf"According to (?:the )?(?P<org>[^?]+?) {_DOC}\b[^?]*? (?:issued|published|released) "
+        rf"(?:by [^?]+? )?in (?P<year>\d{{4}})"
+    ),
+    re.compile(rf"According to (?:the )?(?P<year>\d{{4}}) (?P<org>[^?,]+?) {_DOC}\b"),
+)
+_ORG_NOISE = re.compile(
+    r"(?:\s+(?:clinical practice|practice|joint|multi-society|medical physics practice|reporting|task force"
+    r"|peer review|residency program))+$",
+    re.I,
+)
+
+
+def organization_from_question(question: str, year: int) -> str | None:
+    """The issuing organization named in the stem ("According to the X guideline issued in YYYY")."""
+    for pattern in _ORG_PATTERNS:
+        for m in pattern.finditer(question):
+            if int(m["year"]) != year:
+                continue
+            org = _ORG_NOISE.sub("", m["org"].strip()).strip(" ,.")
+            if 2 <= len(org) <= 200 and org[0].isupper():
+                return org
+    return None
+
+
+def _pmid(path: Path, record: str, obj: dict[str, Any], key: str) -> str:
+    value = obj.get(key)
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value.strip().isdigit():
+        raise InputError(path, record, f"field {key!r} must be a PMID (digits), got {value!r}")
+    return value.strip()
+
+
+def _year(path: Path, record: str, obj: dict[str, Any], key: str) -> int:
+    value = obj.get(key)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InputError(path, record, f"field {key!r} must be an integer year, got {value!r}")
+    if not 1800 <= value <= 2200:
+        raise InputError(path, record, f"field {key!r} is not a plausible year: {value}")
+    return value
+
+
+def _text(path: Path, record: str, obj: dict[str, Any], key: str, required: bool = True) -> str | None:
+    value = obj.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(path, record, f"field {key!r} must be non-empty text, got {value!r}")
+    return value.strip()
+
+
+class GuidelineBuilder:
+    """Stages one or more TempoMed inputs into a single batch."""
+
+    def __init__(self, release_date: dt.date) -> None:
+        self.batch = GraphBatch()
+        self.release_date = release_date
+        self.records = 0
+
+    def file_source(self, path: Path, what: str) -> Source:
+        digest = file_sha256(path)
+        src = Source(
+            id=f"{KIND}:{what}:{digest[:12]}", kind=KIND, caption=f"TempoMed-Bench {what} {path.name}",
+            version=digest[:12], release_date=self.release_date, checksum=f"sha256:{digest}", path=str(path),
+        )
+        self.batch.source(src)
+        return src
+
+    def guideline(self, pmid: str, year: int, src: Source, caption: str | None = None,
+                  topic: str | None = None, organizations: Iterable[str] = ()) -> None:
+        self.batch.node(schema.GUIDELINE, pmid, pmid=pmid, year=year, issued=year_start(year),
+                        precision=Precision.YEAR.value, caption=caption, topic=topic)
+        self.batch.entity(pmid, kind="guideline", caption=caption)
+        self.batch.edge(schema.LOADED_FROM, schema.GUIDELINE, pmid, schema.SOURCE, src.id)
+        for org in organizations:
+            oid = slug(org)
+            if oid:
+                self.batch.node(schema.ORGANIZATION, oid, caption=org)
+                self.batch.edge(schema.ISSUED_BY, schema.GUIDELINE, pmid, schema.ORGANIZATION, oid)
+
+    def supersession(self, current: str, cur_year: int, prior: str, src: Source,
+                     reason: str | None = None) -> None:
+        self.batch.edge(schema.SUPERSEDES, schema.GUIDELINE, current, schema.GUIDELINE, prior, reason=reason)
+        traj = f"traj:{current}"
+        self.batch.node(schema.TRAJECTORY, traj, current_pmid=current)
+        self.batch.edge(schema.IN_TRAJECTORY, schema.GUIDELINE, current, schema.TRAJECTORY, traj)
+        self.batch.edge(schema.IN_TRAJECTORY, schema.GUIDELINE, prior, schema.TRAJECTORY, traj)
+        self.batch.fact(
+            Fact(subject=prior, predicate=SUPERSEDED_BY, object=current, valid_from=year_start(cur_year),
+                 precision=Precision.YEAR, known_from=src.release_date, source_id=src.id, source_kind=KIND),
+            subject_kind="guideline", object_kind="guideline",
+        )
+
+    def recommendation(self, *, decision: str, guideline: str, text: str, start: int, end: int | None,
+                       src: Source, clinical_focus: str | None = None, **attrs: Any) -> str:
+        """A recommendation fact valid from its guideline's year until the year of its replacement."""
+        fact = Fact(
+            subject=decision, predicate=RECOMMENDATION, value=text, valid_from=year_start(start),
+            valid_to=None if end is None else year_start(end), precision=Precision.YEAR,
+            known_from=src.release_date, source_id=src.id, source_kind=src.kind,
+            attrs={"guideline_id": guideline, "clinical_focus": clinical_focus, **attrs},
+        )
+        fid = self.batch.fact(fact, subject_kind="clinical_decision")
+        self.batch.edge(schema.FROM_GUIDELINE, schema.FACT, fid, schema.GUIDELINE, guideline)
+        return fid
+
+    def change_pair(self, *, decision: str, current: str, prior: str, current_fact: str, prior_fact: str,
+                    summary: str | None, src: Source, clinical_focus: str | None = None,
+                    category: str | None = None) -> str:
+        """Links the current recommendation to the prior one it replaces."""
+        pair = f"cp:{decision}:{prior}>{current}"
+        self.batch.node(schema.CHANGE_PAIR, pair, decision_id=decision, current_pmid=current, prior_pmid=prior,
+                        summary=summary, clinical_focus=clinical_focus, category=category)
+        self.batch.edge(schema.CURRENT, schema.CHANGE_PAIR, pair, schema.FACT, current_fact)
+        self.batch.edge(schema.PRIOR, schema.CHANGE_PAIR, pair, schema.FACT, prior_fact)
+        self.batch.edge(schema.LOADED_FROM, schema.CHANGE_PAIR, pair, schema.SOURCE, src.id)
+        return pair
+
+    def change(self, *, decision: str, caption: str, current: str, cur_year: int, prior: str,
+               prior_year: int, current_rec: str, prior_rec: str, summary: str | None,
+               clinical_focus: str | None, src: Source, extra: dict[str, Any] | None = None) -> str:
+        """One decision with a prior and a current recommendation, and the change pair between them."""
+        self.batch.entity(decision, kind="clinical_decision", caption=caption)
+        extra = extra or {}
+        prior_fact = self.recommendation(decision=decision, guideline=prior, text=prior_rec, start=prior_year,
+                                         end=cur_year, src=src, clinical_focus=clinical_focus,
+                                         **extra.get("prior", {}))
+        current_fact = self.recommendation(decision=decision, guideline=current, text=current_rec,
+                                           start=cur_year, end=None, src=src, clinical_focus=clinical_focus,
+                                           **extra.get("current", {}))
+        return self.change_pair(decision=decision, current=current, prior=prior, current_fact=current_fact,
+                                prior_fact=prior_fact, summary=summary, src=src, clinical_focus=clinical_focus)
+
+    # --- the three input formats -------------------------------------------------
+
+    def mcq_file(self, path: Path) -> None:
+        src = self.file_source(path, "mcq")
+        for n, _line, obj in read_json_blocks(path):
+            record = f"{n} (idx {obj.get('idx', '?')})"
+            current = _pmid(path, record, obj, "PMID_current")
+            prior = _pmid(path, record, obj, "PMID_prior")
+            cur_year = _year(path, record, obj, "Year_current")
+            prior_year = _year(path, record, obj, "Year_prior")
+            if prior_year > cur_year:
+                raise InputError(path, record, f"prior guideline {prior} ({prior_year}) is newer than "
+                                               f"current {current} ({cur_year})")
+            if prior == current:
+                raise InputError(path, record, f"guideline {current} cannot supersede itself")
+            question = _text(path, record, obj, "Question")
+            answer = obj.get("Answer")
+            if not isinstance(answer, dict):
+                raise InputError(path, record, "field 'Answer' must be an object with Choice_A..Choice_E")
+            choice_a = _text(path, record, answer, "Choice_A")
+            choice_b = _text(path, record, answer, "Choice_B")
+            assert question is not None and choice_a is not None and choice_b is not None
+            choices = [str(answer.get(f"Choice_{c}", "")) for c in "ABCDE" if answer.get(f"Choice_{c}")]
+            org = organization_from_question(question, cur_year)
+            self.guideline(current, cur_year, src, organizations=[org] if org else [])
+            self.guideline(prior, prior_year, src)
+            self.supersession(current, cur_year, prior, src)
+            decision = f"tm-{current}-{prior}-{stable_id(question, choice_a, choice_b)[:8]}"
+            pair = self.change(
+                decision=decision, caption=_caption(question), current=current, cur_year=cur_year, prior=prior,
+                prior_year=prior_year, current_rec=choice_a, prior_rec=choice_b,
+                summary=_text(path, record, answer, "Explanation", required=False), clinical_focus=None, src=src,
+            )
+            qid = f"tmq-{obj.get('idx', n)}-{stable_id(question)[:8]}"
+            self.batch.node(schema.SOURCE_QUESTION, qid, benchmark=KIND, record=obj.get("idx", n),
+                            question=question, choices=choices, correct=answer.get("Correct"),
+                            explanation=answer.get("Explanation"))
+            self.batch.edge(schema.ABOUT, schema.SOURCE_QUESTION, qid, schema.CHANGE_PAIR, pair)
+            self.records += 1
+
+    def trajectory_file(self, path: Path) -> None:
+        data = read_json(path)
+        items = data if isinstance(data, list) else [data]
+        src = self.file_source(path, "trajectory")
+        for n, obj in enumerate(items, start=1):
+            record = str(n)
+            if not isinstance(obj, dict):
+                raise InputError(path, record, "expected a trajectory object")
+            current = _pmid(path, record, obj, "PMID")
+            cur_year = _year(path, record, obj, "year_of_current_guidance")
+            topic = _text(path, record, obj, "Topic", required=False)
+            title = _text(path, record, obj, "Title", required=False)
+            orgs = _orgs(path, record, obj.get("Organization"))
+            self.guideline(current, cur_year, src, caption=title, topic=topic, organizations=orgs)
+            self.batch.node(schema.TRAJECTORY, f"traj:{current}", current_pmid=current, topic=topic, caption=title)
+            priors = obj.get("prior_guidelines")
+            if not isinstance(priors, list):
+                raise InputError(path, record, "field 'prior_guidelines' must be a list")
+            versions: list[tuple[int, str, str | None]] = []
+            for k, prior in enumerate(priors, start=1):
+                sub = f"{n}.prior_guidelines[{k}]"
+                if not isinstance(prior, dict):
+                    raise InputError(path, sub, "expected an object")
+                pmid = _pmid(path, sub, prior, "PMID")
+                year = _year(path, sub, prior, "year")
+                if year > cur_year:
+                    raise InputError(path, sub, f"prior guideline {pmid} ({year}) is newer than current "
+                                                f"{current} ({cur_year})")
+                self.guideline(pmid, year, src, caption=_text(path, sub, prior, "title", required=False),
+                               topic=topic, organizations=_orgs(path, sub, prior.get("Organization")))
+                versions.append((year, pmid, _text(path, sub, prior, "reason", required=False)))
+            # A chain: each version supersedes the next older one.
+            chain = sorted(versions, key=lambda v: v[0], reverse=True)
+            newer, newer_year = current, cur_year
+            for year, pmid, reason in chain:
+                self.supersession(newer, newer_year, pmid, src, reason=reason)
+                self.batch.edge(schema.IN_TRAJECTORY, schema.GUIDELINE, pmid, schema.TRAJECTORY,
+                                f"traj:{current}")
+                newer, newer_year = pmid, year
+            self.records += 1
+
+    def diff_file(self, path: Path, years: dict[str, int]) -> None:
+        m = re.match(r"^(\d+)_(\d+)" + re.escape(DIFF_SUFFIX) + "$", path.name)
+        if not m:
+            raise InputError(path, None, f"a difference file is named {{current}}_{{prior}}{DIFF_SUFFIX}")
+        current, prior = m[1], m[2]
+        missing = [p for p in (current, prior) if p not in years]
+        if missing:
+            raise InputError(path, None, f"no year known for guideline(s) {', '.join(missing)}: load their "
+                                         "trajectory file or MCQs first, or together with this file")
+        cur_year, prior_year = years[current], years[prior]
+        data = read_json(path)
+        if not isinstance(data, list):
+            raise InputError(path, None, "expected a list of differences")
+        src = self.file_source(path, "diffs")
+        self.guideline(current, cur_year, src)
+        self.guideline(prior, prior_year, src)
+        self.supersession(current, cur_year, prior, src)
+        for n, obj in enumerate(data, start=1):
+            record = str(n)
+            if not isinstance(obj, dict):
+                raise InputError(path, record, "expected an object")
+            focus = _text(path, record, obj, "clinical_focus")
+            cur_rec = _text(path, record, obj, "current_recommendation")
+            prior_rec = _text(path, record, obj, "prior_recommendation")
+            assert focus is not None and cur_rec is not None and prior_rec is not None
+            decision = f"tm-{current}-{prior}-{stable_id(focus)[:8]}"
+            self.change(
+                decision=decision, caption=focus, current=current, cur_year=cur_year, prior=prior,
+                prior_year=prior_year, current_rec=cur_rec, prior_rec=prior_rec,
+                summary=_text(path, record, obj, "change_summary", required=False), clinical_focus=focus,
+                src=src, extra={
+                    "current": {"raw_text": obj.get("current_recommendation_raw_text")},
+                    "prior": {"raw_text": obj.get("prior_recommendation_raw_text")},
+                },
+            )
+            self.records += 1
+
+
+def _caption(question: str, limit: int = 160) -> str:
+    text = " ".join(question.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _orgs(path: Path, record: str, value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(path, record, f"field 'Organization' must be a list of names, got {value!r}")
+    return [v.strip() for v in value if v.strip()]
+
+
+def classify(path: Path) -> str:
+    """Which TempoMed format a file is: mcq, trajectory or diffs."""
+    if path.name.endswith(DIFF_SUFFIX):
+        return "diffs"
+    if path.suffix == ".json":
+        return "trajectory"
+    return "mcq"
+
+
+def expand(paths: Iterable[Path]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out.extend(sorted(q for q in p.rglob("*") if q.is_file() and q.suffix in {".json", ".jsonl"}))
+        elif p.exists():
+            out.append(p)
+        else:
+            raise InputError(p, None, "no such file or directory")
+    if not out:
+        raise InputError(", ".join(map(str, paths)), None, "no TempoMed-Bench files (.jsonl/.json) found")
+    return out
+
+
+def stage(paths: Iterable[Path], release_date: dt.date = DEFAULT_RELEASE,
+          known_years: dict[str, int] | None = None) -> tuple[GraphBatch, int, list[Path]]:
+    """Parse and validate every input into one batch (nothing is written)."""
+    files = expand(paths)
+    builder = GuidelineBuilder(release_date)
+    kinds = {f: classify(f) for f in files}
+    for f in files:
+        if kinds[f] == "mcq":
+            builder.mcq_file(f)
+    for f in files:
+        if kinds[f] == "trajectory":
+            builder.trajectory_file(f)
+    years = dict(known_years or {})
+    years.update({gid: props["year"] for gid, props in builder.batch.nodes.get(schema.GUIDELINE, {}).items()})
+    for f in files:
+        if kinds[f] == "diffs":
+            builder.diff_file(f, years)
+    return builder.batch, builder.records, files
+
+
+def guideline_years(store: GraphStore) -> dict[str, int]:
+    return {r["id"]: r["year"] for r in store.run("MATCH (g:Guideline) RETURN g.id AS id, g.year AS year")}
+
+
+def load(store: GraphStore, paths: Iterable[Path], release_date: dt.date = DEFAULT_RELEASE,
+         progress: Progress | None = None) -> LoadSummary:
+    """Load TempoMed-Bench files in one transaction; bad input raises `InputError` and writes nothing."""
+    batch, records, files = stage(paths, release_date, known_years=guideline_years(store))
+    return apply(store, batch, KIND, files, records, progress)

@@ -1,0 +1,272 @@
+"""The named Cypher query catalog.
+
+Each query is written once in Neo4j 5 Cypher and runs unchanged on every
+engine. Optional filters add `WHERE` terms rather than `$x IS NULL OR ...`
+tests, so every variant can use the indexes. Results come back as typed rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from chronokg.graph.counts import label_counts, relationship_counts
+from chronokg.graph.store import GraphStore
+from chronokg.queries.rows import (
+    ChangePairRow,
+    ChangeRow,
+    FactRow,
+    HopRow,
+    RecommendationRow,
+    StatsRow,
+    VersionRow,
+)
+
+MAX_CHAIN = 32  # supersession hops followed from a guideline: far above any real chain
+
+VALID_AT = "({v}.valid_from IS NULL OR {v}.valid_from <= {t}) AND ({v}.valid_to IS NULL OR {v}.valid_to > {t})"
+KNOWN_AT = "({v}.known_from IS NULL OR {v}.known_from <= {t}) AND ({v}.known_to IS NULL OR {v}.known_to > {t})"
+KNOWN_NOW = "{v}.known_to IS NULL"
+
+FACT_RETURN = """
+OPTIONAL MATCH (s:Entity {id: f.subject_id})
+OPTIONAL MATCH (o:Entity {id: f.object_id})
+RETURN f.id AS id, f.subject_id AS subject, s.caption AS subject_caption, f.predicate AS predicate,
+       f.object_id AS object, o.caption AS object_caption, f.value AS value,
+       f.valid_from AS valid_from, f.valid_to AS valid_to, f.precision AS precision,
+       f.known_from AS known_from, f.known_to AS known_to, f.source_id AS source_id"""
+
+
+def valid_clause(var: str, param: str) -> str:
+    return VALID_AT.format(v=var, t=param)
+
+
+def known_clause(var: str, param: str | None) -> str:
+    """Known at `param`, or (no param) asserted and not retracted by the latest loaded release."""
+    return KNOWN_NOW.format(v=var) if param is None else KNOWN_AT.format(v=var, t=param)
+
+
+def _fact_filters(subject: str | None, predicate: str | None, params: dict[str, Any]) -> list[str]:
+    where = []
+    if subject is not None:
+        where.append("f.subject_id = $subject")
+        params["subject"] = subject
+    if predicate is not None:
+        where.append("f.predicate = $predicate")
+        params["predicate"] = predicate
+    return where
+
+
+def facts_as_of_cypher(
+    valid_at: dt.date, subject: str | None = None, predicate: str | None = None,
+    known_at: dt.date | None = None, limit: int | None = None,
+) -> tuple[str, dict[str, Any]]:
+    params: dict[str, Any] = {"valid_at": valid_at}
+    where = _fact_filters(subject, predicate, params)
+    where.append(valid_clause("f", "$valid_at"))
+    if known_at is not None:
+        params["known_at"] = known_at
+    where.append(known_clause("f", "$known_at" if known_at is not None else None))
+    cypher = "MATCH (f:Fact)\nWHERE " + "\n  AND ".join(where) + "\nWITH f" + FACT_RETURN
+    cypher += "\nORDER BY subject, predicate, valid_from, id"
+    if limit is not None:
+        cypher += "\nLIMIT $limit"
+        params["limit"] = limit
+    return cypher, params
+
+
+def facts_as_of(
+    store: GraphStore, valid_at: dt.date, subject: str | None = None, predicate: str | None = None,
+    known_at: dt.date | None = None, limit: int | None = None,
+) -> list[FactRow]:
+    """What was true at `valid_at`, according to what was known at `known_at` (default: now)."""
+    cypher, params = facts_as_of_cypher(valid_at, subject, predicate, known_at, limit)
+    return [FactRow(**r) for r in store.run(cypher, params)]
+
+
+def timeline(
+    store: GraphStore, subject: str, predicate: str | None = None, known_at: dt.date | None = None,
+    include_retracted: bool = False,
+) -> list[FactRow]:
+    """Every version of a subject's facts in valid-time order, with their intervals."""
+    params: dict[str, Any] = {}
+    where = _fact_filters(subject, predicate, params)
+    if known_at is not None:
+        params["known_at"] = known_at
+        where.append(known_clause("f", "$known_at"))
+    elif not include_retracted:
+        where.append(known_clause("f", None))
+    cypher = "MATCH (f:Fact)\nWHERE " + "\n  AND ".join(where) + "\nWITH f" + FACT_RETURN
+    # Open starts first, open ends last; ties (same-year supersession) fall back to the end.
+    cypher += (
+        "\nORDER BY predicate, valid_from IS NOT NULL, valid_from, valid_to IS NULL, valid_to, "
+        "known_from, id"
+    )
+    return [FactRow(**r) for r in store.run(cypher, params)]
+
+
+def changed_between(
+    store: GraphStore, t1: dt.date, t2: dt.date, predicate: str | None = None, subject: str | None = None,
+) -> list[ChangeRow]:
+    """(subject, predicate) pairs whose set of values at `t1` differs from the set at `t2`."""
+    if t2 < t1:
+        t1, t2 = t2, t1
+    params: dict[str, Any] = {"t1": t1, "t2": t2}
+    where = _fact_filters(subject, predicate, params)
+    where.append(known_clause("f", None))
+    where.append(
+        "((f.valid_from > $t1 AND f.valid_from <= $t2) OR (f.valid_to > $t1 AND f.valid_to <= $t2))"
+    )
+    value = "coalesce(x.object_id, toString(x.value))"
+    cypher = (
+        "MATCH (f:Fact)\nWHERE " + "\n  AND ".join(where)
+        + "\nWITH DISTINCT f.subject_id AS subject, f.predicate AS predicate"
+        + "\nMATCH (g:Fact {subject_id: subject, predicate: predicate})"
+        + "\nWHERE " + known_clause("g", None)
+        + "\nWITH subject, predicate, collect(g) AS versions"
+        + "\nRETURN subject, predicate,"
+        + f"\n  [x IN versions WHERE {valid_clause('x', '$t1')} | {value}] AS before,"
+        + f"\n  [x IN versions WHERE {valid_clause('x', '$t2')} | {value}] AS after"
+        + "\nORDER BY subject, predicate"
+    )
+    out = []
+    for r in store.run(cypher, params):
+        before, after = sorted(set(r["before"])), sorted(set(r["after"]))
+        if before != after:
+            out.append(ChangeRow(subject=r["subject"], predicate=r["predicate"], before=before, after=after))
+    return out
+
+
+def two_hop_as_of(
+    store: GraphStore, subject: str, valid_at: dt.date, predicate: str | None = None,
+    predicate2: str | None = None,
+) -> list[HopRow]:
+    """Follow object links two steps from `subject`, each hop valid at `valid_at`."""
+    params: dict[str, Any] = {"subject": subject, "valid_at": valid_at}
+    p1 = " AND f.predicate = $predicate" if predicate else ""
+    p2 = " AND g.predicate = $predicate2" if predicate2 else ""
+    if predicate:
+        params["predicate"] = predicate
+    if predicate2:
+        params["predicate2"] = predicate2
+    cypher = (
+        "MATCH (f:Fact {subject_id: $subject})-[:OBJECT]->(m:Entity)\n"
+        f"WHERE {valid_clause('f', '$valid_at')} AND {known_clause('f', None)}{p1}\n"
+        "MATCH (g:Fact {subject_id: m.id})-[:OBJECT]->(t:Entity)\n"
+        f"WHERE {valid_clause('g', '$valid_at')} AND {known_clause('g', None)}{p2}\n"
+        "RETURN f.subject_id AS subject, f.predicate AS predicate, m.id AS middle, "
+        "g.predicate AS predicate2, t.id AS target\n"
+        "ORDER BY predicate, middle, predicate2, target"
+    )
+    return [HopRow(**r) for r in store.run(cypher, params)]
+
+
+def _guideline_scope(
+    guideline: str | None, organization: str | None, topic: str | None, params: dict[str, Any]
+) -> str:
+    """Cypher that binds `g` to every guideline version in the selected trajectories."""
+    where = []
+    if guideline is not None:
+        where.append("g0.id = $guideline")
+        params["guideline"] = guideline
+    if organization is not None:
+        where.append(
+            "EXISTS { MATCH (g0)-[:ISSUED_BY]->(o:Organization) "
+            "WHERE o.id = $organization OR toLower(o.caption) CONTAINS toLower($organization) }"
+        )
+        params["organization"] = organization
+    if topic is not None:
+        where.append(
+            "(toLower(coalesce(g0.topic, '')) CONTAINS toLower($topic) "
+            "OR toLower(coalesce(g0.caption, '')) CONTAINS toLower($topic))"
+        )
+        params["topic"] = topic
+    head = "MATCH (g0:Guideline)"
+    if where:
+        head += "\nWHERE " + "\n  AND ".join(where)
+    return head + f"\nMATCH (g0)-[:SUPERSEDES*0..{MAX_CHAIN}]-(g:Guideline)\nWITH DISTINCT g"
+
+
+def recommended_on(
+    store: GraphStore, date: dt.date, topic: str | None = None, organization: str | None = None,
+    guideline: str | None = None, known_at: dt.date | None = None,
+) -> list[RecommendationRow]:
+    """What was recommended on `date`: each decision answered from the guideline version in force.
+
+    A guideline id names its whole trajectory: any version's PMID selects every
+    version linked to it by supersession, and the date picks the version.
+    """
+    params: dict[str, Any] = {"date": date}
+    if known_at is not None:
+        params["known_at"] = known_at
+    cypher = (
+        _guideline_scope(guideline, organization, topic, params)
+        + "\nMATCH (f:Fact)-[:FROM_GUIDELINE]->(g)"
+        + "\nWHERE f.predicate = 'recommendation' AND " + valid_clause("f", "$date")
+        + " AND " + known_clause("f", "$known_at" if known_at is not None else None)
+        + "\nOPTIONAL MATCH (g)-[:ISSUED_BY]->(o:Organization)"
+        + "\nWITH f, g, collect(o.caption) AS orgs"
+        + "\nRETURN f.subject_id AS decision_id, f.value AS recommendation, g.id AS guideline,"
+        + " g.year AS guideline_year, CASE WHEN size(orgs) = 0 THEN null ELSE orgs[0] END AS organization,"
+        + " g.topic AS topic, f.clinical_focus AS clinical_focus, f.valid_from AS valid_from,"
+        + " f.valid_to AS valid_to"
+        + "\nORDER BY decision_id, guideline"
+    )
+    return [RecommendationRow(**r) for r in store.run(cypher, params)]
+
+
+def trajectory(store: GraphStore, guideline: str) -> list[VersionRow]:
+    """Every version in the supersession chain of `guideline`, oldest first.
+
+    Versions issued in the same year are ordered by the supersession edge
+    (the superseded one first).
+    """
+    cypher = (
+        f"MATCH (:Guideline {{id: $guideline}})-[:SUPERSEDES*0..{MAX_CHAIN}]-(g:Guideline)"
+        "\nWITH DISTINCT g"
+        f"\nOPTIONAL MATCH (g)-[:SUPERSEDES*1..{MAX_CHAIN}]->(older:Guideline)"
+        "\nWITH g, count(DISTINCT older) AS depth"
+        "\nOPTIONAL MATCH (g)-[:ISSUED_BY]->(o:Organization)"
+        "\nWITH g, depth, collect(DISTINCT o.caption) AS organizations"
+        "\nOPTIONAL MATCH (g)-[:SUPERSEDES]->(p:Guideline)"
+        "\nWITH g, depth, organizations, collect(DISTINCT p.id) AS supersedes"
+        "\nOPTIONAL MATCH (n:Guideline)-[:SUPERSEDES]->(g)"
+        "\nWITH g, depth, organizations, supersedes, collect(DISTINCT n.id) AS superseded_by"
+        "\nRETURN g.id AS pmid, g.year AS year, g.issued AS issued, g.caption AS caption,"
+        " organizations, supersedes, superseded_by"
+        "\nORDER BY issued, depth, pmid"
+    )
+    rows = store.run(cypher, {"guideline": guideline})
+    return [VersionRow(**{**r, "supersedes": sorted(r["supersedes"]),
+                          "superseded_by": sorted(r["superseded_by"])}) for r in rows]
+
+
+def change_pairs(store: GraphStore, guideline: str) -> list[ChangePairRow]:
+    """The change pairs (current recommendation replaces prior) within `guideline`'s trajectory."""
+    cypher = (
+        f"MATCH (:Guideline {{id: $guideline}})-[:SUPERSEDES*0..{MAX_CHAIN}]-(g:Guideline)"
+        "\nWITH DISTINCT g"
+        "\nMATCH (c:ChangePair {current_pmid: g.id})"
+        "\nOPTIONAL MATCH (c)-[:CURRENT]->(cf:Fact)"
+        "\nOPTIONAL MATCH (c)-[:PRIOR]->(pf:Fact)"
+        "\nOPTIONAL MATCH (cg:Guideline {id: c.current_pmid})"
+        "\nOPTIONAL MATCH (pg:Guideline {id: c.prior_pmid})"
+        "\nRETURN c.decision_id AS decision_id, c.current_pmid AS current_pmid, c.prior_pmid AS prior_pmid,"
+        " cg.year AS current_year, pg.year AS prior_year, cf.value AS current_recommendation,"
+        " pf.value AS prior_recommendation, c.summary AS summary, c.category AS category"
+        "\nORDER BY prior_year, current_year, decision_id"
+    )
+    return [ChangePairRow(**r) for r in store.run(cypher, {"guideline": guideline})]
+
+
+def stats(store: GraphStore) -> list[StatsRow]:
+    """Counts per label, per relationship type, and facts per source release."""
+    out = [StatsRow(kind="label", name=k, count=v) for k, v in label_counts(store).items()]
+    out += [StatsRow(kind="relationship", name=k, count=v) for k, v in relationship_counts(store).items()]
+    for r in store.run(
+        "MATCH (f:Fact)-[:ASSERTED_IN]->(s:Source) "
+        "RETURN s.id AS name, s.kind AS source_kind, s.version AS version, s.release_date AS release_date, "
+        "count(f) AS count ORDER BY source_kind, release_date, name"
+    ):
+        out.append(StatsRow(kind="source", **r))
+    return out

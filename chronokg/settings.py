@@ -1,0 +1,32 @@
+"""The one place chronokg reads the environment.
+
+Every other module receives a `Settings` instance (or values taken from one);
+nothing else looks at `os.environ`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from platformdirs import user_data_dir
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_store_uri() -> str:
+    """The embedded store under the user's data directory."""
+    return f"kglite://{Path(user_data_dir('chronokg')) / 'store.kgl'}"
+
+
+class Settings(BaseSettings):
+    """Runtime settings, read from `CHRONOKG_*` environment variables."""
+
+    model_config = SettingsConfigDict(env_prefix="CHRONOKG_", extra="ignore")
+
+    store: str = Field(default_factory=default_store_uri, description="Store URI: kglite:///path or neo4j://host:port")
+    neo4j_user: str = "neo4j"
+    neo4j_password: SecretStr = SecretStr("")
+    neo4j_database: str = "neo4j"
+    neo4j_uri: str | None = Field(
+        default=None, description="A Neo4j server the conformance suite also runs against, if set"
+    )
