@@ -24,8 +24,12 @@ from chronokg.settings import Settings
 app = typer.Typer(help="chronokg: a bitemporal knowledge graph of time-specific facts.", no_args_is_help=True)
 ingest_app = typer.Typer(help="Load a source into the store.", no_args_is_help=True)
 query_app = typer.Typer(help="Run a named query from the catalog.", no_args_is_help=True)
+download_app = typer.Typer(help="Fetch a public source (needs the internet).", no_args_is_help=True)
+export_app = typer.Typer(help="Export the store to other formats.", no_args_is_help=True)
 app.add_typer(ingest_app, name="ingest")
 app.add_typer(query_app, name="query")
+app.add_typer(download_app, name="download")
+app.add_typer(export_app, name="export")
 
 console = Console()
 err = Console(stderr=True)
@@ -73,8 +77,9 @@ def guarded(fn: Callable[[], T]) -> T:
 @app.callback()
 def root(
     store: Annotated[str | None, typer.Option(
-        "--store", envvar="CHRONOKG_STORE", show_default=False,
-        help="Store URI: kglite:///path/store.kgl (default, under the user data dir) or neo4j://host:7687",
+        "--store", show_default=False,
+        help="Store URI: kglite:///path/store.kgl or neo4j://host:7687 "
+        "[default: $CHRONOKG_STORE, else an embedded store under the user data dir]",
     )] = None,
 ) -> None:
     state.store_uri = store
@@ -242,6 +247,25 @@ def _remove_kglite_files(path: Path) -> None:
             shutil.rmtree(p)
         elif p.exists():
             p.unlink()
+
+
+def _register_sources() -> None:
+    from chronokg.cli import (
+        ingest_cfr,
+        ingest_chroknow,
+        ingest_cxr,
+        ingest_driftmed,
+        ingest_qasets,
+        ingest_umls,
+        ingest_wikidata,
+    )
+
+    for module in (ingest_wikidata, ingest_umls, ingest_cfr, ingest_chroknow, ingest_driftmed, ingest_qasets,
+                   ingest_cxr):
+        module.register(ingest_app, download_app, export_app)
+
+
+_register_sources()
 
 
 def main() -> Any:

@@ -17,6 +17,9 @@ GUIDELINE: Final = "Guideline"
 TRAJECTORY: Final = "Trajectory"
 CHANGE_PAIR: Final = "ChangePair"
 SOURCE_QUESTION: Final = "SourceQuestion"
+PATIENT: Final = "Patient"
+STUDY: Final = "Study"
+OBSERVATION: Final = "Observation"
 
 # Relationship types.
 SUBJECT: Final = "SUBJECT"  # (Fact)->(Entity)
@@ -33,6 +36,7 @@ LOADED_FROM: Final = "LOADED_FROM"  # (Guideline|Trajectory|...)->(Source)
 
 KEYED_LABELS: Final = (
     SOURCE, ENTITY, FACT, ORGANIZATION, GUIDELINE, TRAJECTORY, CHANGE_PAIR, SOURCE_QUESTION,
+    PATIENT, STUDY, OBSERVATION,
 )
 
 # Properties every node of a label may carry. The embedded engine rejects a
