@@ -4,75 +4,38 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 from platformdirs import user_data_dir
-from rich.console import Console
 
+from chronokg.cli.common import (
+    DateOpt,
+    FormatOpt,
+    Groups,
+    OptDateOpt,
+    console,
+    guarded,
+    opened,
+    parse_day,
+    state,
+)
 from chronokg.cli.progress import progress_bar
 from chronokg.cli.render import Format, emit, load_summary
-from chronokg.graph.errors import ChronoKGError
-from chronokg.graph.open import open_store
-from chronokg.graph.store import GraphStore
 from chronokg.queries import catalog
-from chronokg.settings import Settings
 
 app = typer.Typer(help="chronokg: a bitemporal knowledge graph of time-specific facts.", no_args_is_help=True)
 ingest_app = typer.Typer(help="Load a source into the store.", no_args_is_help=True)
 query_app = typer.Typer(help="Run a named query from the catalog.", no_args_is_help=True)
 download_app = typer.Typer(help="Fetch a public source (needs the internet).", no_args_is_help=True)
 export_app = typer.Typer(help="Export the store to other formats.", no_args_is_help=True)
+generate_app = typer.Typer(help="Generate synthetic source data.", no_args_is_help=True)
 app.add_typer(ingest_app, name="ingest")
 app.add_typer(query_app, name="query")
 app.add_typer(download_app, name="download")
 app.add_typer(export_app, name="export")
-
-console = Console()
-err = Console(stderr=True)
-T = TypeVar("T")
-
-
-class State:
-    store_uri: str | None = None
-
-
-state = State()
-
-
-def parse_day(value: str) -> dt.date:
-    try:
-        return dt.date.fromisoformat(value)
-    except ValueError:
-        if value.isdigit() and len(value) == 4:
-            return dt.date(int(value), 1, 1)
-        raise typer.BadParameter(f"{value!r} is not a date (YYYY-MM-DD or YYYY)") from None
-
-
-DateOpt = Annotated[dt.date, typer.Option(parser=parse_day, metavar="DATE", help="YYYY-MM-DD (or YYYY)")]
-OptDateOpt = Annotated[
-    dt.date | None, typer.Option(parser=parse_day, metavar="DATE", help="YYYY-MM-DD (or YYYY)")
-]
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="table for people, json for scripts")]
-
-
-@contextmanager
-def opened(uri: str | None = None) -> Iterator[GraphStore]:
-    with open_store(uri or state.store_uri, Settings()) as store:
-        yield store
-
-
-def guarded(fn: Callable[[], T]) -> T:
-    """Run a command body; chronokg errors become one red line and exit code 2."""
-    try:
-        return fn()
-    except ChronoKGError as exc:
-        err.print(f"[bold red]error:[/] {exc}")
-        raise typer.Exit(2) from None
-
+app.add_typer(generate_app, name="generate")
 
 @app.callback()
 def root(
@@ -262,7 +225,7 @@ def _register_sources() -> None:
 
     for module in (ingest_wikidata, ingest_umls, ingest_cfr, ingest_chroknow, ingest_driftmed, ingest_qasets,
                    ingest_cxr):
-        module.register(ingest_app, download_app, export_app)
+        module.register(Groups(ingest_app, download_app, export_app, generate_app))
 
 
 _register_sources()

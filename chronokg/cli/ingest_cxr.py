@@ -1,9 +1,9 @@
-"""CLI commands for the cxr source (registered on the ingest/download/export groups)."""
+"""CLI commands for the cxr source."""
 
 from __future__ import annotations
 
-import typer
+from chronokg.cli.common import Groups
 
 
-def register(ingest: typer.Typer, download: typer.Typer, export: typer.Typer) -> None:
-    """Add this source's commands. Placeholder until the loader lands."""
+def register(groups: Groups) -> None:
+    """Add this source's commands to the ingest/download/export/generate groups. Placeholder until the loader lands."""

@@ -9,7 +9,7 @@ transaction, and writing the same batch twice changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -102,3 +102,52 @@ def write_batch(
 
     store.write(statements())
     return report
+
+
+def merge_statements(batch: GraphBatch, chunk: int = CHUNK) -> Iterator[tuple[Statement, int]]:
+    """Idempotent MERGE statements for `batch`, with the number of items each writes.
+
+    Unlike `write_batch`, nothing is read first, so these can run inside a
+    transaction that earlier statements of the same load have already written to.
+    """
+    for label, rows in batch.iter_nodes():
+        update = f"UNWIND $rows AS r MERGE (n:{label} {{id: r.id}}) SET n += r.props"
+        for part in _chunks(rows, chunk):
+            props = [{"id": r["id"], "props": {k: v for k, v in r.items() if k != "id"}} for r in part]
+            yield (update, {"rows": props}), len(part)
+    for (rel, src_label, dst_label), pairs in batch.edges.items():
+        merge = (
+            f"UNWIND $rows AS r MATCH (a:{src_label} {{id: r.s}}) MATCH (b:{dst_label} {{id: r.d}}) "
+            f"MERGE (a)-[e:{rel}]->(b) SET e += r.p"
+        )
+        rows = [{"s": s, "d": d, "p": p} for (s, d), p in pairs.items()]
+        for part in _chunks(rows, chunk):
+            yield (merge, {"rows": list(part)}), len(part)
+
+
+def write_stream(store: GraphStore, batches: Iterable[GraphBatch], progress: Progress | None = None,
+                 total: int | None = None) -> int:
+    """Write batches produced while a large input is still being read, all in one transaction.
+
+    `batches` is consumed lazily inside the transaction, so a loader can parse
+    a file of any size chunk by chunk: memory holds one chunk, and an error
+    raised while parsing (bad input) rolls back everything written so far.
+    Returns the number of nodes and edges written.
+    """
+    written = 0
+    if progress is not None:
+        progress.start(total or 0, "loading")
+
+    def statements() -> Iterator[Statement]:
+        nonlocal written
+        for batch in batches:
+            for label, rows in batch.iter_nodes():
+                store.declare_properties(label, sorted({k for r in rows for k in r}))
+            for statement, n in merge_statements(batch):
+                yield statement
+                written += n
+                if progress is not None:
+                    progress.advance(n)
+
+    store.write(statements())
+    return written

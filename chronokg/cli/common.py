@@ -1,0 +1,73 @@
+"""What every `chronokg` command shares: consoles, option types, store opening, error handling."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Annotated, TypeVar
+
+import typer
+from rich.console import Console
+
+from chronokg.cli.render import Format
+from chronokg.graph.errors import ChronoKGError
+from chronokg.graph.open import open_store
+from chronokg.graph.store import GraphStore
+from chronokg.settings import Settings
+
+console = Console()
+err = Console(stderr=True)
+T = TypeVar("T")
+
+
+class State:
+    """Global options of the current invocation (set by the root callback)."""
+
+    store_uri: str | None = None
+
+
+state = State()
+
+
+@dataclass(frozen=True)
+class Groups:
+    """The command groups a source module adds its commands to."""
+
+    ingest: typer.Typer
+    download: typer.Typer
+    export: typer.Typer
+    generate: typer.Typer
+
+
+def parse_day(value: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        if value.isdigit() and len(value) == 4:
+            return dt.date(int(value), 1, 1)
+        raise typer.BadParameter(f"{value!r} is not a date (YYYY-MM-DD or YYYY)") from None
+
+
+DateOpt = Annotated[dt.date, typer.Option(parser=parse_day, metavar="DATE", help="YYYY-MM-DD (or YYYY)")]
+OptDateOpt = Annotated[
+    dt.date | None, typer.Option(parser=parse_day, metavar="DATE", help="YYYY-MM-DD (or YYYY)")
+]
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="table for people, json for scripts")]
+
+
+@contextmanager
+def opened(uri: str | None = None) -> Iterator[GraphStore]:
+    """The store named by --store, $CHRONOKG_STORE, or the default embedded one."""
+    with open_store(uri or state.store_uri, Settings()) as store:
+        yield store
+
+
+def guarded(fn: Callable[[], T]) -> T:
+    """Run a command body; chronokg errors become one red line and exit code 2."""
+    try:
+        return fn()
+    except ChronoKGError as exc:
+        err.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(2) from None
