@@ -37,3 +37,12 @@ def file_store(tmp_path: Path) -> Iterator[KgliteStore]:
     """A fresh embedded store in a file (write-ahead log, reopenable)."""
     with KgliteStore(tmp_path / "store.kgl") as s:
         yield s
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    from chronokg.settings import Settings
+
+    uri = Settings().neo4j_uri
+    if uri:
+        return f"chronokg: conformance suite also runs on Neo4j at {uri}"
+    return "chronokg: Neo4j conformance tests skipped (CHRONOKG_NEO4J_URI is not set); embedded engine only"

@@ -1,0 +1,121 @@
+"""The model, dates, engine selection, value conversion and the atomic writer."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+from neo4j import time as neo4j_time
+
+from chronokg.graph.batch import GraphBatch
+from chronokg.graph.counts import graph_counts
+from chronokg.graph.dates import Precision, parse_date
+from chronokg.graph.errors import StoreError
+from chronokg.graph.kglite_store import KgliteStore
+from chronokg.graph.model import Fact
+from chronokg.graph.neo4j_store import to_python
+from chronokg.graph.open import open_store
+from chronokg.graph.writer import write_batch, write_stream
+from chronokg.settings import Settings
+
+
+def f(**kw: object) -> Fact:
+    base: dict[str, object] = {"subject": "s", "predicate": "p", "object": "o", "source_id": "src",
+                               "source_kind": "k"}
+    return Fact(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def test_parse_date_keeps_precision() -> None:
+    assert parse_date("2015") == (dt.date(2015, 1, 1), Precision.YEAR)
+    assert parse_date("2015-06") == (dt.date(2015, 6, 1), Precision.MONTH)
+    assert parse_date("2015-06-30") == (dt.date(2015, 6, 30), Precision.DAY)
+    with pytest.raises(ValueError, match="not a date"):
+        parse_date("June 2015")
+
+
+def test_fact_validation() -> None:
+    with pytest.raises(ValueError, match="exactly one of object"):
+        f(value="v")
+    with pytest.raises(ValueError, match="before valid_from"):
+        f(valid_from=dt.date(2020, 1, 1), valid_to=dt.date(2019, 1, 1))
+    # An empty interval (same-year supersession) is allowed.
+    f(valid_from=dt.date(2020, 1, 1), valid_to=dt.date(2020, 1, 1))
+
+
+def test_fact_id_ignores_which_release_asserted_it() -> None:
+    a = f(valid_from=dt.date(2000, 1, 1), known_from=dt.date(2020, 1, 1), source_id="r1")
+    b = f(valid_from=dt.date(2000, 1, 1), known_from=dt.date(2021, 1, 1), source_id="r2")
+    c = f(valid_from=dt.date(2000, 1, 2), known_from=dt.date(2020, 1, 1), source_id="r1")
+    assert a.id == b.id != c.id
+
+
+def test_batch_keeps_earliest_known_from() -> None:
+    batch = GraphBatch()
+    batch.fact(f(known_from=dt.date(2021, 1, 1), source_id="r2"))
+    fid = batch.fact(f(known_from=dt.date(2020, 1, 1), source_id="r1"))
+    batch.fact(f(known_from=dt.date(2022, 1, 1), source_id="r3"))
+    assert batch.nodes["Fact"][fid]["known_from"] == dt.date(2020, 1, 1)
+    assert len(batch.edges[("ASSERTED_IN", "Fact", "Source")]) == 3
+
+
+def test_open_store_by_uri(tmp_path: Path) -> None:
+    with open_store(f"kglite://{tmp_path}/a/b.kgl") as store:
+        assert store.engine == "kglite"
+    assert (tmp_path / "a" / "b.kgl").exists()
+    with pytest.raises(StoreError, match="unknown store scheme"):
+        open_store("postgres://x")
+    with pytest.raises(StoreError, match="not a store URI"):
+        open_store("store.kgl")
+    settings = Settings(store=f"kglite://{tmp_path}/default.kgl")
+    with open_store(None, settings) as store:
+        assert store.uri == f"kglite://{tmp_path}/default.kgl"
+
+
+def test_unreachable_neo4j_is_a_clear_error() -> None:
+    # Nothing listens on this loopback port; the driver must fail fast with a StoreError.
+    with pytest.raises(StoreError, match="cannot reach Neo4j"):
+        open_store("bolt://127.0.0.1:1", Settings(neo4j_password="x"))  # type: ignore[arg-type]
+
+
+def test_neo4j_values_become_plain_python() -> None:
+    value = {"d": neo4j_time.Date(2020, 2, 29), "l": [neo4j_time.Date(1999, 1, 1)],
+             "t": neo4j_time.DateTime(2020, 1, 1, 12, 0, 0)}
+    assert to_python(value) == {"d": dt.date(2020, 2, 29), "l": [dt.date(1999, 1, 1)],
+                                "t": dt.datetime(2020, 1, 1, 12, 0, 0)}
+
+
+def test_failed_write_leaves_the_store_unchanged(tmp_path: Path) -> None:
+    with KgliteStore(tmp_path / "s.kgl") as store:
+        batch = GraphBatch()
+        batch.fact(f(known_from=dt.date(2020, 1, 1)))
+        write_batch(store, batch)
+        before = graph_counts(store)
+
+        def failing():  # type: ignore[no-untyped-def]
+            more = GraphBatch()
+            more.fact(f(object="o2"))
+            yield more
+            raise RuntimeError("input broke half-way")
+
+        with pytest.raises(RuntimeError, match="half-way"):
+            write_stream(store, failing())
+        assert graph_counts(store) == before
+        with pytest.raises(StoreError, match="nothing was changed"):
+            store.write([("CREATE (:Entity {id: 'new'})", {}), ("THIS IS NOT CYPHER", {})])
+        assert graph_counts(store) == before
+    with KgliteStore(tmp_path / "s.kgl") as store:
+        assert graph_counts(store) == before
+
+
+def test_write_batch_twice_changes_nothing() -> None:
+    store = KgliteStore(":memory:")
+    batch = GraphBatch()
+    for i in range(50):
+        batch.fact(f(object=f"o{i}", valid_from=dt.date(2000 + i % 20, 1, 1)))
+    first = write_batch(store, batch)
+    counts = graph_counts(store)
+    second = write_batch(store, batch)
+    assert first.nodes_created == 50 + 51 and second.nodes_created == 0  # facts + entities
+    assert graph_counts(store) == counts
+    assert write_stream(store, [batch]) > 0 and graph_counts(store) == counts
