@@ -41,7 +41,8 @@ def loaded(shared_data: Path) -> tuple[KgliteStore, list[dict[str, Any]]]:
 
 def decision_of(rec: dict[str, Any]) -> str:
     a = rec["Answer"]
-    return f"tm-{rec['PMID_current']}-{rec['PMID_prior']}-{stable_id(rec['Question'], a['Choice_A'], a['Choice_B'])[:8]}"
+    digest = stable_id(rec["Question"], a["Choice_A"], a["Choice_B"])[:8]
+    return f"tm-{rec['PMID_current']}-{rec['PMID_prior']}-{digest}"
 
 
 def test_counts_match_the_file(loaded: tuple[KgliteStore, list[dict[str, Any]]]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import shutil
 from pathlib import Path
 from typing import Annotated, Any
@@ -167,6 +168,30 @@ def query_trajectory(
                  columns=["decision_id", "prior_pmid", "prior_year", "current_pmid", "current_year",
                           "prior_recommendation", "current_recommendation"], wrap=60)
     guarded(body)
+
+
+@query_app.command("cypher")
+def query_cypher(
+    cypher: Annotated[str, typer.Argument(help="A read-only Cypher query (writes are refused after EXPLAIN)")],
+    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="name=value (JSON values allowed)")] = None,
+) -> None:
+    """Run your own read-only Cypher and print the rows as JSON."""
+    def body() -> None:
+        params = dict(_parse_param(p) for p in param or [])
+        with opened() as s:
+            rows = catalog.read_only(s, cypher, params)
+        print(json.dumps(rows, default=str, ensure_ascii=False, indent=2))
+    guarded(body)
+
+
+def _parse_param(text: str) -> tuple[str, Any]:
+    name, sep, raw = text.partition("=")
+    if not sep or not name:
+        raise typer.BadParameter(f"{text!r}: expected name=value")
+    try:
+        return name, json.loads(raw)
+    except json.JSONDecodeError:
+        return name, raw
 
 
 @app.command()

@@ -14,6 +14,8 @@ from chronokg.graph.errors import StoreError
 from chronokg.graph.store import Params, Row, Statement
 
 MEMORY = ":memory:"
+# Plan operations that write (kglite's EXPLAIN names one operation per clause).
+WRITE_OPERATIONS = ("Create", "Merge", "Set", "Delete", "Remove", "Drop", "Insert", "Call")
 
 
 class KgliteStore:
@@ -53,6 +55,16 @@ class KgliteStore:
             raise StoreError(f"unexpected text result from {self.uri}")
         rows: list[Row] = result.to_list()
         return rows
+
+    def is_read_only(self, cypher: str, params: Params | None = None) -> bool:
+        try:
+            plan = self._g.cypher("EXPLAIN " + cypher, params=dict(params or {}))
+        except (kglite.KgError, ValueError) as exc:
+            raise StoreError(f"cannot plan query on {self.uri}: {exc}") from exc
+        if isinstance(plan, str):
+            return False
+        operations = [str(step.get("operation", "")) for step in plan.to_list()]
+        return not any(op.startswith(WRITE_OPERATIONS) for op in operations)
 
     def write(self, statements: Iterable[Statement]) -> None:
         tx = self._g.begin()

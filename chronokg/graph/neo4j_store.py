@@ -56,6 +56,15 @@ class Neo4jStore:
             raise StoreError(f"query failed on {self._uri}: {exc}") from exc
         return [{k: to_python(v) for k, v in rec.data().items()} for rec in records]
 
+    def is_read_only(self, cypher: str, params: Params | None = None) -> bool:
+        try:
+            _, summary, _ = self._driver.execute_query(
+                "EXPLAIN " + cypher, parameters_=dict(params or {}), database_=self._database
+            )
+        except neo4j.exceptions.Neo4jError as exc:
+            raise StoreError(f"cannot plan query on {self._uri}: {exc}") from exc
+        return summary.query_type == "r"
+
     def write(self, statements: Iterable[Statement]) -> None:
         with self._driver.session(database=self._database) as session:
             tx = session.begin_transaction()

@@ -30,6 +30,10 @@ class GraphStore(Protocol):
         """Run a read query and return rows of plain Python values."""
         ...
 
+    def is_read_only(self, cypher: str, params: Params | None = None) -> bool:
+        """Whether the engine's plan for `cypher` (EXPLAIN, nothing runs) only reads."""
+        ...
+
     def write(self, statements: Iterable[Statement]) -> None:
         """Run write statements in one transaction: on any error nothing is kept."""
         ...

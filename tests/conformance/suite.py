@@ -10,6 +10,7 @@ import datetime as dt
 
 import pytest
 
+from chronokg.graph.errors import StoreError
 from chronokg.graph.store import GraphStore
 from chronokg.queries import catalog
 
@@ -188,3 +189,18 @@ class CatalogConformance:
         assert rels["SUBJECT"] == labels["Fact"]
         per_source = {r.name: r.count for r in rows if r.kind == "source"}
         assert per_source == {"conf:s1": 7, "conf:s2": 2, "conf:guidelines": 8}
+
+    # --- read-only guard ---------------------------------------------------------------------
+
+    def test_catalog_queries_are_read_only_and_writes_are_refused(self, graph: GraphStore) -> None:
+        cypher, params = catalog.facts_as_of_cypher(D(2020, 1, 1), subject="alice")
+        assert graph.is_read_only(cypher, params)
+        before = catalog.stats(graph)
+        for write in ("MATCH (f:Fact) SET f.valid_to = date('2000-01-01')", "CREATE (:Entity {id: 'x'})",
+                      "MATCH (n) DETACH DELETE n", "MERGE (e:Entity {id: 'y'})"):
+            assert not graph.is_read_only(write)
+            with pytest.raises(StoreError, match="refused"):
+                catalog.read_only(graph, write)
+        assert catalog.stats(graph) == before
+        assert catalog.read_only(graph, "MATCH (e:Entity {id: $id}) RETURN e.caption AS c", {"id": "alice"}) == [
+            {"c": "Alice"}]
