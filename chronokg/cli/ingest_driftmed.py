@@ -1,9 +1,49 @@
-"""CLI commands for the driftmed source."""
+"""CLI commands for DriftMed (ConflictMedQA)."""
 
 from __future__ import annotations
 
-from chronokg.cli.common import Groups
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from chronokg.cli.common import Groups, OptDateOpt, console, guarded, opened
+from chronokg.cli.progress import progress_bar
+from chronokg.cli.render import load_summary
+from chronokg.ingest.driftmed import DEFAULT_BASE_URL, DEFAULT_FILE
 
 
 def register(groups: Groups) -> None:
-    """Add this source's commands to the ingest/download/export/generate groups. Placeholder until the loader lands."""
+    """Add `ingest driftmed` and `download driftmed`."""
+
+    @groups.ingest.command("driftmed")
+    def ingest_driftmed(
+        paths: Annotated[list[Path], typer.Argument(help="DriftMed .jsonl, .json, .csv or .parquet files, or folders")],
+        release_date: OptDateOpt = None,
+    ) -> None:
+        """DriftMed pairs: the current recommendation and its superseded version (one transaction)."""
+        from chronokg.ingest import driftmed
+
+        def body() -> None:
+            with opened() as s, progress_bar(console) as bar:
+                summary = driftmed.load(s, paths, release_date or driftmed.DEFAULT_RELEASE, progress=bar)
+            load_summary(console, summary)
+        guarded(body)
+
+    @groups.download.command("driftmed")
+    def download_driftmed(
+        out: Annotated[Path, typer.Option(help="Folder to save into")] = Path("data/driftmed"),
+        base_url: Annotated[str, typer.Option(help="Where the dataset's files are served")] = DEFAULT_BASE_URL,
+        file: Annotated[str, typer.Option(help="Path of the file under the base URL")] = DEFAULT_FILE,
+        sha256: Annotated[str | None, typer.Option(help="Expected SHA-256 of the file")] = None,
+    ) -> None:
+        """Fetch DriftMed from Hugging Face (or a mirror); then run `chronokg ingest driftmed` on it."""
+        from chronokg.ingest import driftmed
+        from chronokg.ingest.download import fetch
+
+        def body() -> None:
+            with progress_bar(console) as bar:
+                got = fetch(driftmed.download_url(base_url, file), out / driftmed.target_name(file), sha256,
+                            progress=bar)
+            console.print(f"[green]saved[/] {got.path} ({got.bytes} bytes, sha256 {got.sha256})")
+        guarded(body)

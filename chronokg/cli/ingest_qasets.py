@@ -1,9 +1,58 @@
-"""CLI commands for the qasets source."""
+"""CLI commands for the benchmark-aging QA sets (SelfAware, TruthfulQA, TriviaQA, NQ, BoolQ)."""
 
 from __future__ import annotations
 
-from chronokg.cli.common import Groups
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from chronokg.cli.common import DateOpt, Groups, OptDateOpt, console, guarded, opened
+from chronokg.cli.progress import progress_bar
+from chronokg.cli.render import load_summary
+from chronokg.ingest.qasets import Benchmark
 
 
 def register(groups: Groups) -> None:
-    """Add this source's commands to the ingest/download/export/generate groups. Placeholder until the loader lands."""
+    """Add `ingest qa` and `ingest qa-update`."""
+
+    @groups.ingest.command("qa")
+    def ingest_qa(
+        paths: Annotated[list[Path], typer.Argument(help="Benchmark files (.json, .jsonl, .csv) or folders")],
+        benchmark: Annotated[Benchmark | None, typer.Option(
+            help="Read every file as this benchmark [default: detected from each file]")] = None,
+        release_date: OptDateOpt = None,
+    ) -> None:
+        """Questions with their gold answers, known from the benchmark's release (one transaction)."""
+        from chronokg.ingest import qasets
+
+        def body() -> None:
+            with opened() as s, progress_bar(console) as bar:
+                summary = qasets.load(s, paths, benchmark, release_date, progress=bar)
+            load_summary(console, summary)
+        guarded(body)
+
+    @groups.ingest.command("qa-update")
+    def ingest_qa_update(
+        question_id: Annotated[str, typer.Argument(help="Question id, e.g. selfaware:42 or triviaqa:tc_33")],
+        answer: Annotated[str, typer.Argument(help="The up-to-date answer (true/false for BoolQ)")],
+        as_of: DateOpt,
+        source: Annotated[str, typer.Option(help="Where the new answer comes from")] = "manual",
+        known_from: OptDateOpt = None,
+    ) -> None:
+        """Record a newer answer valid from --as-of; the old gold answer is closed there (bitemporally)."""
+        from chronokg.ingest import qasets
+
+        def body() -> None:
+            value: str | bool = answer
+            if question_id.startswith(f"{Benchmark.BOOLQ.value}:") and answer.lower() in {"true", "false"}:
+                value = answer.lower() == "true"
+            with opened() as s:
+                result = qasets.add_updated_answer(s, question_id, value, as_of, source=source,
+                                                   known_from=known_from)
+            if result.changed:
+                console.print(f"[green]updated[/] {question_id}: {answer!r} from {as_of} "
+                              f"(closed {len(result.closed)}, retracted {len(result.retracted)})")
+            else:
+                console.print(f"[green]store unchanged:[/] {answer!r} already holds for {question_id} on {as_of}")
+        guarded(body)

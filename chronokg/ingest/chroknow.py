@@ -1,0 +1,341 @@
+"""ChroKnowBench (dmis-lab/ChroKnowledge): yearly snapshots collapsed into validity intervals.
+
+The benchmark gives, per (subject, relation), the objects of each yearly
+snapshot (`objects_2010` ... with `release_date_2010` ...). Rows are
+General (objects are alias lists: `[["Barack Obama", "Obama"], ...]`),
+Biomedical (objects are strings), Legal (a cloze `question` with
+`answers_YYYY`) or time-invariant (`{subject, relation, objects}`).
+
+Consecutive snapshots holding the same object become one fact valid
+`[first year, first later snapshot year without it)` at year precision; an
+object still held in the last snapshot stays open-ended, and one held from the
+first snapshot starts there (the benchmark says nothing earlier). Its known
+time is the earliest release date among the snapshots asserting it. A row
+whose object set never changes is marked `temporal_state=static`, otherwise
+`dynamic`; time-invariant rows are `invariant` and carry no valid time.
+
+Entities have no ids in ChroKnowBench: `ck:` + a slug of the text (a hash when
+the slug is empty or long) with the text as caption and every alias kept in
+`aliases`. A Legal question is the entity `ck:q-<hash of the question>` whose
+`answer` facts carry the answer text. Each row is also kept as a
+SourceQuestion (with its distractors, JSON-encoded) linked to its subject.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, StringConstraints
+
+from chronokg.graph import schema
+from chronokg.graph.batch import GraphBatch
+from chronokg.graph.dates import Precision, parse_date, year_start
+from chronokg.graph.errors import InputError
+from chronokg.graph.model import Fact, Source, stable_id
+from chronokg.graph.store import GraphStore
+from chronokg.graph.writer import Progress
+from chronokg.ingest.common import LoadSummary, apply, file_sha256, read_json_blocks, slug
+from chronokg.ingest.qasets import validated
+
+KIND = "chroknow"
+ANSWER = "answer"
+# Code and data were first published on 2024-10-11 (README "Updates"): the known
+# time of time-invariant rows, which carry no release dates of their own.
+DEFAULT_RELEASE = dt.date(2024, 10, 11)
+_YEAR_KEY = re.compile(r"^(objects|answers|release_date)_(\d{4})$")
+_COMPACT_DATE = re.compile(r"^(\d{4})(\d{2})(\d{2})$")
+_ISO_PREFIX = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ]")
+
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+
+class Domain(StrEnum):
+    GENERAL = "general"
+    BIOMEDICAL = "biomedical"
+    LEGAL = "legal"
+    INVARIANT = "invariant"
+
+
+class TripleRow(BaseModel):
+    """General, Biomedical and time-invariant rows (year columns are read separately)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    subject: Text
+    relation: Text
+    distractor: Any = None
+
+
+class LegalRow(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    question: Text
+    question_type: str | None = None
+    distractor: Any = None
+
+
+@dataclass(frozen=True)
+class Obj:
+    """One object of a snapshot: its id, caption and aliases (a Legal answer is a literal)."""
+
+    key: str
+    caption: str
+    aliases: tuple[str, ...]
+
+
+def entity_id(text: str) -> str:
+    """`ck:` + slug of the text; a hash where the slug is empty (non-Latin script) or unwieldy."""
+    s = slug(text)
+    if s and len(s) <= 80:
+        return f"ck:{s}"
+    return f"ck:h-{stable_id(' '.join(text.lower().split()))}"
+
+
+def question_id(question: str) -> str:
+    return f"ck:q-{stable_id(' '.join(question.split()))}"
+
+
+def intervals(years: Sequence[int], held: set[int]) -> list[tuple[int, int | None, list[int]]]:
+    """Runs of consecutive snapshots holding an object: (first year, first year without it or None, years)."""
+    out: list[tuple[int, int | None, list[int]]] = []
+    run: list[int] = []
+    for year in sorted(years):
+        if year in held:
+            run.append(year)
+        elif run:
+            out.append((run[0], year, run))
+            run = []
+    if run:
+        out.append((run[0], None, run))
+    return out
+
+
+def detect_domain(obj: dict[str, Any]) -> Domain | None:
+    """The domain a row's fields imply; None for a time-variant row whose snapshots are all empty."""
+    if "question" in obj or any(k.startswith("answers_") for k in obj):
+        return Domain.LEGAL
+    snapshots = [v for k, v in obj.items() if (m := _YEAR_KEY.match(k)) and m[1] == "objects"]
+    if snapshots:
+        for value in snapshots:
+            if isinstance(value, list) and value:
+                return Domain.GENERAL if isinstance(value[0], list) else Domain.BIOMEDICAL
+        return None
+    if "objects" in obj:
+        return Domain.INVARIANT
+    raise ValueError("not a ChroKnowBench row: expected subject/relation/objects_YYYY, "
+                     "question/answers_YYYY, or subject/relation/objects")
+
+
+def _release(path: Path, record: str, key: str, value: Any) -> dt.date:
+    """A snapshot's release date: YYYY-MM-DD (or a datetime), YYYYMMDD, YYYY-MM or YYYY."""
+    try:
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if isinstance(value, str):
+            text = value.strip()
+            if m := _COMPACT_DATE.match(text):
+                return dt.date(int(m[1]), int(m[2]), int(m[3]))
+            if m := _ISO_PREFIX.match(text):
+                text = m[1]
+            return parse_date(text)[0]
+    except ValueError as exc:
+        raise InputError(path, record, f"field {key!r}: {exc}") from exc
+    raise InputError(path, record, f"field {key!r} must be a date, got {value!r}")
+
+
+def _strings(path: Path, record: str, key: str, value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise InputError(path, record, f"field {key!r} must be a list of non-empty strings, got {value!r}")
+    return [v.strip() for v in value]
+
+
+def _objects(path: Path, record: str, key: str, value: Any, domain: Domain) -> list[Obj]:
+    """A snapshot's objects: alias lists (General; also accepted for time-invariant rows) or strings."""
+    if not isinstance(value, list):
+        raise InputError(path, record, f"field {key!r} must be a list, got {type(value).__name__}")
+    out: list[Obj] = []
+    if domain is Domain.LEGAL:
+        return [Obj(key=a, caption=a, aliases=(a,)) for a in _strings(path, record, key, value)]
+    nested = bool(value) and isinstance(value[0], list)
+    if domain is Domain.GENERAL and value and not nested:
+        raise InputError(path, record, f"field {key!r}: General objects are lists of aliases, got {value[0]!r}")
+    if domain is Domain.BIOMEDICAL and nested:
+        raise InputError(path, record, f"field {key!r}: Biomedical objects are strings, got {value[0]!r}")
+    for k, item in enumerate(value):
+        if nested:
+            aliases = _strings(path, record, f"{key}[{k}]", item)
+            if not aliases:
+                raise InputError(path, record, f"field {key}[{k}] is an empty alias list")
+        else:
+            aliases = _strings(path, record, f"{key}[{k}]", [item])
+        out.append(Obj(key=entity_id(aliases[0]), caption=aliases[0], aliases=tuple(dict.fromkeys(aliases))))
+    return out
+
+
+class ChroKnowBuilder:
+    """Stages ChroKnowBench files into one batch."""
+
+    def __init__(self, release_date: dt.date) -> None:
+        self.batch = GraphBatch()
+        self.release_date = release_date
+        self.records = 0
+        self._aliases: dict[str, list[str]] = {}
+        self._captions: dict[str, str] = {}
+
+    def file_source(self, path: Path, domain: Domain) -> Source:
+        digest = file_sha256(path)
+        src = Source(
+            id=f"{KIND}:{domain.value}:{digest[:12]}", kind=KIND, caption=f"ChroKnowBench {domain.value} {path.name}",
+            version=digest[:12], release_date=self.release_date, checksum=f"sha256:{digest}", path=str(path),
+        )
+        self.batch.source(src)
+        return src
+
+    def _entity(self, obj: Obj, domain: Domain) -> None:
+        self._captions.setdefault(obj.key, obj.caption)
+        known = self._aliases.setdefault(obj.key, [])
+        known.extend(a for a in obj.aliases if a not in known)
+        self.batch.entity(obj.key, kind=f"{KIND}:{domain.value}")
+
+    def finish(self) -> GraphBatch:
+        for key, aliases in self._aliases.items():
+            self.batch.node(schema.ENTITY, key, caption=self._captions[key], aliases=aliases)
+        return self.batch
+
+    def _row_question(self, subject: str, text: str, domain: Domain, record: int, state: str,
+                      distractor: Any, src: Source, **extra: Any) -> None:
+        qid = f"ckq:{stable_id(domain.value, text)}"
+        self.batch.node(schema.SOURCE_QUESTION, qid, benchmark=f"{KIND}:{domain.value}", record=record,
+                        question=text, temporal_state=state,
+                        distractor=None if distractor is None else json.dumps(distractor, ensure_ascii=False),
+                        **extra)
+        self.batch.edge(schema.ABOUT, schema.SOURCE_QUESTION, qid, schema.ENTITY, subject)
+        self.batch.edge(schema.LOADED_FROM, schema.SOURCE_QUESTION, qid, schema.SOURCE, src.id)
+
+    def row(self, path: Path, n: int, line: int, obj: dict[str, Any], domain: Domain, src: Source) -> None:
+        record = f"{n} (line {line})"
+        if domain is Domain.LEGAL:
+            legal: LegalRow = validated(LegalRow, obj, path, record)
+            subject, predicate = question_id(legal.question), ANSWER
+            caption = " ".join(legal.question.split())
+            self.batch.entity(subject, kind=f"{KIND}:legal_question", caption=caption[:160])
+            self.batch.node(schema.ENTITY, subject, question=legal.question, question_type=legal.question_type)
+            text, distractor, extra = legal.question, legal.distractor, {"question_type": legal.question_type}
+        else:
+            triple: TripleRow = validated(TripleRow, obj, path, record)
+            subject, predicate = entity_id(triple.subject), triple.relation
+            self._entity(Obj(key=subject, caption=triple.subject, aliases=(triple.subject,)), domain)
+            text, distractor, extra = f"{triple.subject} | {triple.relation}", triple.distractor, {}
+        if domain is Domain.INVARIANT:
+            state = "invariant"
+            for o in _objects(path, record, "objects", obj.get("objects"), domain):
+                self._entity(o, domain)
+                self.batch.fact(Fact(
+                    subject=subject, predicate=predicate, object=o.key, precision=Precision.YEAR,
+                    known_from=src.release_date, source_id=src.id, source_kind=KIND,
+                    attrs={"chroknow_domain": domain.value, "temporal_state": state},
+                ))
+        else:
+            state = self._snapshots(path, record, obj, domain, subject, predicate, src)
+        self._row_question(subject, text, domain, n, state, distractor, src, **extra)
+        self.records += 1
+
+    def _snapshots(self, path: Path, record: str, obj: dict[str, Any], domain: Domain, subject: str,
+                   predicate: str, src: Source) -> str:
+        """Collapse the yearly snapshots of one row into facts; returns the row's temporal state."""
+        prefix = "answers" if domain is Domain.LEGAL else "objects"
+        years = sorted(int(m[2]) for k in obj if (m := _YEAR_KEY.match(k)) and m[1] == prefix)
+        if not years:
+            raise InputError(path, record, f"no {prefix}_YYYY fields")
+        held: dict[str, set[int]] = {}
+        objs: dict[str, Obj] = {}
+        releases: dict[int, dt.date] = {}
+        per_year: list[frozenset[str]] = []
+        for year in years:
+            key = f"{prefix}_{year}"
+            date_key = f"release_date_{year}"
+            if date_key not in obj:
+                raise InputError(path, record, f"field {key!r} has no {date_key!r}")
+            releases[year] = _release(path, record, date_key, obj[date_key])
+            found = _objects(path, record, key, obj[key], domain)
+            per_year.append(frozenset(o.key for o in found))
+            for o in found:
+                objs.setdefault(o.key, o)
+                held.setdefault(o.key, set()).add(year)
+        state = "static" if len(set(per_year)) == 1 else "dynamic"
+        for key, ys in held.items():
+            o = objs[key]
+            if domain is not Domain.LEGAL:
+                self._entity(o, domain)
+            for start, end, run in intervals(years, ys):
+                self.batch.fact(Fact(
+                    subject=subject, predicate=predicate,
+                    object=None if domain is Domain.LEGAL else o.key,
+                    value=o.caption if domain is Domain.LEGAL else None,
+                    valid_from=year_start(start), valid_to=None if end is None else year_start(end),
+                    precision=Precision.YEAR, known_from=min(releases[y] for y in run),
+                    source_id=src.id, source_kind=KIND,
+                    attrs={"chroknow_domain": domain.value, "temporal_state": state},
+                ))
+        return state
+
+    def file(self, path: Path, domain: Domain | None) -> None:
+        rows = list(read_json_blocks(path))
+        chosen = domain
+        for n, line, obj in rows:
+            try:
+                seen = detect_domain(obj)
+            except ValueError as exc:
+                raise InputError(path, f"{n} (line {line})", str(exc)) from None
+            if seen is None:
+                continue
+            if chosen is None:
+                chosen = seen
+            elif seen is not chosen:
+                how = "--domain" if domain is not None else "its first rows"
+                raise InputError(path, f"{n} (line {line})", f"a {seen} row in a file read as {chosen} ({how})")
+        if not rows:
+            raise InputError(path, None, "no records")
+        chosen = chosen or Domain.GENERAL  # every snapshot empty: any time-variant reading gives no facts
+        src = self.file_source(path, chosen)
+        for n, line, obj in rows:
+            self.row(path, n, line, obj, chosen, src)
+
+
+def expand(paths: Iterable[Path]) -> list[Path]:
+    """Files as given; a folder contributes its own `*.jsonl` (not `Fewshots/`, which repeats the schema)."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out.extend(sorted(q for q in p.iterdir() if q.is_file() and q.suffix == ".jsonl"))
+        elif p.exists():
+            out.append(p)
+        else:
+            raise InputError(p, None, "no such file or directory")
+    if not out:
+        raise InputError(", ".join(map(str, paths)), None, "no ChroKnowBench files (.jsonl) found")
+    return out
+
+
+def stage(paths: Iterable[Path], domain: Domain | None = None,
+          release_date: dt.date = DEFAULT_RELEASE) -> tuple[GraphBatch, int, list[Path]]:
+    """Parse and validate every file into one batch (nothing is written)."""
+    files = expand(paths)
+    builder = ChroKnowBuilder(release_date)
+    for f in files:
+        builder.file(f, domain)
+    return builder.finish(), builder.records, files
+
+
+def load(store: GraphStore, paths: Iterable[Path], domain: Domain | None = None,
+         release_date: dt.date = DEFAULT_RELEASE, progress: Progress | None = None) -> LoadSummary:
+    """Load ChroKnowBench JSONL files in one transaction; bad input raises `InputError` and writes nothing."""
+    batch, records, files = stage(paths, domain, release_date)
+    return apply(store, batch, KIND, files, records, progress)

@@ -1,0 +1,250 @@
+"""DriftMed / ConflictMedQA (Hugging Face `RDBH/DriftMed`): current vs pseudo-outdated recommendations.
+
+Rows are `{id, text, label, bias_type, change_category, disease}` with label
+`correct` (the current recommendation) or `wrong` (its outdated version). The
+wrong scenario of a pair has id = correct id + 2145 (195 recommendation pairs x
+11 factors). JSONL, a JSON list, CSV and (with duckdb installed) parquet are read.
+
+Each pair becomes a clinical-decision entity `driftmed:<correct id>` (its
+caption names disease, change category and factor; the factor is the row's
+`factor` field when present, else its `bias_type`), a change pair, the two row
+texts as SourceQuestions, and two `recommendation` facts:
+
+* current: valid from an unknown start (`valid_from` None, year precision), open-ended;
+* outdated: DriftMed gives no dates, so it is modelled as superseded no later
+  than the benchmark's release: unknown start, `valid_to` = release date (day
+  precision). As of the release or later only the current one holds; before
+  it, both are returned, since nothing says when the change happened.
+
+Both are known from the release date and carry `driftmed_label`, `bias_type`,
+`change_category`, `disease`, `factor` and `driftmed_id`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, StringConstraints
+
+from chronokg.graph import schema
+from chronokg.graph.batch import GraphBatch
+from chronokg.graph.dates import Precision
+from chronokg.graph.errors import InputError
+from chronokg.graph.model import Fact, Source
+from chronokg.graph.store import GraphStore
+from chronokg.graph.writer import Progress
+from chronokg.ingest.common import LoadSummary, apply, file_sha256, read_json, read_json_blocks
+from chronokg.ingest.qasets import read_csv_records, validated
+
+KIND = "driftmed"
+RECOMMENDATION = "recommendation"
+PAIR_OFFSET = 2145  # 195 recommendation pairs x 11 factors: wrong id = correct id + 2145
+# "Assessing and Mitigating Medical Knowledge Drift and Conflicts in LLMs" (arXiv 2505.07968),
+# published 2025-05-12: the known time of every fact and the latest end of the outdated ones.
+DEFAULT_RELEASE = dt.date(2025, 5, 12)
+HF_REPO = "RDBH/DriftMed"
+DEFAULT_BASE_URL = f"https://huggingface.co/datasets/{HF_REPO}/resolve"
+# Hugging Face's automatic parquet conversion of the default config (revision/path under the base URL).
+DEFAULT_FILE = "refs%2Fconvert%2Fparquet/default/train/0000.parquet"
+SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
+
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+
+class DriftRow(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: int
+    text: Text
+    label: Text
+    bias_type: Text
+    change_category: Text
+    disease: Text
+    factor: str | None = None
+
+
+@dataclass(frozen=True)
+class Located:
+    """A validated row and where it came from (for errors and provenance)."""
+
+    row: DriftRow
+    path: Path
+    record: str
+    source: Source
+
+
+def _parquet_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    try:
+        import duckdb
+    except ImportError:
+        raise InputError(path, None, "reading parquet needs duckdb (pip install duckdb); "
+                                     "or pass the JSONL/CSV export") from None
+    try:
+        with duckdb.connect() as con:
+            cur = con.execute("SELECT * FROM read_parquet($1)", [str(path)])
+            columns = [d[0] for d in cur.description or []]
+            rows = cur.fetchall()
+    except duckdb.Error as exc:
+        raise InputError(path, None, f"not a readable parquet file: {exc}") from exc
+    for n, values in enumerate(rows, start=1):
+        yield f"row {n}", dict(zip(columns, values, strict=True))
+
+
+def _json_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    data = read_json(path)
+    if isinstance(data, dict) and isinstance(data.get("data"), list):
+        data = data["data"]
+    if not isinstance(data, list):
+        raise InputError(path, None, "expected a JSON list of rows (or {\"data\": [...]})")
+    for n, obj in enumerate(data, start=1):
+        if not isinstance(obj, dict):
+            raise InputError(path, f"{n}", f"expected an object, got {type(obj).__name__}")
+        yield f"{n} (id {obj.get('id', '?')})", obj
+
+
+def read_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(record label, raw row) pairs of one file, by its suffix."""
+    if path.suffix == ".csv":
+        yield from read_csv_records(path)
+    elif path.suffix == ".parquet":
+        yield from _parquet_rows(path)
+    elif path.suffix == ".json":
+        yield from _json_rows(path)
+    else:
+        for n, line, obj in read_json_blocks(path):
+            yield f"{n} (line {line})", obj
+
+
+def _validate(path: Path, record: str, obj: dict[str, Any]) -> DriftRow:
+    row: DriftRow = validated(DriftRow, obj, path, record)
+    label = row.label.lower()
+    if label not in {"correct", "wrong"}:
+        raise InputError(path, record, f"unknown label {row.label!r} (expected 'correct' or 'wrong')")
+    return row.model_copy(update={"label": label})
+
+
+def file_source(path: Path, release_date: dt.date) -> Source:
+    digest = file_sha256(path)
+    return Source(
+        id=f"{KIND}:{digest[:12]}", kind=KIND, caption=f"DriftMed {path.name}", version=digest[:12],
+        release_date=release_date, checksum=f"sha256:{digest}", path=str(path),
+    )
+
+
+def collect(paths: Iterable[Path], release_date: dt.date) -> tuple[dict[int, Located], list[Source]]:
+    """Every row of every file by id; a repeated id with different content is an error."""
+    rows: dict[int, Located] = {}
+    sources: list[Source] = []
+    for path in paths:
+        src = file_source(path, release_date)
+        sources.append(src)
+        count = 0
+        for record, obj in read_rows(path):
+            row = _validate(path, record, obj)
+            count += 1
+            seen = rows.get(row.id)
+            if seen is not None and seen.row != row:
+                raise InputError(path, record, f"id {row.id} also names a different row ({seen.path}, "
+                                               f"record {seen.record})")
+            rows.setdefault(row.id, Located(row, path, record, src))
+        if count == 0:
+            raise InputError(path, None, "no rows")
+    return rows, sources
+
+
+def pairs(rows: dict[int, Located]) -> list[tuple[Located, Located]]:
+    """(correct, wrong) pairs; a row without its partner or with the wrong partner label is an error."""
+    out = []
+    for rid in sorted(rows):
+        loc = rows[rid]
+        if loc.row.label == "correct":
+            partner = rows.get(rid + PAIR_OFFSET)
+            if partner is None:
+                raise InputError(loc.path, loc.record, f"correct scenario {rid} has no wrong partner "
+                                                       f"(id {rid + PAIR_OFFSET})")
+            if partner.row.label != "wrong":
+                raise InputError(partner.path, partner.record, f"id {partner.row.id} pairs with correct scenario "
+                                                               f"{rid} but is labelled {partner.row.label!r}")
+            out.append((loc, partner))
+        else:
+            partner = rows.get(rid - PAIR_OFFSET)
+            if partner is None or partner.row.label != "correct":
+                raise InputError(loc.path, loc.record, f"wrong scenario {rid} has no correct partner "
+                                                       f"(id {rid - PAIR_OFFSET})")
+    return out
+
+
+def _attrs(row: DriftRow, factor: str) -> dict[str, Any]:
+    return {"driftmed_label": row.label, "driftmed_id": row.id, "bias_type": row.bias_type,
+            "change_category": row.change_category, "disease": row.disease, "factor": factor}
+
+
+def stage(paths: Iterable[Path], release_date: dt.date = DEFAULT_RELEASE) -> tuple[GraphBatch, int, list[Path]]:
+    """Parse, validate and pair every row into one batch (nothing is written)."""
+    files = expand(paths)
+    rows, sources = collect(files, release_date)
+    batch = GraphBatch()
+    for src in sources:
+        batch.source(src)
+    for cur, old in pairs(rows):
+        c, w = cur.row, old.row
+        factor = c.factor or c.bias_type
+        decision = f"{KIND}:{c.id}"
+        batch.entity(decision, kind="clinical_decision", caption=f"{c.disease} — {c.change_category} — {factor}")
+        current = batch.fact(Fact(
+            subject=decision, predicate=RECOMMENDATION, value=c.text, precision=Precision.YEAR,
+            known_from=release_date, source_id=cur.source.id, source_kind=KIND, attrs=_attrs(c, factor),
+        ))
+        outdated = batch.fact(Fact(
+            subject=decision, predicate=RECOMMENDATION, value=w.text, valid_to=release_date,
+            precision=Precision.DAY, known_from=release_date, source_id=old.source.id, source_kind=KIND,
+            attrs=_attrs(w, w.factor or w.bias_type),
+        ))
+        pair = f"{KIND}-cp:{c.id}"
+        batch.node(schema.CHANGE_PAIR, pair, decision_id=decision, category=c.change_category,
+                   clinical_focus=c.disease, factor=factor)
+        batch.edge(schema.CURRENT, schema.CHANGE_PAIR, pair, schema.FACT, current)
+        batch.edge(schema.PRIOR, schema.CHANGE_PAIR, pair, schema.FACT, outdated)
+        batch.edge(schema.LOADED_FROM, schema.CHANGE_PAIR, pair, schema.SOURCE, cur.source.id)
+        for loc in (cur, old):
+            qid = f"{KIND}-q:{loc.row.id}"
+            batch.node(schema.SOURCE_QUESTION, qid, benchmark=KIND, record=loc.row.id, question=loc.row.text,
+                       driftmed_label=loc.row.label, bias_type=loc.row.bias_type)
+            batch.edge(schema.ABOUT, schema.SOURCE_QUESTION, qid, schema.CHANGE_PAIR, pair)
+            batch.edge(schema.LOADED_FROM, schema.SOURCE_QUESTION, qid, schema.SOURCE, loc.source.id)
+    return batch, len(rows), files
+
+
+def expand(paths: Iterable[Path]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out.extend(sorted(q for q in p.rglob("*") if q.is_file() and q.suffix in SUFFIXES))
+        elif p.exists():
+            out.append(p)
+        else:
+            raise InputError(p, None, "no such file or directory")
+    if not out:
+        raise InputError(", ".join(map(str, paths)), None, f"no DriftMed files ({', '.join(SUFFIXES)}) found")
+    return out
+
+
+def load(store: GraphStore, paths: Iterable[Path], release_date: dt.date = DEFAULT_RELEASE,
+         progress: Progress | None = None) -> LoadSummary:
+    """Load DriftMed files in one transaction; bad input raises `InputError` and writes nothing."""
+    batch, records, files = stage(paths, release_date)
+    return apply(store, batch, KIND, files, records, progress)
+
+
+def download_url(base_url: str = DEFAULT_BASE_URL, file: str = DEFAULT_FILE) -> str:
+    return f"{base_url.rstrip('/')}/{file.lstrip('/')}"
+
+
+def target_name(file: str) -> str:
+    """A local file name for a remote path, keeping the suffix the reader needs."""
+    suffix = next((s for s in SUFFIXES if file.endswith(s)), ".parquet")
+    return f"driftmed{suffix}"
