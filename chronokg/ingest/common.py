@@ -70,14 +70,15 @@ def read_json_blocks(path: Path) -> Iterator[tuple[int, int, dict[str, Any]]]:
     except UnicodeDecodeError as exc:
         raise InputError(path, None, f"not UTF-8 text: {exc}") from exc
     decoder = json.JSONDecoder()
-    pos, n = 0, 0
+    pos, n, line, counted = 0, 0, 1, 0
     while True:
         while pos < len(text) and text[pos].isspace():
             pos += 1
         if pos >= len(text):
             return
         n += 1
-        line = text.count("\n", 0, pos) + 1
+        line += text.count("\n", counted, pos)
+        counted = pos
         try:
             obj, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
