@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal, cast
 
 import kglite
 
@@ -23,8 +23,13 @@ class KgliteStore:
 
     engine = "kglite"
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, durable: str = "normal") -> None:
+        """`durable`: "normal" logs every commit (survives a crashed process); "off" keeps no log and
+        relies on the checkpoint written at close, which uses far less memory for very large loads."""
+        if durable not in {"full", "normal", "off"}:
+            raise StoreError(f"durable must be full, normal or off, not {durable!r}")
         self._path = str(path)
+        self._durable = durable
         # kglite announces advisory query warnings on stderr; callers get clean output.
         kglite.set_query_warning_policy("silent")
         try:
@@ -32,7 +37,7 @@ class KgliteStore:
                 self._g = kglite.KnowledgeGraph()
             else:
                 Path(self._path).parent.mkdir(parents=True, exist_ok=True)
-                self._g = kglite.open(self._path, durable="normal")
+                self._g = kglite.open(self._path, durable=cast(Literal["full", "normal", "off"], durable))
         except kglite.KgError as exc:
             raise StoreError(f"cannot open embedded store {self._path}: {exc}") from exc
         self._declared: dict[str, set[str]] = {}
@@ -40,7 +45,8 @@ class KgliteStore:
 
     @property
     def uri(self) -> str:
-        return f"kglite://{self._path}"
+        suffix = "" if self._durable == "normal" else f"?durable={self._durable}"
+        return f"kglite://{self._path}{suffix}"
 
     @property
     def path(self) -> str:
@@ -69,12 +75,15 @@ class KgliteStore:
     def write(self, statements: Iterable[Statement]) -> None:
         tx = self._g.begin()
         try:
+            # Errors raised while producing statements (bad input) pass through unchanged;
+            # errors from the engine are reported as a failed write. Either way nothing is kept.
             for cypher, params in statements:
-                tx.cypher(cypher, params=dict(params))
-        except BaseException as exc:
+                try:
+                    tx.cypher(cypher, params=dict(params))
+                except (kglite.KgError, ValueError) as exc:
+                    raise StoreError(f"write failed on {self.uri}, nothing was changed: {exc}") from exc
+        except BaseException:
             tx.rollback()
-            if isinstance(exc, kglite.KgError | ValueError):
-                raise StoreError(f"write failed on {self.uri}, nothing was changed: {exc}") from exc
             raise
         try:
             tx.commit()

@@ -8,7 +8,11 @@ from chronokg.settings import Settings
 
 
 def open_store(uri: str | None = None, settings: Settings | None = None) -> GraphStore:
-    """Open `kglite:///path/store.kgl`, `kglite://:memory:` or `neo4j://host:7687` (also bolt://, neo4j+s://)."""
+    """Open `kglite:///path/store.kgl`, `kglite://:memory:` or `neo4j://host:7687` (also bolt://, neo4j+s://).
+
+    `kglite:///path/store.kgl?durable=off` keeps no write-ahead log (for very large bulk loads: far less
+    memory; a crash loses what was written since the store was opened).
+    """
     settings = settings or Settings()
     uri = uri or settings.store
     scheme, sep, rest = uri.partition("://")
@@ -17,7 +21,12 @@ def open_store(uri: str | None = None, settings: Settings | None = None) -> Grap
     if scheme == "kglite":
         from chronokg.graph.kglite_store import KgliteStore
 
-        return KgliteStore(rest)
+        path, _, query = rest.partition("?")
+        options = dict(part.partition("=")[::2] for part in query.split("&") if part)
+        unknown = set(options) - {"durable"}
+        if unknown:
+            raise StoreError(f"unknown option(s) {', '.join(sorted(unknown))} in {uri!r} (known: durable)")
+        return KgliteStore(path, durable=options.get("durable", "normal"))
     if scheme in {"neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc"}:
         from chronokg.graph.neo4j_store import Neo4jStore
 
