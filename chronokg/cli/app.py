@@ -22,8 +22,7 @@ from chronokg.cli.common import (
     parse_day,
     state,
 )
-from chronokg.cli.progress import progress_bar
-from chronokg.cli.render import Format, emit, load_summary
+from chronokg.cli.render import Format, emit
 from chronokg.queries import catalog
 
 app = typer.Typer(help="chronokg: a bitemporal knowledge graph of time-specific facts.", no_args_is_help=True)
@@ -55,23 +54,6 @@ def init() -> None:
     def body() -> None:
         with opened() as s:
             console.print(f"[green]ready:[/] {s.uri} ({s.engine})")
-    guarded(body)
-
-
-@ingest_app.command("tempomed")
-def ingest_tempomed(
-    paths: Annotated[
-        list[Path], typer.Argument(help="MCQ .jsonl, trajectory .json, *_extracted_diffs.json, or folders")
-    ],
-    release_date: OptDateOpt = None,
-) -> None:
-    """TempoMed-Bench MCQs, trajectories and difference files (one transaction; bad input writes nothing)."""
-    from chronokg.ingest import tempomed
-
-    def body() -> None:
-        with opened() as s, progress_bar(console) as bar:
-            summary = tempomed.load(s, paths, release_date or tempomed.DEFAULT_RELEASE, progress=bar)
-        load_summary(console, summary)
     guarded(body)
 
 
@@ -244,12 +226,13 @@ def _register_sources() -> None:
         ingest_cxr,
         ingest_driftmed,
         ingest_qasets,
+        ingest_tempomed,
         ingest_umls,
         ingest_wikidata,
     )
 
-    for module in (ingest_wikidata, ingest_umls, ingest_cfr, ingest_chroknow, ingest_driftmed, ingest_qasets,
-                   ingest_cxr):
+    for module in (ingest_tempomed, ingest_wikidata, ingest_umls, ingest_cfr, ingest_chroknow, ingest_driftmed,
+                   ingest_qasets, ingest_cxr):
         module.register(Groups(ingest_app, download_app, export_app, generate_app))
 
 

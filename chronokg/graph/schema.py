@@ -31,7 +31,7 @@ SUPERSEDES: Final = "SUPERSEDES"  # (newer Guideline)->(older Guideline)
 IN_TRAJECTORY: Final = "IN_TRAJECTORY"  # (Guideline)->(Trajectory)
 CURRENT: Final = "CURRENT"  # (ChangePair)->(Fact)
 PRIOR: Final = "PRIOR"  # (ChangePair)->(Fact)
-ABOUT: Final = "ABOUT"  # (SourceQuestion)->(ChangePair)
+ABOUT: Final = "ABOUT"  # (SourceQuestion)->(ChangePair | Entity)
 LOADED_FROM: Final = "LOADED_FROM"  # (Guideline|Trajectory|...)->(Source)
 
 KEYED_LABELS: Final = (
@@ -53,7 +53,10 @@ BASE_PROPERTIES: Final[dict[str, tuple[str, ...]]] = {
     GUIDELINE: ("pmid", "year", "issued", "precision", "caption", "topic"),
     TRAJECTORY: ("current_pmid", "topic", "caption"),
     CHANGE_PAIR: ("decision_id", "current_pmid", "prior_pmid", "summary", "category", "clinical_focus"),
-    SOURCE_QUESTION: ("benchmark", "record", "question", "choices", "correct", "explanation"),
+    SOURCE_QUESTION: (
+        "benchmark", "record", "question", "choices", "correct", "explanation", "answers", "answerable",
+        "time_sensitive",
+    ),
 }
 
 

@@ -41,8 +41,15 @@ from chronokg.graph.errors import InputError
 from chronokg.graph.model import Fact, Source, stable_id
 from chronokg.graph.store import GraphStore
 from chronokg.graph.writer import Progress
-from chronokg.ingest.common import LoadSummary, apply, file_sha256, read_json_blocks, slug
-from chronokg.ingest.qasets import validated
+from chronokg.ingest.common import (
+    LoadSummary,
+    apply,
+    expand_paths,
+    file_source,
+    read_json_blocks,
+    slug,
+    validated,
+)
 
 KIND = "chroknow"
 ANSWER = "answer"
@@ -190,11 +197,7 @@ class ChroKnowBuilder:
         self._captions: dict[str, str] = {}
 
     def file_source(self, path: Path, domain: Domain) -> Source:
-        digest = file_sha256(path)
-        src = Source(
-            id=f"{KIND}:{domain.value}:{digest[:12]}", kind=KIND, caption=f"ChroKnowBench {domain.value} {path.name}",
-            version=digest[:12], release_date=self.release_date, checksum=f"sha256:{digest}", path=str(path),
-        )
+        src = file_source(path, KIND, self.release_date, domain.value, prefix="ChroKnowBench")
         self.batch.source(src)
         return src
 
@@ -311,17 +314,7 @@ class ChroKnowBuilder:
 
 def expand(paths: Iterable[Path]) -> list[Path]:
     """Files as given; a folder contributes its own `*.jsonl` (not `Fewshots/`, which repeats the schema)."""
-    out: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            out.extend(sorted(q for q in p.iterdir() if q.is_file() and q.suffix == ".jsonl"))
-        elif p.exists():
-            out.append(p)
-        else:
-            raise InputError(p, None, "no such file or directory")
-    if not out:
-        raise InputError(", ".join(map(str, paths)), None, "no ChroKnowBench files (.jsonl) found")
-    return out
+    return expand_paths(paths, lambda p: p.suffix == ".jsonl", "ChroKnowBench files (.jsonl)", recursive=False)
 
 
 def stage(paths: Iterable[Path], domain: Domain | None = None,

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from chronokg.graph.batch import GraphBatch
 from chronokg.graph.counts import graph_counts
 from chronokg.graph.errors import InputError
+from chronokg.graph.model import Source
 from chronokg.graph.store import GraphStore
 from chronokg.graph.writer import Progress, write_batch
 
@@ -86,6 +88,94 @@ def read_json_blocks(path: Path) -> Iterator[tuple[int, int, dict[str, Any]]]:
         if not isinstance(obj, dict):
             raise InputError(path, f"{n} (line {line})", f"expected a JSON object, got {type(obj).__name__}")
         yield n, line, obj
+
+
+def caption(text: str, limit: int = 160) -> str:
+    """Text on one line, cut at `limit` characters: for captions of long questions and paragraphs."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def file_source(path: Path, kind: str, release_date: dt.date | None, what: str = "", prefix: str = "") -> Source:
+    """A Source for one input file, identified by its content hash (the same bytes are the same release)."""
+    digest = file_sha256(path)
+    scope = f"{what}:" if what else ""
+    return Source(
+        id=f"{kind}:{scope}{digest[:12]}", kind=kind, caption=" ".join(p for p in (prefix, what, path.name) if p),
+        version=digest[:12], release_date=release_date, checksum=f"sha256:{digest}", path=str(path),
+    )
+
+
+def expand_paths(
+    paths: Iterable[Path], accept: Callable[[Path], bool], what: str, recursive: bool = True
+) -> list[Path]:
+    """Files as given, plus the accepted files inside given folders (sorted); missing paths are errors."""
+    paths = list(paths)
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found = p.rglob("*") if recursive else p.iterdir()
+            out.extend(sorted(q for q in found if q.is_file() and accept(q)))
+        elif p.exists():
+            out.append(p)
+        else:
+            raise InputError(p, None, "no such file or directory")
+    if not out:
+        raise InputError(", ".join(map(str, paths)), None, f"no {what} found")
+    return out
+
+
+def validated(model: type[BaseModel], obj: Any, path: Path, record: str | int | None) -> Any:
+    """`model` parsed from `obj`, or an InputError listing every bad field."""
+    try:
+        return model.model_validate(obj)
+    except ValidationError as exc:
+        problems = "; ".join(f"field {'.'.join(map(str, e['loc'])) or '?'!r}: {e['msg']}" for e in exc.errors())
+        raise InputError(path, record, problems) from None
+
+
+def read_csv_records(path: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    """(`row N (line L)`, row) pairs of a CSV file with a header; a truncated quote or a long row is an error."""
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            reader = csv.DictReader(fh, strict=True)
+            n, start = 0, 2
+            try:
+                if not reader.fieldnames:
+                    raise InputError(path, "line 1", "empty CSV: no header")
+                start = reader.line_num + 1
+                for raw in reader:
+                    n += 1
+                    record = f"row {n} (line {start})"
+                    start = reader.line_num + 1
+                    if None in raw:
+                        raise InputError(path, record, "more fields than the header names")
+                    missing = [k for k, v in raw.items() if v is None]
+                    if missing:
+                        raise InputError(path, record, f"row ends early: no {', '.join(map(repr, missing))}")
+                    yield record, raw
+            except csv.Error as exc:
+                raise InputError(path, f"row {n + 1} (line {start})", f"broken CSV: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(path, None, f"not UTF-8 text: {exc}") from exc
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of a one-object-per-line file, read line by line (NQ files are large)."""
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for n, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InputError(path, f"line {n}", f"broken JSON: {exc.msg}") from exc
+                if not isinstance(obj, dict):
+                    raise InputError(path, f"line {n}", f"expected a JSON object, got {type(obj).__name__}")
+                yield n, obj
+    except UnicodeDecodeError as exc:
+        raise InputError(path, None, f"not UTF-8 text: {exc}") from exc
 
 
 def apply(

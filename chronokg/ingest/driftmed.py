@@ -37,8 +37,16 @@ from chronokg.graph.errors import InputError
 from chronokg.graph.model import Fact, Source
 from chronokg.graph.store import GraphStore
 from chronokg.graph.writer import Progress
-from chronokg.ingest.common import LoadSummary, apply, file_sha256, read_json, read_json_blocks
-from chronokg.ingest.qasets import read_csv_records, validated
+from chronokg.ingest.common import (
+    LoadSummary,
+    apply,
+    expand_paths,
+    file_source,
+    read_csv_records,
+    read_json,
+    read_json_blocks,
+    validated,
+)
 
 KIND = "driftmed"
 RECOMMENDATION = "recommendation"
@@ -127,20 +135,12 @@ def _validate(path: Path, record: str, obj: dict[str, Any]) -> DriftRow:
     return row.model_copy(update={"label": label})
 
 
-def file_source(path: Path, release_date: dt.date) -> Source:
-    digest = file_sha256(path)
-    return Source(
-        id=f"{KIND}:{digest[:12]}", kind=KIND, caption=f"DriftMed {path.name}", version=digest[:12],
-        release_date=release_date, checksum=f"sha256:{digest}", path=str(path),
-    )
-
-
 def collect(paths: Iterable[Path], release_date: dt.date) -> tuple[dict[int, Located], list[Source]]:
     """Every row of every file by id; a repeated id with different content is an error."""
     rows: dict[int, Located] = {}
     sources: list[Source] = []
     for path in paths:
-        src = file_source(path, release_date)
+        src = file_source(path, KIND, release_date, prefix="DriftMed")
         sources.append(src)
         count = 0
         for record, obj in read_rows(path):
@@ -220,17 +220,7 @@ def stage(paths: Iterable[Path], release_date: dt.date = DEFAULT_RELEASE) -> tup
 
 
 def expand(paths: Iterable[Path]) -> list[Path]:
-    out: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            out.extend(sorted(q for q in p.rglob("*") if q.is_file() and q.suffix in SUFFIXES))
-        elif p.exists():
-            out.append(p)
-        else:
-            raise InputError(p, None, "no such file or directory")
-    if not out:
-        raise InputError(", ".join(map(str, paths)), None, f"no DriftMed files ({', '.join(SUFFIXES)}) found")
-    return out
+    return expand_paths(paths, lambda p: p.suffix in SUFFIXES, f"DriftMed files ({', '.join(SUFFIXES)})")
 
 
 def load(store: GraphStore, paths: Iterable[Path], release_date: dt.date = DEFAULT_RELEASE,

@@ -30,7 +30,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints
 
 from chronokg.graph import schema
 from chronokg.graph.batch import GraphBatch
@@ -39,7 +39,19 @@ from chronokg.graph.errors import InputError
 from chronokg.graph.model import Fact, Source, stable_id
 from chronokg.graph.store import GraphStore, Statement
 from chronokg.graph.writer import Progress, merge_statements
-from chronokg.ingest.common import LoadSummary, apply, file_sha256, read_json, slug, today
+from chronokg.ingest.common import (
+    LoadSummary,
+    apply,
+    caption,
+    expand_paths,
+    file_sha256,
+    read_csv_records,
+    read_json,
+    read_jsonl,
+    slug,
+    today,
+    validated,
+)
 
 GOLD = "gold_answer"
 UPDATE_KIND = "qa_update"
@@ -68,62 +80,6 @@ CAPTIONS: Mapping[Benchmark, str] = {
     Benchmark.SELFAWARE: "SelfAware", Benchmark.TRUTHFULQA: "TruthfulQA", Benchmark.TRIVIAQA: "TriviaQA",
     Benchmark.NQ: "NaturalQuestions", Benchmark.BOOLQ: "BoolQ",
 }
-
-
-# --- record readers shared by the benchmark loaders ----------------------------------
-
-
-def validated(model: type[BaseModel], obj: Any, path: Path, record: str | int | None) -> Any:
-    """`model` parsed from `obj`, or an InputError listing every bad field."""
-    try:
-        return model.model_validate(obj)
-    except ValidationError as exc:
-        problems = "; ".join(f"field {'.'.join(map(str, e['loc'])) or '?'!r}: {e['msg']}" for e in exc.errors())
-        raise InputError(path, record, problems) from None
-
-
-def read_csv_records(path: Path) -> Iterator[tuple[str, dict[str, str]]]:
-    """(`row N (line L)`, row) pairs of a CSV file with a header; a truncated quote or a long row is an error."""
-    try:
-        with path.open(encoding="utf-8-sig", newline="") as fh:
-            reader = csv.DictReader(fh, strict=True)
-            n, start = 0, 2
-            try:
-                if not reader.fieldnames:
-                    raise InputError(path, "line 1", "empty CSV: no header")
-                start = reader.line_num + 1
-                for raw in reader:
-                    n += 1
-                    record = f"row {n} (line {start})"
-                    start = reader.line_num + 1
-                    if None in raw:
-                        raise InputError(path, record, "more fields than the header names")
-                    missing = [k for k, v in raw.items() if v is None]
-                    if missing:
-                        raise InputError(path, record, f"row ends early: no {', '.join(map(repr, missing))}")
-                    yield record, raw
-            except csv.Error as exc:
-                raise InputError(path, f"row {n + 1} (line {start})", f"broken CSV: {exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(path, None, f"not UTF-8 text: {exc}") from exc
-
-
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) of a one-object-per-line file, read line by line (NQ files are large)."""
-    try:
-        with path.open(encoding="utf-8") as fh:
-            for n, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(path, f"line {n}", f"broken JSON: {exc.msg}") from exc
-                if not isinstance(obj, dict):
-                    raise InputError(path, f"line {n}", f"expected a JSON object, got {type(obj).__name__}")
-                yield n, obj
-    except UnicodeDecodeError as exc:
-        raise InputError(path, None, f"not UTF-8 text: {exc}") from exc
 
 
 # --- input schemas ---------------------------------------------------------------------
@@ -342,11 +298,6 @@ def read_questions(path: Path, benchmark: Benchmark | None = None) -> tuple[Benc
     return bench, (_nq(path) if bench is Benchmark.NQ else _boolq(path))
 
 
-def _caption(question: str, limit: int = 160) -> str:
-    text = " ".join(question.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 class QABuilder:
     """Stages QA benchmark files into one batch."""
 
@@ -377,7 +328,7 @@ class QABuilder:
         self.benchmarks.add(bench)
 
     def question(self, bench: Benchmark, q: Question, src: Source) -> None:
-        self.batch.entity(q.qid, kind=QUESTION_KIND, caption=_caption(q.question))
+        self.batch.entity(q.qid, kind=QUESTION_KIND, caption=caption(q.question))
         sq = f"sq:{q.qid}"
         texts = [a for a in q.answers if isinstance(a, str)]
         self.batch.node(schema.SOURCE_QUESTION, sq, benchmark=bench.value, record=q.record, question=q.question,
@@ -396,18 +347,7 @@ class QABuilder:
 
 
 def expand(paths: Iterable[Path]) -> list[Path]:
-    out: list[Path] = []
-    suffixes = {".json", ".jsonl", ".csv"}
-    for p in paths:
-        if p.is_dir():
-            out.extend(sorted(q for q in p.rglob("*") if q.is_file() and q.suffix in suffixes))
-        elif p.exists():
-            out.append(p)
-        else:
-            raise InputError(p, None, "no such file or directory")
-    if not out:
-        raise InputError(", ".join(map(str, paths)), None, "no QA files (.json, .jsonl, .csv) found")
-    return out
+    return expand_paths(paths, lambda p: p.suffix in {".json", ".jsonl", ".csv"}, "QA files (.json, .jsonl, .csv)")
 
 
 def stage(paths: Iterable[Path], benchmark: Benchmark | None = None,

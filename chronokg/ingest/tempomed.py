@@ -34,7 +34,16 @@ from chronokg.graph.errors import InputError
 from chronokg.graph.model import Fact, Source, stable_id
 from chronokg.graph.store import GraphStore
 from chronokg.graph.writer import Progress
-from chronokg.ingest.common import LoadSummary, apply, file_sha256, read_json, read_json_blocks, slug
+from chronokg.ingest.common import (
+    LoadSummary,
+    apply,
+    caption,
+    expand_paths,
+    file_source,
+    read_json,
+    read_json_blocks,
+    slug,
+)
 
 KIND = "tempomed"
 RECOMMENDATION = "recommendation"
@@ -110,11 +119,7 @@ class GuidelineBuilder:
         self.records = 0
 
     def file_source(self, path: Path, what: str) -> Source:
-        digest = file_sha256(path)
-        src = Source(
-            id=f"{KIND}:{what}:{digest[:12]}", kind=KIND, caption=f"TempoMed-Bench {what} {path.name}",
-            version=digest[:12], release_date=self.release_date, checksum=f"sha256:{digest}", path=str(path),
-        )
+        src = file_source(path, KIND, self.release_date, what, prefix="TempoMed-Bench")
         self.batch.source(src)
         return src
 
@@ -212,7 +217,7 @@ class GuidelineBuilder:
             self.supersession(current, cur_year, prior, src)
             decision = f"tm-{current}-{prior}-{stable_id(question, choice_a, choice_b)[:8]}"
             pair = self.change(
-                decision=decision, caption=_caption(question), current=current, cur_year=cur_year, prior=prior,
+                decision=decision, caption=caption(question), current=current, cur_year=cur_year, prior=prior,
                 prior_year=prior_year, current_rec=choice_a, prior_rec=choice_b,
                 summary=_text(path, record, answer, "Explanation", required=False), clinical_focus=None, src=src,
             )
@@ -302,11 +307,6 @@ class GuidelineBuilder:
             self.records += 1
 
 
-def _caption(question: str, limit: int = 160) -> str:
-    text = " ".join(question.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def _orgs(path: Path, record: str, value: Any) -> list[str]:
     if value is None:
         return []
@@ -327,17 +327,7 @@ def classify(path: Path) -> str:
 
 
 def expand(paths: Iterable[Path]) -> list[Path]:
-    out: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            out.extend(sorted(q for q in p.rglob("*") if q.is_file() and q.suffix in {".json", ".jsonl"}))
-        elif p.exists():
-            out.append(p)
-        else:
-            raise InputError(p, None, "no such file or directory")
-    if not out:
-        raise InputError(", ".join(map(str, paths)), None, "no TempoMed-Bench files (.jsonl/.json) found")
-    return out
+    return expand_paths(paths, lambda p: p.suffix in {".json", ".jsonl"}, "TempoMed-Bench files (.jsonl/.json)")
 
 
 def stage(paths: Iterable[Path], release_date: dt.date = DEFAULT_RELEASE,

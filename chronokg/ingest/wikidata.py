@@ -60,7 +60,7 @@ from chronokg.graph.errors import InputError
 from chronokg.graph.model import Fact, Scalar, Source
 from chronokg.graph.store import GraphStore
 from chronokg.graph.writer import Progress, write_batch, write_stream
-from chronokg.ingest.common import LoadSummary
+from chronokg.ingest.common import LoadSummary, expand_paths
 
 KIND = "wikidata"
 ENTITY_URI = "http://www.wikidata.org/entity/"
@@ -749,17 +749,7 @@ def read_dump(path: Path) -> Iterator[tuple[str, Any]]:
 
 
 def expand(paths: Iterable[Path]) -> list[Path]:
-    out: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            out.extend(sorted(q for q in p.iterdir() if q.is_file() and _entity_file(q)))
-        elif p.exists():
-            out.append(p)
-        else:
-            raise InputError(p, None, "no such file or directory")
-    if not out:
-        raise InputError(", ".join(map(str, paths)), None, "no Wikidata entity files (.json, .json.gz, ...) found")
-    return out
+    return expand_paths(paths, _entity_file, "Wikidata entity files (.json, .json.gz, ...)", recursive=False)
 
 
 def _entity_file(p: Path) -> bool:
