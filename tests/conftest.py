@@ -46,3 +46,23 @@ def pytest_report_header(config: pytest.Config) -> str:
     if uri:
         return f"chronokg: conformance suite also runs on Neo4j at {uri}"
     return "chronokg: Neo4j conformance tests skipped (CHRONOKG_NEO4J_URI is not set); embedded engine only"
+
+
+@pytest.fixture
+def http_folder(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A real HTTP server on loopback serving a temporary folder: stands in for the public internet in tests."""
+    import functools
+    import http.server
+    import threading
+
+    root = tmp_path / "served"
+    root.mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", root
+    finally:
+        server.shutdown()
+        server.server_close()

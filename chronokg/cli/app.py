@@ -221,6 +221,7 @@ def _remove_kglite_files(path: Path) -> None:
 
 def _register_sources() -> None:
     from chronokg.cli import (
+        download_public,
         ingest_cfr,
         ingest_chroknow,
         ingest_cxr,
@@ -232,7 +233,7 @@ def _register_sources() -> None:
     )
 
     for module in (ingest_tempomed, ingest_wikidata, ingest_umls, ingest_cfr, ingest_chroknow, ingest_driftmed,
-                   ingest_qasets, ingest_cxr):
+                   ingest_qasets, ingest_cxr, download_public):
         module.register(Groups(ingest_app, download_app, export_app, generate_app))
 
 
