@@ -147,8 +147,6 @@ class Phases:
 
 
 def child(store_path: str, folders: list[str], durable: str) -> None:
-    import kglite
-
     from chronokg.graph.kglite_store import KgliteStore
     from chronokg.graph.store import Statement
     from chronokg.ingest import umls
@@ -162,21 +160,10 @@ def child(store_path: str, folders: list[str], durable: str) -> None:
             super().write(statements)
             phases.mark("summary counts")
 
-    class UnloggedStore(MeasuredStore):
-        """Opened with `durable="off"`: what the proposed `KgliteStore(durable=...)` option would do."""
-
-        def __init__(self, path: str) -> None:
-            kglite.set_query_warning_policy("silent")
-            self._path = path
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            self._g = kglite.open(path, durable="off")
-            self._declared: dict[str, set[str]] = {}
-            self.ensure_schema()
-
     runs = []
     for folder in folders:
         phases.mark("open store")
-        store = MeasuredStore(store_path) if durable == "normal" else UnloggedStore(store_path)
+        store = MeasuredStore(store_path, durable=durable)  # as `kglite:///path?durable=...` opens it
         start = time.perf_counter()
         summary = umls.load(store, [Path(folder)], progress=phases)
         load_s = time.perf_counter() - start

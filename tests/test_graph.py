@@ -119,3 +119,28 @@ def test_write_batch_twice_changes_nothing() -> None:
     assert first.nodes_created == 50 + 51 and second.nodes_created == 0  # facts + entities
     assert graph_counts(store) == counts
     assert write_stream(store, [batch]) > 0 and graph_counts(store) == counts
+
+
+def test_a_crashed_writer_is_recovered_by_a_load_without_log(tmp_path: Path) -> None:
+    """A process killed after a commit leaves its work in the log; the next load (durable=off) keeps it."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "crash.kgl"
+    script = (
+        "import os, datetime as dt\n"
+        "from chronokg.graph.kglite_store import KgliteStore\n"
+        "from chronokg.graph.batch import GraphBatch\n"
+        "from chronokg.graph.writer import write_batch\n"
+        "from chronokg.graph.model import Fact\n"
+        f"s = KgliteStore({str(path)!r})\n"
+        "b = GraphBatch()\n"
+        "b.fact(Fact(subject='s', predicate='p', object='o', source_id='x', source_kind='k'))\n"
+        "write_batch(s, b)\n"
+        "os._exit(9)  # no close, no checkpoint\n"
+    )
+    assert subprocess.run([sys.executable, "-c", script], check=False).returncode == 9
+    with KgliteStore(path, durable="off") as store:
+        assert graph_counts(store)["Fact"] == 1
+    with KgliteStore(path) as store:
+        assert graph_counts(store)["Fact"] == 1

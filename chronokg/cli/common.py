@@ -58,9 +58,19 @@ FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="table for peo
 
 
 @contextmanager
-def opened(uri: str | None = None) -> Iterator[GraphStore]:
-    """The store named by --store, $CHRONOKG_STORE, or the default embedded one."""
-    with open_store(uri or state.store_uri, Settings()) as store:
+def opened(uri: str | None = None, load: bool = False) -> Iterator[GraphStore]:
+    """The store named by --store, $CHRONOKG_STORE, or the default embedded one.
+
+    `load=True` (ingest commands): an embedded file store is opened without its write-ahead
+    log unless the URI names `durable=` itself. A one-shot load is one transaction that is
+    checkpointed atomically when the store closes, so a crash loses only that load (re-run
+    it), and a large load needs several times less memory than with the log.
+    """
+    settings = Settings()
+    uri = uri or state.store_uri or settings.store
+    if load and uri.startswith("kglite://") and "?" not in uri and not uri.endswith(":memory:"):
+        uri += "?durable=off"
+    with open_store(uri, settings) as store:
         yield store
 
 

@@ -28,7 +28,7 @@ def register(groups: Groups) -> None:
         from chronokg.ingest import cfr
 
         def body() -> None:
-            with opened() as s, progress_bar(console) as bar:
+            with opened(load=True) as s, progress_bar(console) as bar:
                 summary = cfr.load(s, paths, edition_date or None, progress=bar)
             load_summary(console, summary)
         guarded(body)

@@ -27,7 +27,7 @@ def register(groups: Groups) -> None:
         from chronokg.ingest import chroknow
 
         def body() -> None:
-            with opened() as s, progress_bar(console) as bar:
+            with opened(load=True) as s, progress_bar(console) as bar:
                 summary = chroknow.load(s, paths, domain, release_date or chroknow.DEFAULT_RELEASE, progress=bar)
             load_summary(console, summary)
         guarded(body)

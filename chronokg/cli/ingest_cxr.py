@@ -31,7 +31,7 @@ def register(groups: Groups) -> None:
         from chronokg.ingest import cxr
 
         def body() -> None:
-            with opened() as s, progress_bar(console) as bar:
+            with opened(load=True) as s, progress_bar(console) as bar:
                 summary = cxr.load(s, paths, release_date=release_date, base_date=base_date or cxr.BASE_DATE,
                                    allow_unmatched=allow_unmatched, progress=bar)
             load_summary(console, summary)

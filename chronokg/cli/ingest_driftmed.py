@@ -25,7 +25,7 @@ def register(groups: Groups) -> None:
         from chronokg.ingest import driftmed
 
         def body() -> None:
-            with opened() as s, progress_bar(console) as bar:
+            with opened(load=True) as s, progress_bar(console) as bar:
                 summary = driftmed.load(s, paths, release_date or driftmed.DEFAULT_RELEASE, progress=bar)
             load_summary(console, summary)
         guarded(body)

@@ -27,7 +27,7 @@ def register(groups: Groups) -> None:
         from chronokg.ingest import qasets
 
         def body() -> None:
-            with opened() as s, progress_bar(console) as bar:
+            with opened(load=True) as s, progress_bar(console) as bar:
                 summary = qasets.load(s, paths, benchmark, release_date, progress=bar)
             load_summary(console, summary)
         guarded(body)

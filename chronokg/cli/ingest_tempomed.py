@@ -26,7 +26,7 @@ def register(groups: Groups) -> None:
         from chronokg.ingest import tempomed
 
         def body() -> None:
-            with opened() as s, progress_bar(console) as bar:
+            with opened(load=True) as s, progress_bar(console) as bar:
                 summary = tempomed.load(s, paths, release_date or tempomed.DEFAULT_RELEASE, progress=bar)
             load_summary(console, summary)
         guarded(body)

@@ -70,7 +70,7 @@ def register(groups: Groups) -> None:
         relas = None if all_relations else (rela or list(umls.CHROKNOW_RELAS))
 
         def body() -> None:
-            with opened() as s, progress_bar(console) as bar:
+            with opened(load=True) as s, progress_bar(console) as bar:
                 summary = umls.load(s, release_dirs, sabs=sab or None, relas=relas, release_dates=dates,
                                     progress=bar)
             load_summary(console, summary)

@@ -54,7 +54,7 @@ def register(groups: Groups) -> None:
                 selection = wikidata.Selection.parse(properties)
             except ValueError as exc:
                 raise typer.BadParameter(str(exc), param_hint="--properties") from None
-            with opened() as s, progress_bar(console) as bar:
+            with opened(load=True) as s, progress_bar(console) as bar:
                 summary = wikidata.load(s, paths, selection, progress=bar)
             _report(summary)
         guarded(body)
@@ -87,7 +87,7 @@ def register(groups: Groups) -> None:
             folder = None if no_cache else (cache or Path(user_cache_dir("chronokg")) / "wikidata-sparql")
             client = wikidata_sparql.SparqlClient(endpoint=endpoint, cache_dir=folder, page_size=page_size,
                                                   refresh=refresh)
-            with opened() as s, progress_bar(console) as bar:
+            with opened(load=True) as s, progress_bar(console) as bar:
                 summary = wikidata_sparql.load(s, qids, pids, client, progress=bar)
             _report(summary)
             console.print(f"{summary.requests} requests, {summary.cache_hits} answered from the cache"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from chronokg.graph.store import GraphStore
 
-
 # One count query per label / type: a single `MATCH (n) UNWIND labels(n)` over the whole
 # graph costs hundreds of MB on a large embedded store, a per-label count almost nothing.
 

@@ -37,11 +37,22 @@ class KgliteStore:
                 self._g = kglite.KnowledgeGraph()
             else:
                 Path(self._path).parent.mkdir(parents=True, exist_ok=True)
-                self._g = kglite.open(self._path, durable=cast(Literal["full", "normal", "off"], durable))
-        except kglite.KgError as exc:
+                self._g = self._open(durable)
+        except (kglite.KgError, ValueError) as exc:
             raise StoreError(f"cannot open embedded store {self._path}: {exc}") from exc
         self._declared: dict[str, set[str]] = {}
         self.ensure_schema()
+
+    def _open(self, durable: str) -> Any:
+        level = cast(Literal["full", "normal", "off"], durable)
+        wal = Path(self._path + "-wal")
+        if durable == "off" and wal.exists() and wal.stat().st_size > 0:
+            # The log may hold commits a crash left unreplayed; kglite refuses to open it without a
+            # log. Replay and checkpoint it first, then reopen as asked.
+            replay = kglite.open(self._path, durable="normal")
+            replay.save()
+            replay.close()
+        return kglite.open(self._path, durable=level)
 
     @property
     def uri(self) -> str:
