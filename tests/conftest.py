@@ -51,18 +51,9 @@ def pytest_report_header(config: pytest.Config) -> str:
 @pytest.fixture
 def http_folder(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A real HTTP server on loopback serving a temporary folder: stands in for the public internet in tests."""
-    import functools
-    import http.server
-    import threading
+    from tests.helpers import serve_folder
 
     root = tmp_path / "served"
     root.mkdir()
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", root
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_folder(root) as base:
+        yield base, root

@@ -9,11 +9,8 @@ in the real schemas.
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import hashlib
-import http.server
 import json
-import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,6 +26,7 @@ from chronokg.graph.errors import InputError
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import cfr
 from chronokg.queries import catalog
+from tests.helpers import serve_folder
 
 D1 = dt.date(2022, 12, 29)  # AMDDATE of the real file
 D2 = dt.date(2023, 3, 1)  # AMDDATE of our edition 2
@@ -449,16 +447,8 @@ def served(tmp_path: Path, editions: Editions) -> Iterator[str]:
     api = root / "api" / "versioner" / "v1" / "full" / "2023-03-01"
     api.mkdir(parents=True)
     (api / "title-1.xml").write_bytes(editions.ed2.read_bytes())
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    handler.log_message = lambda *args: None  # type: ignore[attr-defined]
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_folder(root) as base:
+        yield base
 
 
 def test_cli_download_ingest_and_query(tmp_path: Path, editions: Editions, served: str) -> None:

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import functools
 import hashlib
-import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +19,7 @@ from chronokg.graph.errors import InputError
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import driftmed
 from chronokg.queries import catalog
+from tests.helpers import serve_folder
 
 FIXTURES = Path(__file__).parent / "fixtures" / "driftmed"
 JSONL = FIXTURES / "driftmed.jsonl"
@@ -177,15 +175,8 @@ def mirror(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     root = tmp_path / "mirror"
     (root / "data").mkdir(parents=True)
     (root / "data" / "driftmed.jsonl").write_bytes(JSONL.read_bytes())
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", root
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_folder(root) as base:
+        yield base, root
 
 
 def test_download_then_ingest(mirror: tuple[str, Path], tmp_path: Path) -> None:

@@ -14,7 +14,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -33,6 +32,7 @@ from chronokg.ingest import wikidata, wikidata_rdf, wikidata_sparql
 from chronokg.ingest.download import USER_AGENT
 from chronokg.ingest.wikidata import Selection
 from chronokg.ingest.wikidata_sparql import SparqlClient, SparqlError
+from tests.helpers import serve_http
 
 SAMPLES = ("Q646148", "Q2112", "Q271094")
 
@@ -224,24 +224,11 @@ class Flaky(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@contextmanager
-def serve(handler: type[http.server.BaseHTTPRequestHandler] | partial[Any]) -> Iterator[str]:
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(5)
-
-
 def test_retries_with_backoff_then_succeeds() -> None:
     Flaky.statuses = [(503, {}), (429, {"Retry-After": "7"}), (500, {})]
     Flaky.agents = []
     waits: list[float] = []
-    with serve(Flaky) as base:
+    with serve_http(Flaky) as base:
         client = SparqlClient(endpoint=f"{base}/sparql", backoff=0.5, max_backoff=30, sleep=waits.append)
         rows = client.select("SELECT ?x WHERE {}")
     assert rows == [{"x": {"type": "literal", "value": "ok"}}]
@@ -253,7 +240,7 @@ def test_retries_with_backoff_then_succeeds() -> None:
 def test_gives_up_after_bounded_attempts_and_does_not_retry_client_errors() -> None:
     Flaky.statuses = [(503, {})] * 3
     waits: list[float] = []
-    with serve(Flaky) as base:
+    with serve_http(Flaky) as base:
         client = SparqlClient(endpoint=f"{base}/sparql", attempts=3, backoff=1, sleep=waits.append)
         with pytest.raises(SparqlError, match="gave up after 3 attempts"):
             client.select("SELECT ?x WHERE {}")
@@ -286,7 +273,7 @@ def test_cli_ingest_wikidata_sparql(server: str, tmp_path: Path) -> None:
 def test_cli_download_from_a_local_entity_data_server(samples: Path, tmp_path: Path) -> None:
     handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(samples))
     out = tmp_path / "entities"
-    with serve(handler) as base:
+    with serve_http(handler) as base:
         result = CliRunner().invoke(app, ["download", "wikidata", "Q646148", "Q2112", "--out", str(out),
                                           "--base-url", base])
         assert result.exit_code == 0, result.output

@@ -1,0 +1,37 @@
+"""Test helpers shared by several test modules."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def serve_http(handler: type[http.server.BaseHTTPRequestHandler] | functools.partial[Any]) -> Iterator[str]:
+    """A real HTTP server on loopback (stands in for the public internet); yields its base URL."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(5)
+
+
+@contextmanager
+def serve_folder(root: Path) -> Iterator[str]:
+    """Serve the files under `root` on loopback; yields the base URL."""
+    with serve_http(functools.partial(QuietHandler, directory=str(root))) as base:
+        yield base
