@@ -47,13 +47,23 @@ def known_clause(var: str, param: str | None) -> str:
     return KNOWN_NOW.format(v=var) if param is None else KNOWN_AT.format(v=var, t=param)
 
 
+def predicate_clause(var: str, param: str, anchored: bool) -> str:
+    """`var.predicate` equals `param`; written `IN [..]` when another index already anchors `var`.
+
+    With two indexed equalities (subject_id and predicate) kglite walks the predicate
+    index, which has few values and so holds most facts: 100x slower at 1M facts
+    (benchmarks/README.md). `IN [..]` means the same and leaves the subject index in charge.
+    """
+    return f"{var}.predicate IN [{param}]" if anchored else f"{var}.predicate = {param}"
+
+
 def _fact_filters(subject: str | None, predicate: str | None, params: dict[str, Any]) -> list[str]:
     where = []
     if subject is not None:
         where.append("f.subject_id = $subject")
         params["subject"] = subject
     if predicate is not None:
-        where.append("f.predicate = $predicate")
+        where.append(predicate_clause("f", "$predicate", anchored=subject is not None))
         params["predicate"] = predicate
     return where
 
@@ -68,7 +78,11 @@ def facts_as_of_cypher(
     if known_at is not None:
         params["known_at"] = known_at
     where.append(known_clause("f", "$known_at" if known_at is not None else None))
-    cypher = "MATCH (f:Fact)\nWHERE " + "\n  AND ".join(where) + "\nWITH f" + FACT_RETURN
+    head = "\nWITH f"
+    if limit is not None:
+        # Cut before the caption lookups: otherwise every matching fact is joined to its entities first.
+        head += " ORDER BY f.subject_id, f.predicate, f.valid_from, f.id LIMIT $limit"
+    cypher = "MATCH (f:Fact)\nWHERE " + "\n  AND ".join(where) + head + FACT_RETURN
     cypher += "\nORDER BY subject, predicate, valid_from, id"
     if limit is not None:
         cypher += "\nLIMIT $limit"
@@ -115,20 +129,31 @@ def changed_between(
     params: dict[str, Any] = {"t1": t1, "t2": t2}
     where = _fact_filters(subject, predicate, params)
     where.append(known_clause("f", None))
-    where.append(
-        "((f.valid_from > $t1 AND f.valid_from <= $t2) OR (f.valid_to > $t1 AND f.valid_to <= $t2))"
-    )
-    value = "coalesce(x.object_id, toString(x.value))"
+    filters = "".join(f" AND {w}" for w in where)
+    value = "coalesce(g.object_id, toString(g.value))"
+    # The pairs with a version starting or ending in (t1, t2]: two range conditions joined by
+    # UNION (the valid_from one uses the range index; UNION also removes duplicates) rather
+    # than one OR, which scans every fact. Each pair's versions are then read in a subquery:
+    # kglite uses the subject_id index there, but scans all facts for every pair when the
+    # pattern follows a WITH (minutes at 1M facts; see benchmarks/README.md). The importing
+    # `WITH` form of CALL runs on every Neo4j 5 release.
     cypher = (
-        "MATCH (f:Fact)\nWHERE " + "\n  AND ".join(where)
-        + "\nWITH DISTINCT f.subject_id AS subject, f.predicate AS predicate"
-        + "\nMATCH (g:Fact {subject_id: subject, predicate: predicate})"
-        + "\nWHERE " + known_clause("g", None)
-        + "\nWITH subject, predicate, collect(g) AS versions"
-        + "\nRETURN subject, predicate,"
-        + f"\n  [x IN versions WHERE {valid_clause('x', '$t1')} | {value}] AS before,"
-        + f"\n  [x IN versions WHERE {valid_clause('x', '$t2')} | {value}] AS after"
-        + "\nORDER BY subject, predicate"
+        "CALL {"
+        f"\n  MATCH (f:Fact) WHERE f.valid_from > $t1 AND f.valid_from <= $t2{filters}"
+        "\n  RETURN f.subject_id AS subject, f.predicate AS predicate"
+        "\n  UNION"
+        f"\n  MATCH (f:Fact) WHERE f.valid_to > $t1 AND f.valid_to <= $t2{filters}"
+        "\n  RETURN f.subject_id AS subject, f.predicate AS predicate"
+        "\n}"
+        "\nCALL {"
+        "\n  WITH subject, predicate"
+        "\n  MATCH (g:Fact {subject_id: subject})"
+        f"\n  WHERE {predicate_clause('g', 'predicate', anchored=True)} AND {known_clause('g', None)}"
+        f"\n  RETURN collect(CASE WHEN {valid_clause('g', '$t1')} THEN {value} END) AS before,"
+        f"\n         collect(CASE WHEN {valid_clause('g', '$t2')} THEN {value} END) AS after"
+        "\n}"
+        "\nRETURN subject, predicate, before, after"
+        "\nORDER BY subject, predicate"
     )
     out = []
     for r in store.run(cypher, params):
@@ -144,8 +169,8 @@ def two_hop_as_of(
 ) -> list[HopRow]:
     """Follow object links two steps from `subject`, each hop valid at `valid_at`."""
     params: dict[str, Any] = {"subject": subject, "valid_at": valid_at}
-    p1 = " AND f.predicate = $predicate" if predicate else ""
-    p2 = " AND g.predicate = $predicate2" if predicate2 else ""
+    p1 = f" AND {predicate_clause('f', '$predicate', anchored=True)}" if predicate else ""
+    p2 = f" AND {predicate_clause('g', '$predicate2', anchored=True)}" if predicate2 else ""
     if predicate:
         params["predicate"] = predicate
     if predicate2:
