@@ -144,3 +144,15 @@ def test_a_crashed_writer_is_recovered_by_a_load_without_log(tmp_path: Path) -> 
         assert graph_counts(store)["Fact"] == 1
     with KgliteStore(path) as store:
         assert graph_counts(store)["Fact"] == 1
+
+
+def test_stream_with_a_property_first_seen_in_a_later_chunk() -> None:
+    store = KgliteStore(":memory:")
+    first, second = GraphBatch(), GraphBatch()
+    first.fact(f(object="o1"))
+    second.fact(f(object="o2", attrs={"brand_new_key": "x"}))
+    second.node("Entity", "o2", caption="O two")
+    write_stream(store, [first, second])
+    rows = store.run("MATCH (f:Fact) WHERE f.brand_new_key IS NOT NULL RETURN f.object_id AS o, f.brand_new_key AS k")
+    assert rows == [{"o": "o2", "k": "x"}]
+    assert store.run("MATCH (e:Entity {id: 'o2'}) RETURN e.caption AS c") == [{"c": "O two"}]
