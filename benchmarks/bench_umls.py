@@ -12,8 +12,8 @@ The load runs in a child process (`chronokg.ingest.umls.load` into a `KgliteStor
 in the temp dir), so the generator's memory does not count; the table shows the
 child's own `ru_maxrss`, the parent's RUSAGE_CHILDREN figure and the generator's.
 
-    python benchmarks/bench_umls.py                      # 2M rows, store as chronokg opens it
-    python benchmarks/bench_umls.py --durable off        # same, store opened without its write-ahead log
+    python benchmarks/bench_umls.py                      # 2M rows, store as `chronokg ingest umls` opens it
+    python benchmarks/bench_umls.py --durable normal     # same, with the write-ahead log on during the load
     python benchmarks/bench_umls.py --rows 200000 --releases 2
 """
 
@@ -189,8 +189,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=2_000_000, help="MRREL rows per release")
     parser.add_argument("--keep", type=float, default=0.15, help="fraction of rows with one of the 12 RELAs")
     parser.add_argument("--releases", type=int, default=1, choices=(1, 2))
-    parser.add_argument("--durable", choices=("normal", "off"), default="normal",
-                        help="normal: KgliteStore as chronokg opens it; off: without the write-ahead log")
+    parser.add_argument("--durable", choices=("normal", "off"), default="off",
+                        help="off: as `chronokg ingest umls` opens an embedded store (no write-ahead log during "
+                        "the load, one checkpoint at close); normal: with the log")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep-files", action="store_true", help="leave the temp dir in place")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
