@@ -30,9 +30,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, StringConstraints
+from pydantic import BaseModel, ConfigDict
 
 from chronokg.graph import schema
 from chronokg.graph.batch import GraphBatch
@@ -43,6 +43,7 @@ from chronokg.graph.store import GraphStore
 from chronokg.graph.writer import Progress
 from chronokg.ingest.common import (
     LoadSummary,
+    Text,
     apply,
     expand_paths,
     file_source,
@@ -59,9 +60,6 @@ DEFAULT_RELEASE = dt.date(2024, 10, 11)
 _YEAR_KEY = re.compile(r"^(objects|answers|release_date)_(\d{4})$")
 _COMPACT_DATE = re.compile(r"^(\d{4})(\d{2})(\d{2})$")
 _ISO_PREFIX = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ]")
-
-Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
-
 
 class Domain(StrEnum):
     GENERAL = "general"

@@ -9,9 +9,9 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
 from chronokg.graph.batch import GraphBatch
 from chronokg.graph.counts import graph_counts
@@ -19,6 +19,9 @@ from chronokg.graph.errors import InputError
 from chronokg.graph.model import Source
 from chronokg.graph.store import GraphStore
 from chronokg.graph.writer import Progress, write_batch
+
+# Input text fields: stripped, and empty counts as missing.
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
 
 class LoadSummary(BaseModel):

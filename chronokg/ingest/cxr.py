@@ -104,30 +104,6 @@ FROM_OBSERVATION = "FROM_OBSERVATION"  # (Fact)->(Observation)
 ABOUT_STUDY = "ABOUT_STUDY"  # (SourceQuestion)->(Study), {slots: ["T1", ...]}
 ABOUT_PATIENT = "ABOUT_PATIENT"  # (SourceQuestion)->(Patient)
 
-# Every property this loader writes, declared before the transaction opens (the
-# embedded engine cannot declare a property inside an open transaction).
-PROPERTIES: dict[str, tuple[str, ...]] = {
-    schema.PATIENT: ("caption",),
-    schema.STUDY: (
-        "patient_id", "study_index", "days_since_first", "days_since_prev", "study_date", "precision",
-        "procedure", "num_observations", "quality", "image_ids", "caption",
-    ),
-    schema.OBSERVATION: (
-        "obs_id", "study_id", "patient_id", "caption", "summary", "entities", "categories", "subcategories",
-        "regions", "laterality", "certainty", "probability", "positiveness", "changes", "change_type", "severity",
-        "from_report", "quality",
-    ),
-    schema.FACT: (
-        *schema.BASE_PROPERTIES[schema.FACT], "patient_id", "study_id", "finding", "laterality", "certainty",
-        "change_type", "obs_ids",
-    ),
-    schema.ENTITY: schema.BASE_PROPERTIES[schema.ENTITY],
-    schema.SOURCE: schema.BASE_PROPERTIES[schema.SOURCE],
-    schema.SOURCE_QUESTION: (
-        *schema.BASE_PROPERTIES[schema.SOURCE_QUESTION], "group_type", "qtype", "patient_id", "study_ids", "images",
-    ),
-}
-
 _NO_LATERALITY = {"", "none", "unspecified", "unknown", "n/a", "na", "null"}
 _POSITIVE = {"pos", "positive", "true", "yes"}
 _NEGATIVE = {"neg", "negative", "false", "no"}
@@ -878,8 +854,6 @@ def load(store: GraphStore, paths: Iterable[Path], *, release_date: dt.date | No
             yield batch
 
     before = graph_counts(store)
-    for label, keys in PROPERTIES.items():
-        store.declare_properties(label, keys)
     write_stream(store, batches(), progress=progress, total=len(inputs.scene_graphs) + len(questions))
     files = [*inputs.scene_graphs, *inputs.metadata.values(), *inputs.tables, *inputs.questions, *inputs.source_files]
     return CxrLoadSummary(

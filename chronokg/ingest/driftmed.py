@@ -26,9 +26,9 @@ import datetime as dt
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, StringConstraints
+from pydantic import BaseModel, ConfigDict
 
 from chronokg.graph import schema
 from chronokg.graph.batch import GraphBatch
@@ -39,6 +39,7 @@ from chronokg.graph.store import GraphStore
 from chronokg.graph.writer import Progress
 from chronokg.ingest.common import (
     LoadSummary,
+    Text,
     apply,
     expand_paths,
     file_source,
@@ -59,9 +60,6 @@ DEFAULT_BASE_URL = f"https://huggingface.co/datasets/{HF_REPO}/resolve"
 # Hugging Face's automatic parquet conversion of the default config (revision/path under the base URL).
 DEFAULT_FILE = "refs%2Fconvert%2Fparquet/default/train/0000.parquet"
 SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
-
-Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
-
 
 class DriftRow(BaseModel):
     model_config = ConfigDict(extra="allow")

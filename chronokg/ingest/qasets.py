@@ -28,9 +28,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from chronokg.graph import schema
 from chronokg.graph.batch import GraphBatch
@@ -41,6 +41,7 @@ from chronokg.graph.store import GraphStore, Statement
 from chronokg.graph.writer import Progress, merge_statements
 from chronokg.ingest.common import (
     LoadSummary,
+    Text,
     apply,
     caption,
     expand_paths,
@@ -56,9 +57,6 @@ from chronokg.ingest.common import (
 GOLD = "gold_answer"
 UPDATE_KIND = "qa_update"
 QUESTION_KIND = "question"
-
-Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
-
 
 class Benchmark(StrEnum):
     SELFAWARE = "selfaware"
@@ -367,13 +365,11 @@ def load(store: GraphStore, paths: Iterable[Path], benchmark: Benchmark | None =
     `release_date` overrides the benchmark's own release as the known time.
     """
     batch, records, files, benches = stage(paths, benchmark, release_date)
-    store.declare_properties(schema.SOURCE_QUESTION, ["time_sensitive"])
     return apply(store, batch, "+".join(sorted(b.value for b in benches)), files, records, progress)
 
 
 def set_time_sensitive(store: GraphStore, flags: Mapping[str, bool | None]) -> int:
     """Record a detector's verdicts (question id -> time-sensitive?); returns how many questions matched."""
-    store.declare_properties(schema.SOURCE_QUESTION, ["time_sensitive"])
     rows = [{"id": f"sq:{qid}", "flag": flag} for qid, flag in flags.items()]
     found = store.run("UNWIND $ids AS id MATCH (q:SourceQuestion {id: id}) RETURN count(q) AS n",
                       {"ids": [r["id"] for r in rows]})
@@ -418,7 +414,6 @@ def add_updated_answer(
     known = known_from or today()
     if not store.run("MATCH (e:Entity {id: $id}) RETURN e.id AS id", {"id": question_id}):
         raise InputError(store.uri, question_id, "no such question in the store")
-    store.declare_properties(schema.FACT, ["benchmark", "accepted_answers", "revises", "update_of"])
     rows = store.run(
         "MATCH (f:Fact) WHERE f.subject_id = $q AND f.predicate = $p AND f.known_to IS NULL "
         "RETURN f.id AS id, f.value AS value, f.valid_from AS valid_from, f.valid_to AS valid_to, "
@@ -458,8 +453,6 @@ def add_updated_answer(
         known_from=known, source_id=source.id, source_kind=UPDATE_KIND,
         attrs={"benchmark": benchmark, "update_of": ",".join(r["id"] for r in current) or None},
     ), subject_kind=QUESTION_KIND)
-    for label, props in batch.iter_nodes():
-        store.declare_properties(label, sorted({k for p in props for k in p}))
     retracted = [r["id"] for r in current]
     statements: list[Statement] = [
         ("UNWIND $ids AS id MATCH (f:Fact {id: id}) SET f.known_to = $known", {"ids": retracted, "known": known}),

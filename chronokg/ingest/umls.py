@@ -88,12 +88,6 @@ MRCONSO_COLUMNS: Final = (
     "CUI", "LAT", "TS", "LUI", "STT", "SUI", "ISPREF", "AUI", "SAUI", "SCUI", "SDUI", "SAB", "TTY", "CODE", "STR",
     "SRL", "SUPPRESS", "CVF",
 )
-# Properties beyond the base schema: declared before the write starts (declaring
-# inside the transaction would change the graph under it).
-EXTRA_PROPERTIES: Final = {
-    schema.SOURCE: ("date_precision", "sab_filter", "rela_filter"),
-    schema.FACT: ("sabs",),
-}
 ALL: Final = "*"
 CHUNK: Final = 20_000  # staged nodes + edges per written batch
 _PAGE: Final = 20_000  # open facts read from the store per query
@@ -592,8 +586,6 @@ def load(
     if new:
         if len(timeline) > len(new):
             loader.read_open(store)
-        for label, keys in EXTRA_PROPERTIES.items():
-            store.declare_properties(label, keys)
         write_stream(store, loader.batches(new))
     skipped = [ReleaseStats(release=r.name, date=r.date, skipped=True) for r in old]
     return UmlsLoadSummary(

@@ -908,23 +908,6 @@ class Stager:
         )
 
 
-# Every property this loader writes beyond the base schema.
-FACT_ATTRS: tuple[str, ...] = (
-    "rank", "statement_id", "datatype", "start_qualifier", "end_qualifier", "start_precision", "end_precision",
-    "calendar", "end_widened", "value_precision", "value_calendar", "unit", "language",
-)
-
-
-def declare_keys(store: GraphStore) -> None:
-    """Declare every key up front: a streamed load must not change the schema mid-transaction.
-
-    (The embedded engine rejects a commit if its schema changed after the
-    transaction began, which a new key first seen in a later chunk would do.)
-    """
-    store.declare_properties(schema.FACT, [*schema.BASE_PROPERTIES[schema.FACT], *FACT_ATTRS])
-    store.declare_properties(schema.SOURCE, [*schema.BASE_PROPERTIES[schema.SOURCE], "entity_id"])
-
-
 def _object_kind(obj: str | None) -> str | None:
     if obj is None:
         return None
@@ -981,7 +964,6 @@ def load(store: GraphStore, paths: Iterable[Path], selection: Selection | None =
             for f in files:
                 yield from _records(f, read_dump(f) if is_dump(f) else read_document(f), stager.selection)
 
-        declare_keys(store)
         write_stream(store, (stager.batch(part) for part in _chunked(all_records(), chunk)), progress)
     if skipped_entities:
         stager.skipped["unsupported_entity"] += skipped_entities
