@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from chronokg.cli.app import app
+from chronokg.errors import InputError
 from chronokg.graph.counts import graph_counts
-from chronokg.graph.errors import InputError
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import chroknow
 from chronokg.ingest.chroknow import Domain

@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from chronokg.cli.app import app
+from chronokg.errors import InputError
 from chronokg.graph.counts import graph_counts
-from chronokg.graph.errors import InputError
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import driftmed
 from chronokg.queries import catalog

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from neo4j import time as neo4j_time
 
+from chronokg.errors import StoreError
 from chronokg.graph.batch import GraphBatch
 from chronokg.graph.counts import graph_counts
 from chronokg.graph.dates import Precision, parse_date
-from chronokg.graph.errors import StoreError
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.graph.model import Fact
 from chronokg.graph.neo4j_store import to_python

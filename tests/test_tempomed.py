@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from chronokg.errors import InputError
 from chronokg.graph.counts import graph_counts
-from chronokg.graph.errors import InputError
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.graph.model import stable_id
 from chronokg.ingest import tempomed

@@ -14,8 +14,8 @@ from rdflib import Graph, Literal, URIRef
 from typer.testing import CliRunner
 
 from chronokg.cli.app import app
+from chronokg.errors import InputError
 from chronokg.graph.counts import graph_counts
-from chronokg.graph.errors import InputError
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import wikidata
 from chronokg.ingest.wikidata import Selection

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from chronokg.cli.render import Format
-from chronokg.graph.errors import ChronoKGError
+from chronokg.errors import ChronoKGError
 from chronokg.graph.open import open_store
 from chronokg.graph.store import GraphStore
 from chronokg.settings import Settings

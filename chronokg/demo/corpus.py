@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from chronokg.graph.dates import parse_date
 from chronokg.graph.model import Fact, Source
 from chronokg.graph.store import GraphStore
-from chronokg.graph.writer import Progress
 from chronokg.ingest.common import LoadSummary, apply
 from chronokg.ingest.tempomed import GuidelineBuilder
+from chronokg.progress import Progress
 
 KIND = "chronokg-demo"
 

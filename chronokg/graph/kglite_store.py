@@ -9,8 +9,8 @@ from typing import Any, Literal, cast
 
 import kglite
 
+from chronokg.errors import StoreError
 from chronokg.graph import schema
-from chronokg.graph.errors import StoreError
 from chronokg.graph.store import Params, Row, Statement
 
 MEMORY = ":memory:"

@@ -9,8 +9,8 @@ from typing import Any
 import neo4j
 from neo4j import time as neo4j_time
 
+from chronokg.errors import StoreError
 from chronokg.graph import schema
-from chronokg.graph.errors import StoreError
 from chronokg.graph.store import Params, Row, Statement
 
 

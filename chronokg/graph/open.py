@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chronokg.graph.errors import StoreError
+from chronokg.errors import StoreError
 from chronokg.graph.store import GraphStore
 from chronokg.settings import Settings
 

@@ -14,18 +14,11 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from chronokg.graph.batch import GraphBatch
 from chronokg.graph.store import GraphStore, Statement
-
-
-class Progress(Protocol):
-    """Where long writes report how far they are (the CLI shows a progress bar)."""
-
-    def start(self, total: int, description: str) -> None: ...
-
-    def advance(self, n: int) -> None: ...
+from chronokg.progress import Progress
 
 CHUNK = 5000
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

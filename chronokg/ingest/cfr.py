@@ -57,15 +57,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from chronokg.errors import InputError
 from chronokg.graph import schema
 from chronokg.graph.batch import GraphBatch
 from chronokg.graph.dates import Precision
-from chronokg.graph.errors import InputError
 from chronokg.graph.model import Fact, Scalar, Source
 from chronokg.graph.store import GraphStore
-from chronokg.graph.writer import Progress
 from chronokg.ingest.common import LoadSummary, apply, file_sha256
 from chronokg.ingest.download import Downloaded, fetch
+from chronokg.progress import Progress
 
 KIND = "cfr"
 SECTION_KIND = "cfr_section"

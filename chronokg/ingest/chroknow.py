@@ -34,13 +34,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from chronokg.errors import InputError
 from chronokg.graph import schema
 from chronokg.graph.batch import GraphBatch
 from chronokg.graph.dates import Precision, parse_date, year_start
-from chronokg.graph.errors import InputError
 from chronokg.graph.model import Fact, Source, stable_id
 from chronokg.graph.store import GraphStore
-from chronokg.graph.writer import Progress
 from chronokg.ingest.common import (
     LoadSummary,
     Text,
@@ -51,6 +50,7 @@ from chronokg.ingest.common import (
     slug,
     validated,
 )
+from chronokg.progress import Progress
 
 KIND = "chroknow"
 ANSWER = "answer"

@@ -13,12 +13,13 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
+from chronokg.errors import InputError
 from chronokg.graph.batch import GraphBatch
 from chronokg.graph.counts import graph_counts
-from chronokg.graph.errors import InputError
 from chronokg.graph.model import Source
 from chronokg.graph.store import GraphStore
-from chronokg.graph.writer import Progress, write_batch
+from chronokg.graph.writer import write_batch
+from chronokg.progress import Progress
 
 # Input text fields: stripped, and empty counts as missing.
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]

@@ -69,15 +69,16 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
+from chronokg.errors import InputError
 from chronokg.graph import schema
 from chronokg.graph.batch import GraphBatch
 from chronokg.graph.counts import graph_counts
 from chronokg.graph.dates import Precision
-from chronokg.graph.errors import InputError
 from chronokg.graph.model import Fact, Source, stable_id
 from chronokg.graph.store import GraphStore
-from chronokg.graph.writer import Progress, write_stream
+from chronokg.graph.writer import write_stream
 from chronokg.ingest.common import LoadSummary, file_sha256, read_json, read_json_blocks, slug
+from chronokg.progress import Progress
 
 KIND = "cxr"
 QUESTION_KIND = "mi-cxr"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from chronokg.graph.errors import ChronoKGError
-from chronokg.graph.writer import Progress
+from chronokg.errors import ChronoKGError
+from chronokg.progress import Progress
 
 USER_AGENT = "chronokg/0.1 (temporal knowledge benchmark toolkit; https://pypi.org/project/chronokg/)"
 CHUNK = 1 << 16

@@ -30,13 +30,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from chronokg.errors import InputError
 from chronokg.graph import schema
 from chronokg.graph.batch import GraphBatch
 from chronokg.graph.dates import Precision
-from chronokg.graph.errors import InputError
 from chronokg.graph.model import Fact, Source
 from chronokg.graph.store import GraphStore
-from chronokg.graph.writer import Progress
 from chronokg.ingest.common import (
     LoadSummary,
     Text,
@@ -48,6 +47,7 @@ from chronokg.ingest.common import (
     read_json_blocks,
     validated,
 )
+from chronokg.progress import Progress
 
 KIND = "driftmed"
 RECOMMENDATION = "recommendation"

@@ -32,13 +32,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
+from chronokg.errors import InputError
 from chronokg.graph import schema
 from chronokg.graph.batch import GraphBatch
 from chronokg.graph.dates import Precision
-from chronokg.graph.errors import InputError
 from chronokg.graph.model import Fact, Source, stable_id
 from chronokg.graph.store import GraphStore, Statement
-from chronokg.graph.writer import Progress, merge_statements
+from chronokg.graph.writer import merge_statements
 from chronokg.ingest.common import (
     LoadSummary,
     Text,
@@ -53,6 +53,7 @@ from chronokg.ingest.common import (
     today,
     validated,
 )
+from chronokg.progress import Progress
 
 GOLD = "gold_answer"
 UPDATE_KIND = "qa_update"

@@ -27,13 +27,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from chronokg.errors import InputError
 from chronokg.graph import schema
 from chronokg.graph.batch import GraphBatch
 from chronokg.graph.dates import Precision, year_start
-from chronokg.graph.errors import InputError
 from chronokg.graph.model import Fact, Source, stable_id
 from chronokg.graph.store import GraphStore
-from chronokg.graph.writer import Progress
 from chronokg.ingest.common import (
     LoadSummary,
     apply,
@@ -44,6 +43,7 @@ from chronokg.ingest.common import (
     read_json_blocks,
     slug,
 )
+from chronokg.progress import Progress
 
 KIND = "tempomed"
 RECOMMENDATION = "recommendation"

@@ -62,15 +62,16 @@ from typing import Final, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from chronokg.errors import InputError, StoreError
 from chronokg.graph import schema
 from chronokg.graph.batch import GraphBatch
 from chronokg.graph.counts import graph_counts
 from chronokg.graph.dates import Precision, parse_date
-from chronokg.graph.errors import InputError, StoreError
 from chronokg.graph.model import Fact, Source
 from chronokg.graph.store import GraphStore
-from chronokg.graph.writer import Progress, write_stream
+from chronokg.graph.writer import write_stream
 from chronokg.ingest.common import LoadSummary
+from chronokg.progress import Progress
 
 KIND: Final = "umls"
 CONCEPT: Final = "umls_concept"

@@ -52,15 +52,16 @@ from typing import IO, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from chronokg.errors import InputError
 from chronokg.graph import schema
 from chronokg.graph.batch import GraphBatch
 from chronokg.graph.counts import graph_counts
 from chronokg.graph.dates import Precision
-from chronokg.graph.errors import InputError
 from chronokg.graph.model import Fact, Scalar, Source
 from chronokg.graph.store import GraphStore
-from chronokg.graph.writer import Progress, write_batch, write_stream
+from chronokg.graph.writer import write_batch, write_stream
 from chronokg.ingest.common import LoadSummary, expand_paths
+from chronokg.progress import Progress
 
 KIND = "wikidata"
 ENTITY_URI = "http://www.wikidata.org/entity/"

@@ -28,9 +28,8 @@ from urllib.parse import unquote
 
 from pydantic import Field
 
-from chronokg.graph.errors import ChronoKGError
+from chronokg.errors import ChronoKGError
 from chronokg.graph.store import GraphStore
-from chronokg.graph.writer import Progress
 from chronokg.ingest.download import USER_AGENT
 from chronokg.ingest.wikidata import (
     GREGORIAN,
@@ -45,6 +44,7 @@ from chronokg.ingest.wikidata import (
     load_records,
     normalize_amount,
 )
+from chronokg.progress import Progress
 
 DEFAULT_ENDPOINT = "https://query.wikidata.org/sparql"
 PAGE_SIZE = 5000

@@ -10,8 +10,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from chronokg.errors import StoreError
 from chronokg.graph.counts import label_counts, relationship_counts
-from chronokg.graph.errors import StoreError
 from chronokg.graph.store import GraphStore, Row
 from chronokg.queries.rows import (
     ChangePairRow,

@@ -10,7 +10,7 @@ import datetime as dt
 
 import pytest
 
-from chronokg.graph.errors import StoreError
+from chronokg.errors import StoreError
 from chronokg.graph.store import GraphStore
 from chronokg.queries import catalog
 
