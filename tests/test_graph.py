@@ -13,7 +13,7 @@ from chronokg.graph.batch import GraphBatch
 from chronokg.graph.counts import graph_counts
 from chronokg.graph.dates import Precision, parse_date
 from chronokg.graph.kglite_store import KgliteStore
-from chronokg.graph.model import Fact
+from chronokg.graph.model import Fact, Source
 from chronokg.graph.neo4j_store import to_python
 from chronokg.graph.open import open_store
 from chronokg.graph.writer import write_batch, write_stream
@@ -88,6 +88,7 @@ def test_neo4j_values_become_plain_python() -> None:
 def test_failed_write_leaves_the_store_unchanged(tmp_path: Path) -> None:
     with KgliteStore(tmp_path / "s.kgl") as store:
         batch = GraphBatch()
+        batch.source(Source(id="src", kind="k", caption="a release"))
         batch.fact(f(known_from=dt.date(2020, 1, 1)))
         write_batch(store, batch)
         before = graph_counts(store)
@@ -111,14 +112,16 @@ def test_failed_write_leaves_the_store_unchanged(tmp_path: Path) -> None:
 def test_write_batch_twice_changes_nothing() -> None:
     store = KgliteStore(":memory:")
     batch = GraphBatch()
+    batch.source(Source(id="src", kind="k", caption="a release"))
     for i in range(50):
         batch.fact(f(object=f"o{i}", valid_from=dt.date(2000 + i % 20, 1, 1)))
     first = write_batch(store, batch)
     counts = graph_counts(store)
     second = write_batch(store, batch)
-    assert first.nodes_created == 50 + 51 and second.nodes_created == 0  # facts + entities
+    assert first.nodes_created == 50 + 51 + 1 and second.nodes_created == 0  # facts + entities + source
     assert graph_counts(store) == counts
-    assert write_stream(store, [batch]) > 0 and graph_counts(store) == counts
+    assert second.changed is False and sum(second.unchanged.values()) == 50 + 51 + 1
+    assert not write_stream(store, [batch]).changed and graph_counts(store) == counts
 
 
 def test_a_crashed_writer_is_recovered_by_a_load_without_log(tmp_path: Path) -> None:
@@ -134,7 +137,9 @@ def test_a_crashed_writer_is_recovered_by_a_load_without_log(tmp_path: Path) -> 
         "from chronokg.graph.writer import write_batch\n"
         "from chronokg.graph.model import Fact\n"
         f"s = KgliteStore({str(path)!r})\n"
+        "from chronokg.graph.model import Source\n"
         "b = GraphBatch()\n"
+        "b.source(Source(id='x', kind='k', caption='c'))\n"
         "b.fact(Fact(subject='s', predicate='p', object='o', source_id='x', source_kind='k'))\n"
         "write_batch(s, b)\n"
         "os._exit(9)  # no close, no checkpoint\n"

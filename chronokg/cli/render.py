@@ -50,14 +50,30 @@ def emit(console: Console, rows: Sequence[BaseModel], fmt: Format, title: str | 
 
 
 def load_summary(console: Console, summary: LoadSummary) -> None:
+    """What a load read and what it changed: per label/type, created / updated / unchanged, from content."""
     table = Table(title=f"{summary.source_kind}: {summary.records} records from {len(summary.paths)} file(s)",
                   header_style="bold cyan")
-    for c in ("label / type", "in input", "before", "after", "added"):
+    report = summary.report
+    columns = ["label / type", "in input", "before", "after"]
+    columns += ["created", "updated", "unchanged"] if report is not None else ["added"]
+    for c in columns:
         table.add_column(c, justify="left" if c == "label / type" else "right")
     added = summary.added
     for key in sorted({*summary.staged, *summary.after}):
-        table.add_row(key, str(summary.staged.get(key, 0)), str(summary.before.get(key, 0)),
-                      str(summary.after.get(key, 0)), f"{added.get(key, 0):+d}")
+        cells = [key, str(summary.staged.get(key, 0)), str(summary.before.get(key, 0)),
+                 str(summary.after.get(key, 0))]
+        if report is None:
+            cells.append(f"{added.get(key, 0):+d}")
+        elif key in report.edges_created or key in report.edges_updated:
+            cells += [str(report.edges_created.get(key, 0)), str(report.edges_updated.get(key, 0)), ""]
+        else:
+            cells += [str(report.created.get(key, 0)), str(report.updated.get(key, 0)),
+                      str(report.unchanged.get(key, "")) if key in report.unchanged else ""]
+        table.add_row(*cells)
     console.print(table)
+    if report is not None and report.events:
+        words = {"retracted": "facts retracted by this release", "reopened": "facts asserted again",
+                 "known_earlier": "facts now known from an earlier release"}
+        console.print("; ".join(f"{n} {words.get(k, k)}" for k, n in sorted(report.events.items()) if n))
     if summary.unchanged:
         console.print("[green]store unchanged: everything in the input was already loaded[/]")

@@ -22,3 +22,22 @@ def relationship_counts(store: GraphStore) -> dict[str, int]:
 
 def graph_counts(store: GraphStore) -> dict[str, int]:
     return {**label_counts(store), **relationship_counts(store)}
+
+
+def content_digest(store: GraphStore) -> str:
+    """A hash of everything the store holds (every node with its properties, every edge with its endpoints
+    and properties), independent of write order: proves that something changed nothing. Reads the whole
+    store: for tests and audits, not for large stores on a hot path."""
+    import hashlib
+    import json
+
+    engine = {"title", "name", "label", "type"}  # filled by kglite itself
+    nodes = store.run("MATCH (n) RETURN labels(n) AS l, properties(n) AS p")
+    edges = store.run("MATCH (a)-[e]->(b) RETURN type(e) AS t, a.id AS s, b.id AS d, properties(e) AS p")
+    lines = sorted(
+        json.dumps([sorted(r["l"]), {k: v for k, v in r["p"].items() if k not in engine}], sort_keys=True,
+                   default=str)
+        for r in nodes
+    )
+    lines += sorted(json.dumps([r["t"], r["s"], r["d"], r["p"] or {}], sort_keys=True, default=str) for r in edges)
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()

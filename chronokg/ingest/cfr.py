@@ -61,6 +61,7 @@ from chronokg.errors import InputError
 from chronokg.graph import schema
 from chronokg.graph.batch import GraphBatch
 from chronokg.graph.dates import Precision
+from chronokg.graph.merge import DEFAULT_POLICY
 from chronokg.graph.model import Fact, Scalar, Source
 from chronokg.graph.store import GraphStore
 from chronokg.ingest.common import LoadSummary, apply, file_sha256
@@ -68,6 +69,10 @@ from chronokg.ingest.download import Downloaded, fetch
 from chronokg.progress import Progress
 
 KIND = "cfr"
+# Editions load oldest first: where a section sits, its caption and a paragraph's position are the
+# newest edition's.
+POLICY = DEFAULT_POLICY.with_latest(schema.ENTITY, "caption", "cfr_node", "cfr_part").with_latest(
+    schema.FACT, "position", "designation", "text_source_id")
 SECTION_KIND = "cfr_section"
 PART_KIND = "cfr_part"
 HEADING = "heading"
@@ -722,7 +727,7 @@ def loaded_editions(store: GraphStore, title: int) -> dict[dt.date, str | None]:
 
 def stage(store: GraphStore, editions: Sequence[Edition]) -> GraphBatch:
     """Continue each title's history from the store with the editions not loaded yet (nothing is written)."""
-    batch = GraphBatch()
+    batch = GraphBatch(POLICY)
     for title in sorted({e.title for e in editions}):
         loaded = loaded_editions(store, title)
         latest = max(loaded, default=None)

@@ -42,6 +42,7 @@ from chronokg.graph.model import Fact, Source, stable_id
 from chronokg.graph.store import GraphStore
 from chronokg.ingest.common import (
     LoadSummary,
+    RecordKeys,
     Text,
     apply,
     expand_paths,
@@ -192,6 +193,7 @@ class ChroKnowBuilder:
         self.release_date = release_date
         self.records = 0
         self._aliases: dict[str, list[str]] = {}
+        self.keys = RecordKeys("row")
         self._captions: dict[str, str] = {}
 
     def file_source(self, path: Path, domain: Domain) -> Source:
@@ -222,6 +224,11 @@ class ChroKnowBuilder:
 
     def row(self, path: Path, n: int, line: int, obj: dict[str, Any], domain: Domain, src: Source) -> None:
         record = f"{n} (line {line})"
+        self.batch.at(path, record)
+        about = obj.get("question") if domain is Domain.LEGAL else (obj.get("subject"), obj.get("relation"))
+        key = (domain.value, about)
+        if not self.keys.check(key, obj, path, record):
+            return  # the same row again
         if domain is Domain.LEGAL:
             legal: LegalRow = validated(LegalRow, obj, path, record)
             subject, predicate = question_id(legal.question), ANSWER

@@ -18,7 +18,7 @@ from chronokg.graph.batch import GraphBatch
 from chronokg.graph.counts import graph_counts
 from chronokg.graph.model import Source
 from chronokg.graph.store import GraphStore
-from chronokg.graph.writer import write_batch
+from chronokg.graph.writer import WriteReport, write_batch
 from chronokg.progress import Progress
 
 # Input text fields: stripped, and empty counts as missing.
@@ -34,6 +34,7 @@ class LoadSummary(BaseModel):
     staged: dict[str, int] = Field(default_factory=dict, description="Nodes and edges per label/type in the input")
     before: dict[str, int] = Field(default_factory=dict, description="Store counts per label/type before the load")
     after: dict[str, int] = Field(default_factory=dict, description="Store counts per label/type after the load")
+    report: WriteReport | None = Field(default=None, description="What changed, from content")
 
     @property
     def added(self) -> dict[str, int]:
@@ -41,7 +42,33 @@ class LoadSummary(BaseModel):
 
     @property
     def unchanged(self) -> bool:
+        """Nothing created or updated (from content when the write reported it, else from counts)."""
+        if self.report is not None:
+            return not self.report.changed
         return self.before == self.after
+
+
+class RecordKeys:
+    """The keys of the records read so far: the same key again with other content is an error naming both.
+
+    For inputs whose records become content-addressed facts (two rows for one
+    subject and relation would otherwise both be kept, silently). Identical
+    repeats are accepted: re-stating a record changes nothing.
+    """
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self._seen: dict[Any, tuple[str, str]] = {}
+
+    def check(self, key: Any, content: Any, path: Path, record: str | int) -> bool:
+        """True the first time `key` is seen; False for an identical repeat; InputError for a different one."""
+        digest = hashlib.sha1(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
+        here = f"{path.name}, record {record}"
+        first = self._seen.setdefault(key, (digest, here))
+        if first[0] == digest:
+            return first[1] == here
+        raise InputError(path, record, f"{self.what} {key!r} is given again with other content; "
+                                       f"first given in {first[1]}")
 
 
 def file_sha256(path: Path) -> str:
@@ -101,12 +128,15 @@ def caption(text: str, limit: int = 160) -> str:
 
 
 def file_source(path: Path, kind: str, release_date: dt.date | None, what: str = "", prefix: str = "") -> Source:
-    """A Source for one input file, identified by its content hash (the same bytes are the same release)."""
+    """A Source for one input file: one release, identified by its content hash and release date."""
     digest = file_sha256(path)
     scope = f"{what}:" if what else ""
+    # A release is the content *and* its date: the same bytes released again later are a new release.
+    dated = f"@{release_date.isoformat()}" if release_date else ""
     return Source(
-        id=f"{kind}:{scope}{digest[:12]}", kind=kind, caption=" ".join(p for p in (prefix, what, path.name) if p),
-        version=digest[:12], release_date=release_date, checksum=f"sha256:{digest}", path=str(path),
+        id=f"{kind}:{scope}{digest[:12]}{dated}", kind=kind,
+        caption=" ".join(p for p in (prefix, what, path.name) if p), version=digest[:12],
+        release_date=release_date, checksum=f"sha256:{digest}", path=str(path),
     )
 
 
@@ -188,10 +218,10 @@ def apply(
 ) -> LoadSummary:
     """Write a fully staged batch in one transaction and summarise it."""
     before = graph_counts(store)
-    write_batch(store, batch, progress=progress)
+    report = write_batch(store, batch, progress=progress)
     return LoadSummary(
         source_kind=source_kind, paths=[str(p) for p in paths], records=records, staged=batch.counts(),
-        before=before, after=graph_counts(store),
+        before=before, after=graph_counts(store), report=report,
     )
 
 

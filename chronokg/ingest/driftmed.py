@@ -190,6 +190,7 @@ def stage(paths: Iterable[Path], release_date: dt.date = DEFAULT_RELEASE) -> tup
         batch.source(src)
     for cur, old in pairs(rows):
         c, w = cur.row, old.row
+        batch.at(cur.path, cur.record)
         factor = c.factor or c.bias_type
         decision = f"{KIND}:{c.id}"
         batch.entity(decision, kind="clinical_decision", caption=f"{c.disease} — {c.change_category} — {factor}")

@@ -41,11 +41,12 @@ from chronokg.graph.store import GraphStore, Statement
 from chronokg.graph.writer import merge_statements
 from chronokg.ingest.common import (
     LoadSummary,
+    RecordKeys,
     Text,
     apply,
     caption,
     expand_paths,
-    file_sha256,
+    file_source,
     read_csv_records,
     read_json,
     read_jsonl,
@@ -173,6 +174,11 @@ class Question:
     answers: list[str | bool]
     answerable: bool
     extra: dict[str, Any] = field(default_factory=dict)
+    where: str = ""  # the record as error messages name it ("example 3 (question_id 17)")
+
+    @property
+    def locator(self) -> str | int:
+        return self.where or self.record
 
 
 def _unique(values: Iterable[str]) -> list[str]:
@@ -199,7 +205,7 @@ def _selfaware(path: Path, data: Any) -> Iterator[Question]:
             raise InputError(path, record, "unanswerable question with an answer")
         yield Question(qid=f"selfaware:{rec.question_id}", record=rec.question_id, question=rec.question,
                        answers=list(_unique(rec.answer or [])), answerable=rec.answerable,
-                       extra={"origin": rec.source})
+                       extra={"origin": rec.source}, where=record)
 
 
 def _truthfulqa(path: Path) -> Iterator[Question]:
@@ -211,6 +217,7 @@ def _truthfulqa(path: Path) -> Iterator[Question]:
             answers=list(_unique([row.best_answer, *correct])), answerable=True,
             extra={"category": row.category, "question_type": row.question_type, "correct_answers": correct,
                    "incorrect_answers": _unique(row.incorrect_answers.split("; ")), "reference": row.reference},
+            where=record,
         )
 
 
@@ -222,7 +229,7 @@ def _triviaqa(path: Path, data: Any) -> Iterator[Question]:
         e: TriviaEntry = validated(TriviaEntry, obj, path, record)
         yield Question(qid=f"triviaqa:{e.QuestionId}", record=e.QuestionId, question=e.Question,
                        answers=list(_unique([e.Answer.Value, *e.Answer.Aliases])), answerable=True,
-                       extra={"reference": e.QuestionSource})
+                       extra={"reference": e.QuestionSource}, where=record)
 
 
 def _nq(path: Path) -> Iterator[Question]:
@@ -242,12 +249,13 @@ def _nq(path: Path) -> Iterator[Question]:
                     answers.append(a.yes_no_answer.lower())
             found = _unique(answers)
             yield Question(qid=f"nq:{s.example_id}", record=str(s.example_id), question=s.question_text,
-                           answers=list(found), answerable=bool(found), extra={"document_url": s.document_url})
+                           answers=list(found), answerable=bool(found), extra={"document_url": s.document_url},
+                           where=record)
         else:
             o: NQOpen = validated(NQOpen, obj, path, record)
             qid = f"nq:{o.id}" if o.id is not None else text_id(Benchmark.NQ, o.question)
             yield Question(qid=qid, record=line if o.id is None else str(o.id), question=o.question,
-                           answers=list(_unique(o.answer)), answerable=True)
+                           answers=list(_unique(o.answer)), answerable=True, where=record)
 
 
 def _boolq(path: Path) -> Iterator[Question]:
@@ -255,7 +263,7 @@ def _boolq(path: Path) -> Iterator[Question]:
         b: BoolQRow = validated(BoolQRow, obj, path, f"line {line}")
         yield Question(qid=text_id(Benchmark.BOOLQ, b.question, b.title or ""), record=line, question=b.question,
                        answers=[b.answer], answerable=True,
-                       extra={"passage": b.passage, "passage_title": b.title})
+                       extra={"passage": b.passage, "passage_title": b.title}, where=f"line {line}")
 
 
 def detect(path: Path, data: Any = None) -> Benchmark:
@@ -305,20 +313,17 @@ class QABuilder:
         self.release_date = release_date
         self.records = 0
         self.benchmarks: set[Benchmark] = set()
+        self.keys = RecordKeys("question id")
 
     def file(self, path: Path, benchmark: Benchmark | None) -> None:
         bench, questions = read_questions(path, benchmark)
         release = self.release_date or RELEASES[bench]
-        digest = file_sha256(path)
-        src = Source(id=f"{bench.value}:{digest[:12]}", kind=bench.value, caption=f"{CAPTIONS[bench]} {path.name}",
-                     version=digest[:12], release_date=release, checksum=f"sha256:{digest}", path=str(path))
+        src = file_source(path, bench.value, release, prefix=CAPTIONS[bench])
         self.batch.source(src)
-        texts: dict[str, str] = {}
         count = 0
         for q in questions:
-            earlier = texts.setdefault(q.qid, q.question)
-            if earlier != q.question:
-                raise InputError(path, q.record, f"id {q.qid} is already used by another question: {earlier!r}")
+            self.batch.at(path, q.locator)
+            self.keys.check(q.qid, [q.question, q.answers, q.answerable], path, q.locator)
             self.question(bench, q, src)
             count += 1
         if count == 0:

@@ -194,6 +194,7 @@ class GuidelineBuilder:
         src = self.file_source(path, "mcq")
         for n, _line, obj in read_json_blocks(path):
             record = f"{n} (idx {obj.get('idx', '?')})"
+            self.batch.at(path, record)
             current = _pmid(path, record, obj, "PMID_current")
             prior = _pmid(path, record, obj, "PMID_prior")
             cur_year = _year(path, record, obj, "Year_current")
@@ -234,6 +235,7 @@ class GuidelineBuilder:
         src = self.file_source(path, "trajectory")
         for n, obj in enumerate(items, start=1):
             record = str(n)
+            self.batch.at(path, record)
             if not isinstance(obj, dict):
                 raise InputError(path, record, "expected a trajectory object")
             current = _pmid(path, record, obj, "PMID")
@@ -282,12 +284,14 @@ class GuidelineBuilder:
         data = read_json(path)
         if not isinstance(data, list):
             raise InputError(path, None, "expected a list of differences")
+        self.batch.at(path, "(file name)")
         src = self.file_source(path, "diffs")
         self.guideline(current, cur_year, src)
         self.guideline(prior, prior_year, src)
         self.supersession(current, cur_year, prior, src)
         for n, obj in enumerate(data, start=1):
             record = str(n)
+            self.batch.at(path, record)
             if not isinstance(obj, dict):
                 raise InputError(path, record, "expected an object")
             focus = _text(path, record, obj, "clinical_focus")

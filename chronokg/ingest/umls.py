@@ -67,6 +67,7 @@ from chronokg.graph import schema
 from chronokg.graph.batch import GraphBatch
 from chronokg.graph.counts import graph_counts
 from chronokg.graph.dates import Precision, parse_date
+from chronokg.graph.merge import DEFAULT_POLICY
 from chronokg.graph.model import Fact, Source
 from chronokg.graph.store import GraphStore
 from chronokg.graph.writer import write_stream
@@ -380,6 +381,10 @@ def _coarser(a: Precision, b: Precision) -> Precision:
     return a if _RANK[a] <= _RANK[b] else b
 
 
+# Releases load oldest first (`plan` skips older ones): a concept's name is its latest release's.
+POLICY = DEFAULT_POLICY.with_latest(schema.ENTITY, "caption")
+
+
 class _Loader:
     """Streams new releases into batches.
 
@@ -495,7 +500,7 @@ class _Loader:
 
     def batches(self, new: list[Release]) -> Iterator[GraphBatch]:
         """Everything a load writes, batch by batch, reading each release as it goes."""
-        batch = GraphBatch()
+        batch = GraphBatch(POLICY)
         for rel in new:
             batch.source(Source(id=rel.source_id, kind=KIND, caption=f"UMLS Metathesaurus {rel.name}",
                                 version=rel.name, release_date=rel.date, path=str(rel.folder)))
@@ -517,7 +522,7 @@ class _Loader:
         self._start(len(needed) + len(kept) + len(closing), f"writing {rel.name}")
 
         # Entities first, so the facts' SUBJECT/OBJECT edges find them.
-        batch, done = GraphBatch(), 0
+        batch, done = GraphBatch(POLICY), 0
         for cui in sorted(needed):
             caption = names.get(cui)
             mark = hash(caption)
@@ -527,11 +532,11 @@ class _Loader:
             done += 1
             if len(batch) >= CHUNK:
                 yield self._emit(batch, done)
-                batch, done = GraphBatch(), 0
+                batch, done = GraphBatch(POLICY), 0
         yield self._emit(batch, done)
         del names, needed
 
-        batch, done = GraphBatch(), 0
+        batch, done = GraphBatch(POLICY), 0
         for key, sabs in kept.items():
             packed = self.open.get(key)
             if packed is None:
@@ -545,7 +550,7 @@ class _Loader:
             done += 1
             if len(batch) >= CHUNK:
                 yield self._emit(_facts_only(batch), done)
-                batch, done = GraphBatch(), 0
+                batch, done = GraphBatch(POLICY), 0
         for key in closing:
             packed = self.open.pop(key)
             start, sabs = packed & 0xFFFF, packed >> 16
@@ -558,7 +563,7 @@ class _Loader:
             done += 1
             if len(batch) >= CHUNK:
                 yield self._emit(_facts_only(batch), done)
-                batch, done = GraphBatch(), 0
+                batch, done = GraphBatch(POLICY), 0
         yield self._emit(_facts_only(batch), done)
 
 

@@ -40,6 +40,7 @@ import bz2
 import calendar
 import datetime as dt
 import gzip
+import hashlib
 import json
 import re
 import zlib
@@ -57,6 +58,7 @@ from chronokg.graph import schema
 from chronokg.graph.batch import GraphBatch
 from chronokg.graph.counts import graph_counts
 from chronokg.graph.dates import Precision
+from chronokg.graph.merge import DEFAULT_POLICY
 from chronokg.graph.model import Fact, Scalar, Source
 from chronokg.graph.store import GraphStore
 from chronokg.graph.writer import write_batch, write_stream
@@ -64,6 +66,9 @@ from chronokg.ingest.common import LoadSummary, expand_paths
 from chronokg.progress import Progress
 
 KIND = "wikidata"
+# Revisions are releases: a statement's rank and qualifiers, and an entity's label, are those of the
+# revision loaded last (load revisions oldest first; known time is reconciled by revision number).
+POLICY = DEFAULT_POLICY.with_latest(schema.FACT).with_latest(schema.ENTITY, "caption")
 ENTITY_URI = "http://www.wikidata.org/entity/"
 GREGORIAN = ENTITY_URI + "Q1985727"
 JULIAN = ENTITY_URI + "Q1985786"
@@ -197,6 +202,7 @@ class EntityRecord:
     label: str | None
     claims: tuple[Claim, ...]
     properties: frozenset[str] = frozenset()  # every property the entity has, loaded or not
+    checksum: str | None = None  # of the revision's whole JSON: one revision id with other content conflicts
 
     @property
     def present(self) -> frozenset[str]:
@@ -209,7 +215,7 @@ class EntityRecord:
     def source(self, path: str | None) -> Source:
         caption = f"Wikidata {self.id}" + (f" ({self.label})" if self.label else "") + f" revision {self.lastrevid}"
         return Source(id=self.source_id, kind=KIND, caption=caption, version=str(self.lastrevid),
-                      release_date=self.modified.date(), path=path)
+                      release_date=self.modified.date(), path=path, checksum=self.checksum)
 
 
 def source_id(qid: str, revision: int | str) -> str:
@@ -628,9 +634,12 @@ def record_from_json(obj: Any, path: Path | str, where: str | int | None,
                      selection: Selection | None = None) -> EntityRecord | None:
     """Validate one entity object (the selected properties); None for kinds without statements we load."""
     properties: frozenset[str] = frozenset()
+    checksum = None
     if isinstance(obj, dict):
         if obj.get("type") not in (None, "item", "property"):
             return None
+        canonical = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+        checksum = "sha1:" + hashlib.sha1(canonical.encode()).hexdigest()
         raw_labels, raw_claims = obj.get("labels"), obj.get("claims")
         trimmed = dict(obj)
         if isinstance(raw_labels, dict):
@@ -662,7 +671,7 @@ def record_from_json(obj: Any, path: Path | str, where: str | int | None,
             except (ValueError, ValidationError) as exc:
                 raise InputError(path, where, f"{here}: {_one_line(exc)}") from None
             claims.append(Claim(pid, st.id, st.rank, st.mainsnak.snaktype, value, times))
-    return EntityRecord(ent.id, ent.type, ent.lastrevid, ent.modified, label, tuple(claims), properties)
+    return EntityRecord(ent.id, ent.type, ent.lastrevid, ent.modified, label, tuple(claims), properties, checksum)
 
 
 def _one_line(exc: Exception) -> str:
@@ -872,7 +881,7 @@ class Stager:
 
     def batch(self, items: Sequence[tuple[EntityRecord, str | None]]) -> GraphBatch:
         """One batch for these revisions (several revisions of one entity are folded in order)."""
-        batch = GraphBatch()
+        batch = GraphBatch(POLICY)
         ordered = sorted(items, key=lambda it: (it[0].id, it[0].lastrevid))
         states = read_states(self.store, sorted({r.id for r, _ in ordered}))
         for record, origin in ordered:
@@ -884,6 +893,7 @@ class Stager:
 
     def stage(self, batch: GraphBatch, record: EntityRecord, origin: str | None, state: _SubjectState) -> None:
         self.records += 1
+        batch.at(origin or "wikidata", record.id)
         kind = ENTITY_KINDS.get(record.kind, "wikidata_item")
         src = record.source(origin)
         batch.source(src)
