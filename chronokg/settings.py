@@ -30,3 +30,6 @@ class Settings(BaseSettings):
     neo4j_uri: str | None = Field(
         default=None, description="A Neo4j server the conformance suite also runs against, if set"
     )
+    lock_timeout: float = Field(
+        default=30.0, ge=0, description="Seconds a writer waits for another writer of the same embedded store"
+    )

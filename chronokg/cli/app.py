@@ -68,7 +68,7 @@ def query_as_of(
 ) -> None:
     """What was true on DATE (according to what was known at --known-at; default: now)."""
     def body() -> None:
-        with opened() as s:
+        with opened(read_only=True) as s:
             rows = catalog.facts_as_of(s, date, subject=subject, predicate=predicate, known_at=known_at, limit=limit)
         emit(console, rows, fmt, title=f"as of {date}" + (f", known at {known_at}" if known_at else ""),
              columns=["subject", "predicate", "object", "object_caption", "value", "valid_from", "valid_to",
@@ -86,7 +86,7 @@ def query_timeline(
 ) -> None:
     """Every version of a subject's facts, in valid-time order."""
     def body() -> None:
-        with opened() as s:
+        with opened(read_only=True) as s:
             rows = catalog.timeline(s, subject, predicate, known_at=known_at, include_retracted=include_retracted)
         emit(console, rows, fmt, title=f"timeline of {subject}",
              columns=["predicate", "object", "object_caption", "value", "valid_from", "valid_to", "known_from",
@@ -104,7 +104,7 @@ def query_changed_between(
 ) -> None:
     """Facts whose value on --to differs from their value on --from."""
     def body() -> None:
-        with opened() as s:
+        with opened(read_only=True) as s:
             rows = catalog.changed_between(s, start, end, predicate=predicate, subject=subject)
         emit(console, rows, fmt, title=f"changed between {start} and {end}")
     guarded(body)
@@ -121,7 +121,7 @@ def query_recommended_on(
 ) -> None:
     """What was recommended on DATE, answered from the guideline version in force then."""
     def body() -> None:
-        with opened() as s:
+        with opened(read_only=True) as s:
             rows = catalog.recommended_on(s, date, topic=topic, organization=org, guideline=guideline,
                                           known_at=known_at)
         emit(console, rows, fmt, title=f"recommended on {date}",
@@ -138,7 +138,7 @@ def query_trajectory(
 ) -> None:
     """A guideline's supersession chain, oldest first, with its change pairs."""
     def body() -> None:
-        with opened() as s:
+        with opened(read_only=True) as s:
             versions = catalog.trajectory(s, guideline)
             pairs = catalog.change_pairs(s, guideline) if changes else []
         if fmt is Format.json:
@@ -160,7 +160,7 @@ def query_cypher(
     """Run your own read-only Cypher and print the rows as JSON."""
     def body() -> None:
         params = dict(_parse_param(p) for p in param or [])
-        with opened() as s:
+        with opened(read_only=True) as s:
             rows = catalog.read_only(s, cypher, params)
         print(json.dumps(rows, default=str, ensure_ascii=False, indent=2))
     guarded(body)
@@ -180,7 +180,7 @@ def _parse_param(text: str) -> tuple[str, Any]:
 def stats(fmt: FormatOpt = Format.table) -> None:
     """Counts per label and relationship type, and facts per source release."""
     def body() -> None:
-        with opened() as s:
+        with opened(read_only=True) as s:
             rows = catalog.stats(s)
         if fmt is Format.json:
             emit(console, rows, fmt)

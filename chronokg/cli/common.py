@@ -58,8 +58,13 @@ FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="table for peo
 
 
 @contextmanager
-def opened(uri: str | None = None, load: bool = False) -> Iterator[GraphStore]:
+def opened(uri: str | None = None, load: bool = False,
+           read_only: bool = False) -> Iterator[GraphStore]:
     """The store named by --store, $CHRONOKG_STORE, or the default embedded one.
+
+    `read_only=True` (queries, stats): a reader, which never writes the store and runs beside other
+    readers and a writer. Otherwise a writer, which waits (up to CHRONOKG_LOCK_TIMEOUT seconds, saying
+    so on stderr) while another process writes the same embedded store.
 
     `load=True` (ingest commands): an embedded file store is opened without its write-ahead
     log unless the URI names `durable=` itself. A one-shot load is one transaction that is
@@ -70,7 +75,12 @@ def opened(uri: str | None = None, load: bool = False) -> Iterator[GraphStore]:
     uri = uri or state.store_uri or settings.store
     if load and uri.startswith("kglite://") and "?" not in uri and not uri.endswith(":memory:"):
         uri += "?durable=off"
-    with open_store(uri, settings) as store:
+    def waiting(message: str) -> None:
+        err.print(f"[yellow]{message}…[/]")
+
+    with open_store(uri, settings, read_only=read_only, on_wait=waiting) as store:
+        for notice in getattr(store, "notices", []):
+            err.print(f"[yellow]note:[/] {notice}")
         yield store
 
 

@@ -127,7 +127,7 @@ def register(groups: Groups) -> None:
         from chronokg.ingest import wikidata_rdf
 
         def body() -> None:
-            with opened() as s:
+            with opened(read_only=True) as s:
                 graph = wikidata_rdf.store_graph(s, include_retracted=include_retracted)
             n = wikidata_rdf.write(graph, out, fmt.value)
             console.print(f"[green]wrote[/] {n} triples to {out}")

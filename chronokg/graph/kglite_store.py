@@ -2,57 +2,119 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, cast
 
 import kglite
 
-from chronokg.errors import StoreError
+from chronokg.errors import StoreBusy, StoreError
 from chronokg.graph import schema
 from chronokg.graph.store import Params, Row, Statement
 
 MEMORY = ":memory:"
+WAL_HEADER = 5  # bytes of an empty write-ahead log
 # Plan operations that write (kglite's EXPLAIN names one operation per clause).
 WRITE_OPERATIONS = ("Create", "Merge", "Set", "Delete", "Remove", "Drop", "Insert", "Call")
 
 
 class KgliteStore:
-    """A store in one `.kgl` file (or in memory), with a write-ahead log and one writer."""
+    """A store in one `.kgl` file (or in memory): one writer at a time, any number of readers.
+
+    A writer takes kglite's cross-process writer lease (waiting up to `lock_timeout`
+    seconds for another writer to finish) and checkpoints the file at close only if
+    it changed something. A reader (`read_only=True`) loads the last checkpoint
+    without the lease or the log, refuses every write, and never writes the file:
+    readers run beside each other and beside a writer, and see the store as it was
+    before or after that writer's checkpoint, never half of it.
+    """
 
     engine = "kglite"
 
-    def __init__(self, path: str | Path, durable: str = "normal") -> None:
+    def __init__(self, path: str | Path, durable: str = "normal", *, read_only: bool = False,
+                 lock_timeout: float = 0.0, on_wait: Callable[[str], None] | None = None) -> None:
         """`durable`: "normal" logs every commit (survives a crashed process); "off" keeps no log and
         relies on the checkpoint written at close, which uses far less memory for very large loads."""
         if durable not in {"full", "normal", "off"}:
             raise StoreError(f"durable must be full, normal or off, not {durable!r}")
         self._path = str(path)
         self._durable = durable
+        self._read_only = read_only
+        self._dirty = False
+        self.notices: list[str] = []
         # kglite announces advisory query warnings on stderr; callers get clean output.
         kglite.set_query_warning_policy("silent")
+        self._declared: dict[str, set[str]] = {}
         try:
-            if self._path == MEMORY:
+            if read_only:
+                self._g = self._load()
+            elif self._path == MEMORY:
                 self._g = kglite.KnowledgeGraph()
             else:
                 Path(self._path).parent.mkdir(parents=True, exist_ok=True)
-                self._g = self._open(durable)
+                self._dirty = not Path(self._path).exists()
+                self._g = self._open_waiting(durable, lock_timeout, on_wait)
         except (kglite.KgError, ValueError) as exc:
             raise StoreError(f"cannot open embedded store {self._path}: {exc}") from exc
-        self._declared: dict[str, set[str]] = {}
-        self.ensure_schema()
+        if read_only:
+            for label, decl in ((self._g.schema_definition() or {}).get("nodes", {})).items():
+                self._declared.setdefault(label, set()).update(decl.get("optional", []))
+        else:
+            self.ensure_schema()
+
+    def _load(self) -> Any:
+        """The last checkpoint, read-only: no lease, no log, nothing written."""
+        if self._path == MEMORY:
+            graph = kglite.KnowledgeGraph()
+        else:
+            if not Path(self._path).is_file():
+                raise StoreError(f"no store at {self._path}: load data first (chronokg ingest …) or create an "
+                                 "empty one with chronokg init")
+            graph = kglite.load(self._path)
+            notice = unreplayed_log(Path(self._path))
+            if notice:
+                self.notices.append(notice)
+        graph.read_only(True)
+        return graph
+
+    def _open_waiting(self, durable: str, lock_timeout: float, on_wait: Callable[[str], None] | None) -> Any:
+        """Open as the writer, waiting (bounded) while another process holds the writer lease."""
+        deadline = time.monotonic() + max(0.0, lock_timeout)
+        told = 0.0
+        while True:
+            try:
+                return self._open(durable)
+            except kglite.WriterLeaseHeldError as exc:
+                holder = _holder(exc)
+                now = time.monotonic()
+                if now >= deadline:
+                    waited = f" after waiting {lock_timeout:g} s" if lock_timeout > 0 else ""
+                    raise StoreBusy(f"{self._path} is being written by {holder}{waited}; only one process may "
+                                    "write a store at a time: try again when it finishes (readers are not "
+                                    "affected), or wait longer with CHRONOKG_LOCK_TIMEOUT") from None
+                if on_wait is not None and now - told >= 5.0:
+                    on_wait(f"waiting for {holder} to finish writing {self._path} "
+                            f"(up to {deadline - now:.0f} s more)")
+                    told = now
+                time.sleep(min(0.25, max(0.0, deadline - now)))
 
     def _open(self, durable: str) -> Any:
         level = cast(Literal["full", "normal", "off"], durable)
         wal = Path(self._path + "-wal")
-        if durable == "off" and wal.exists() and wal.stat().st_size > 0:
+        replay = wal.exists() and wal.stat().st_size > WAL_HEADER
+        if durable == "off" and replay:
             # The log may hold commits a crash left unreplayed; kglite refuses to open it without a
             # log. Replay and checkpoint it first, then reopen as asked.
-            replay = kglite.open(self._path, durable="normal")
-            replay.save()
-            replay.close()
-        return kglite.open(self._path, durable=level)
+            replaying = kglite.open(self._path, durable="normal")
+            replaying.save()
+            replaying.close()
+        graph = kglite.open(self._path, durable=level)
+        if replay and durable != "off":
+            self._dirty = True  # replayed commits: checkpoint them at close so readers see them
+        return graph
 
     @property
     def uri(self) -> str:
@@ -83,7 +145,13 @@ class KgliteStore:
         operations = [str(step.get("operation", "")) for step in plan.to_list()]
         return not any(op.startswith(WRITE_OPERATIONS) for op in operations)
 
+    @property
+    def read_only(self) -> bool:
+        return self._read_only
+
     def write(self, statements: Iterable[Statement]) -> None:
+        if self._read_only:
+            raise StoreError(f"{self.uri} is open read-only: writes go through a writer (chronokg ingest, init)")
         tx = self._g.begin()
         try:
             # Errors raised while producing statements (bad input) pass through unchanged;
@@ -100,15 +168,19 @@ class KgliteStore:
             tx.commit()
         except kglite.KgError as exc:
             raise StoreError(f"commit failed on {self.uri}, nothing was changed: {exc}") from exc
+        self._dirty = True
 
     def declare_properties(self, label: str, keys: Sequence[str]) -> None:
         known = self._declared.setdefault(label, set())
         missing = set(keys) - known - {"id"}
         if not missing:
             return
+        if self._read_only:
+            raise StoreError(f"{self.uri} is open read-only: it cannot declare properties")
         known |= missing
         # define_schema replaces a label's declaration whole, so declare the union.
         self._g.define_schema({"nodes": {label: {"optional": sorted(known)}}})
+        self._dirty = True
 
     def ensure_schema(self) -> None:
         current = (self._g.schema_definition() or {}).get("nodes", {})
@@ -116,18 +188,31 @@ class KgliteStore:
             self._declared.setdefault(label, set()).update(decl.get("optional", []))
         for label, props in schema.BASE_PROPERTIES.items():
             self.declare_properties(label, props)
+        before = self._schema_objects()
         for ddl in [*schema.constraint_ddl(), *schema.index_ddl()]:
             self._g.cypher(ddl)
+        if self._schema_objects() != before:
+            self._dirty = True
+
+    def _schema_objects(self) -> list[str]:
+        """Names of the indexes and constraints (to tell whether `ensure_schema` added one)."""
+        rows = [*self._g.cypher("SHOW INDEXES").to_list(), *self._g.cypher("SHOW CONSTRAINTS").to_list()]
+        return sorted(str(sorted(r.items())) for r in rows)
 
     def save(self) -> None:
         """Write a checkpoint (the log already holds every committed write)."""
-        if self._path != MEMORY:
+        if self._path != MEMORY and not self._read_only:
             self._g.save()
+            self._dirty = False
 
     def close(self) -> None:
-        if self._path != MEMORY:
-            self._g.save()
-            self._g.close()
+        """A writer checkpoints what it changed; a reader, or a writer that changed nothing, writes nothing."""
+        graph, self._g = self._g, None
+        if graph is None or self._path == MEMORY or self._read_only:
+            return
+        if self._dirty:
+            graph.close()
+        # else: dropping the handle releases the lease without rewriting the file
 
     def __enter__(self) -> KgliteStore:
         return self
@@ -140,3 +225,39 @@ class KgliteStore:
     def raw(self) -> Any:
         """The underlying kglite graph, for engine-specific tooling (benchmarks, debugging)."""
         return self._g
+
+
+def _holder(exc: Any) -> str:
+    """Who holds the writer lease, in words ("process 123 (since 2026-11-23T11:36:00Z)")."""
+    info = getattr(exc, "holder", None) or {}
+    if info.get("self"):
+        return "an earlier handle in this process that was never closed"
+    who = f"process {info['pid']}" if info.get("pid") else "another process"
+    return who + (f" (since {info['since']})" if info.get("since") else "")
+
+
+def unreplayed_log(path: Path) -> str | None:
+    """A notice when the store's log holds commits of a writer that died before its checkpoint.
+
+    Readers read the last checkpoint only; the next writer replays the log.
+    """
+    wal = Path(str(path) + "-wal")
+    if not wal.exists() or wal.stat().st_size <= WAL_HEADER:
+        return None
+    owner = Path(str(path) + ".lock-owner")
+    fields = dict(line.partition("=")[::2] for line in owner.read_text().splitlines()) if owner.exists() else {}
+    pid = fields.get("pid", "")
+    if "released" not in fields and pid.isdigit() and _alive(int(pid)):
+        return None  # a writer is at work: its commits become visible at its checkpoint
+    return (f"{path} has writes in its log that were never checkpointed (a writer stopped without closing); "
+            "readers do not see them until a writer opens the store again (chronokg init)")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

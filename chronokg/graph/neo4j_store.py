@@ -32,19 +32,26 @@ class Neo4jStore:
 
     engine = "neo4j"
 
-    def __init__(self, uri: str, user: str, password: str, database: str = "neo4j") -> None:
+    def __init__(self, uri: str, user: str, password: str, database: str = "neo4j", *,
+                 read_only: bool = False) -> None:
         self._uri = uri
         self._database = database
+        self._read_only = read_only
         try:
             self._driver = neo4j.GraphDatabase.driver(uri, auth=(user, password))
             self._driver.verify_connectivity()
         except Exception as exc:
             raise StoreError(f"cannot reach Neo4j at {uri}: {exc}") from exc
-        self.ensure_schema()
+        if not read_only:
+            self.ensure_schema()
 
     @property
     def uri(self) -> str:
         return self._uri
+
+    @property
+    def read_only(self) -> bool:
+        return self._read_only
 
     def run(self, cypher: str, params: Params | None = None) -> list[Row]:
         try:
@@ -66,6 +73,8 @@ class Neo4jStore:
         return summary.query_type == "r"
 
     def write(self, statements: Iterable[Statement]) -> None:
+        if self._read_only:
+            raise StoreError(f"{self._uri} is open read-only: writes go through a writer (chronokg ingest, init)")
         with self._driver.session(database=self._database) as session:
             tx = session.begin_transaction()
             try:

@@ -26,6 +26,11 @@ class GraphStore(Protocol):
     @property
     def engine(self) -> str: ...
 
+    @property
+    def read_only(self) -> bool:
+        """A reader: every write is refused, and nothing is ever written back."""
+        ...
+
     def run(self, cypher: str, params: Params | None = None) -> list[Row]:
         """Run a read query and return rows of plain Python values."""
         ...
