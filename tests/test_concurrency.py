@@ -59,7 +59,7 @@ def _start(script: str, *args: object) -> subprocess.Popen[str]:
 
 def _seed(path: Path) -> None:
     proc = _start(WRITER, path, "r0", 200, 0)
-    out, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
 
 
@@ -74,7 +74,7 @@ def test_two_readers_and_a_writer_started_together(tmp_path: Path, rounds: int) 
         readers = [_start(READER, path) for _ in range(2)]
         time.sleep(0.2)
         readers += [_start(READER, path) for _ in range(2)]  # some start while the writer holds the lease
-        out, err = writer.communicate(timeout=120)
+        _, err = writer.communicate(timeout=120)
         assert writer.returncode == 0, err
         for reader in readers:
             out, err = reader.communicate(timeout=120)
