@@ -17,6 +17,7 @@ from chronokg.cli.common import (
     Groups,
     OptDateOpt,
     console,
+    err,
     guarded,
     opened,
     parse_day,
@@ -154,15 +155,29 @@ def query_trajectory(
 
 @query_app.command("cypher")
 def query_cypher(
-    cypher: Annotated[str, typer.Argument(help="A read-only Cypher query (writes are refused after EXPLAIN)")],
+    cypher: Annotated[str, typer.Argument(help="One read-only Cypher statement (anything that could write, read "
+                                               "files or administer is refused, with the reason)")],
     param: Annotated[list[str] | None, typer.Option("--param", "-p", help="name=value (JSON values allowed)")] = None,
+    timeout: Annotated[float | None, typer.Option(help="Time limit in seconds [default: $CHRONOKG_READ_TIMEOUT_S "
+                                                        "or 10]", min=0.001)] = None,
+    max_rows: Annotated[int | None, typer.Option(help="Rows to return at most [default: 10000]", min=1)] = None,
 ) -> None:
-    """Run your own read-only Cypher and print the rows as JSON."""
+    """Run your own read-only Cypher, within time, work, row and size limits, and print the rows as JSON."""
+    from chronokg.graph.guard import ReadLimits, guarded_read
+    from chronokg.settings import Settings
+
     def body() -> None:
         params = dict(_parse_param(p) for p in param or [])
+        limits = ReadLimits.from_settings(Settings())
+        limits = limits.model_copy(update={k: v for k, v in (("timeout_s", timeout), ("max_rows", max_rows))
+                                           if v is not None})
         with opened(read_only=True) as s:
-            rows = catalog.read_only(s, cypher, params)
-        print(json.dumps(rows, default=str, ensure_ascii=False, indent=2))
+            result = guarded_read(s, cypher, params, limits)
+        print(json.dumps(result.rows, default=str, ensure_ascii=False, indent=2))
+        if result.truncated:
+            total = f" of {result.total_rows:,}" if result.total_rows else ""
+            err.print(f"[yellow]note:[/] showing the first {len(result.rows):,}{total} rows (--max-rows); add "
+                      "LIMIT or ORDER BY to choose which")
     guarded(body)
 
 

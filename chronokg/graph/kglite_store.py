@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -11,14 +12,15 @@ from typing import Any, Literal, cast
 
 import kglite
 
-from chronokg.errors import StoreBusy, StoreError
+from chronokg.errors import QueryLimitExceeded, QueryRefused, StoreBusy, StoreError
 from chronokg.graph import schema
+from chronokg.graph.guard import LimitedResult, ReadLimits
+from chronokg.graph.sandbox import ChildError, can_fork, run_forked
 from chronokg.graph.store import Params, Row, Statement
 
 MEMORY = ":memory:"
 WAL_HEADER = 5  # bytes of an empty write-ahead log
-# Plan operations that write (kglite's EXPLAIN names one operation per clause).
-WRITE_OPERATIONS = ("Create", "Merge", "Set", "Delete", "Remove", "Drop", "Insert", "Call")
+_DDL_NAME = re.compile(r"(?:CONSTRAINT|INDEX) (\w+) IF NOT EXISTS")
 
 
 class KgliteStore:
@@ -135,15 +137,57 @@ class KgliteStore:
         rows: list[Row] = result.to_list()
         return rows
 
-    def is_read_only(self, cypher: str, params: Params | None = None) -> bool:
+    def explain(self, cypher: str, params: Params | None = None) -> list[str]:
+        """The operations of the engine's plan for `cypher` (EXPLAIN: nothing runs)."""
         try:
             plan = self._g.cypher("EXPLAIN " + cypher, params=dict(params or {}))
         except (kglite.KgError, ValueError) as exc:
             raise StoreError(f"cannot plan query on {self.uri}: {exc}") from exc
         if isinstance(plan, str):
-            return False
-        operations = [str(step.get("operation", "")) for step in plan.to_list()]
-        return not any(op.startswith(WRITE_OPERATIONS) for op in operations)
+            return ["FormatCsv"]
+        return [str(step.get("operation", "")) for step in plan.to_list()]
+
+    def run_limited(self, cypher: str, params: Params | None, limits: ReadLimits) -> LimitedResult:
+        """A read under limits, in a forked read-only copy of the graph that is killed when time is up."""
+        graph = self._g
+        args = dict(params or {})
+
+        def job() -> tuple[list[Row], int | None]:
+            graph.read_only(True)  # the child's copy: the parent's handle is untouched
+            try:
+                result = graph.cypher(cypher, params=args, timeout_ms=int(limits.timeout_s * 1000),
+                                      max_work_units=limits.max_work, row_limit=limits.max_rows + 1)
+            except kglite.ReadOnlyError as exc:
+                raise ChildError("refused", f"the query would write: {exc}") from None
+            except kglite.CypherTimeoutError:
+                raise ChildError("limit", f"the query ran past its time limit of {limits.timeout_s:g} s") from None
+            except (kglite.KgError, ValueError) as exc:
+                text = str(exc)
+                if "max_work_units" in text or "safety limit" in text:
+                    raise ChildError("limit", f"the query needs more work than its budget of {limits.max_work:,} "
+                                              f"units allows (rows and items held): anchor it on an id or an "
+                                              f"indexed property, or add LIMIT ({text.split('. ')[0]})") from None
+                raise ChildError("error", f"query failed on {self.uri}: {text}") from None
+            if isinstance(result, str):
+                raise ChildError("refused", "FORMAT CSV is not supported here")
+            total = (result.diagnostics or {}).get("total_rows") if hasattr(result, "diagnostics") else None
+            return result.to_list(), total
+
+        start = time.monotonic()
+        max_bytes = int(limits.max_result_mb * 1e6)
+        if can_fork():
+            rows, total = run_forked(job, timeout_s=limits.timeout_s, max_bytes=max_bytes,
+                                     memory_mb=limits.memory_mb)
+        else:  # no fork (Windows): the engine's own deadline and budget only
+            try:
+                rows, total = job()
+            except ChildError as exc:
+                raise (QueryRefused if exc.kind == "refused" else QueryLimitExceeded)(str(exc)) from None
+            finally:
+                graph.read_only(self._read_only)
+        truncated = len(rows) > limits.max_rows
+        return LimitedResult(rows=rows[: limits.max_rows], truncated=truncated,
+                             total_rows=total if truncated else len(rows), elapsed_s=time.monotonic() - start)
 
     @property
     def read_only(self) -> bool:
@@ -188,16 +232,15 @@ class KgliteStore:
             self._declared.setdefault(label, set()).update(decl.get("optional", []))
         for label, props in schema.BASE_PROPERTIES.items():
             self.declare_properties(label, props)
-        before = self._schema_objects()
+        # Only what is missing: even a no-op `IF NOT EXISTS` is a logged commit, which readers would then
+        # be told is waiting in the log.
+        present = {r["name"] for r in [*self._g.cypher("SHOW INDEXES").to_list(),
+                                       *self._g.cypher("SHOW CONSTRAINTS").to_list()]}
         for ddl in [*schema.constraint_ddl(), *schema.index_ddl()]:
-            self._g.cypher(ddl)
-        if self._schema_objects() != before:
-            self._dirty = True
-
-    def _schema_objects(self) -> list[str]:
-        """Names of the indexes and constraints (to tell whether `ensure_schema` added one)."""
-        rows = [*self._g.cypher("SHOW INDEXES").to_list(), *self._g.cypher("SHOW CONSTRAINTS").to_list()]
-        return sorted(str(sorted(r.items())) for r in rows)
+            name = _DDL_NAME.search(ddl)
+            if name is None or name.group(1) not in present:
+                self._g.cypher(ddl)
+                self._dirty = True
 
     def save(self) -> None:
         """Write a checkpoint (the log already holds every committed write)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any
@@ -9,8 +11,9 @@ from typing import Any
 import neo4j
 from neo4j import time as neo4j_time
 
-from chronokg.errors import StoreError
+from chronokg.errors import QueryLimitExceeded, QueryRefused, StoreError
 from chronokg.graph import schema
+from chronokg.graph.guard import LimitedResult, ReadLimits
 from chronokg.graph.store import Params, Row, Statement
 
 
@@ -63,14 +66,58 @@ class Neo4jStore:
             raise StoreError(f"query failed on {self._uri}: {exc}") from exc
         return [{k: to_python(v) for k, v in rec.data().items()} for rec in records]
 
-    def is_read_only(self, cypher: str, params: Params | None = None) -> bool:
+    def explain(self, cypher: str, params: Params | None = None) -> list[str]:
+        """Operator names of the plan (EXPLAIN), and `QueryType:<type>` unless the server says it only reads."""
         try:
             _, summary, _ = self._driver.execute_query(
-                "EXPLAIN " + cypher, parameters_=dict(params or {}), database_=self._database
+                "EXPLAIN " + cypher, parameters_=dict(params or {}), database_=self._database,
+                routing_=neo4j.RoutingControl.READ,
             )
         except neo4j.exceptions.Neo4jError as exc:
             raise StoreError(f"cannot plan query on {self._uri}: {exc}") from exc
-        return summary.query_type == "r"
+        ops: list[str] = []
+
+        def walk(step: Any) -> None:
+            if isinstance(step, dict):
+                ops.append(str(step.get("operatorType", "")))
+                for child in step.get("children") or []:
+                    walk(child)
+
+        walk(summary.plan)
+        if summary.query_type != "r":
+            ops.append(f"QueryType:{summary.query_type}")
+        return ops
+
+    def run_limited(self, cypher: str, params: Params | None, limits: ReadLimits) -> LimitedResult:
+        """A read in a READ-access session with a server-side transaction timeout; rows and bytes bounded."""
+        start = time.monotonic()
+        rows: list[Row] = []
+        size, truncated = 0, False
+        try:
+            with self._driver.session(database=self._database, default_access_mode=neo4j.READ_ACCESS,
+                                      fetch_size=min(limits.max_rows + 1, 1000)) as session:
+                result = session.run(neo4j.Query(cypher, timeout=limits.timeout_s), dict(params or {}))
+                for record in result:
+                    if len(rows) == limits.max_rows:
+                        truncated = True
+                        break
+                    row = {k: to_python(v) for k, v in record.data().items()}
+                    size += len(json.dumps(row, default=str))
+                    if size > limits.max_result_mb * 1e6:
+                        raise QueryLimitExceeded(f"the result is larger than {limits.max_result_mb:g} MB: add "
+                                                 "LIMIT or return fewer properties")
+                    rows.append(row)
+        except neo4j.exceptions.ClientError as exc:
+            code = exc.code or ""
+            if "TransactionTimedOut" in code or "Terminated" in code:
+                raise QueryLimitExceeded(f"the query ran past its time limit of {limits.timeout_s:g} s") from exc
+            if "Forbidden" in code or "AccessMode" in code:
+                raise QueryRefused(f"the query would write: {exc.message}") from exc
+            raise StoreError(f"query failed on {self._uri}: {exc}") from exc
+        except neo4j.exceptions.Neo4jError as exc:
+            raise StoreError(f"query failed on {self._uri}: {exc}") from exc
+        return LimitedResult(rows=rows, truncated=truncated, total_rows=None if truncated else len(rows),
+                             elapsed_s=time.monotonic() - start)
 
     def write(self, statements: Iterable[Statement]) -> None:
         if self._read_only:

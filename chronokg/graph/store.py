@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from chronokg.graph.guard import LimitedResult, ReadLimits
 
 Row = dict[str, Any]
 Params = Mapping[str, Any]
@@ -35,8 +38,12 @@ class GraphStore(Protocol):
         """Run a read query and return rows of plain Python values."""
         ...
 
-    def is_read_only(self, cypher: str, params: Params | None = None) -> bool:
-        """Whether the engine's plan for `cypher` (EXPLAIN, nothing runs) only reads."""
+    def explain(self, cypher: str, params: Params | None = None) -> list[str]:
+        """The operator names of the engine's plan for `cypher` (EXPLAIN: nothing runs)."""
+        ...
+
+    def run_limited(self, cypher: str, params: Params | None, limits: ReadLimits) -> LimitedResult:
+        """Run a read from outside, read-only and under `limits` (use `guard.guarded_read`, which checks first)."""
         ...
 
     def write(self, statements: Iterable[Statement]) -> None:

@@ -10,9 +10,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from chronokg.errors import StoreError
 from chronokg.graph.counts import label_counts, relationship_counts
-from chronokg.graph.store import GraphStore, Row
+from chronokg.graph.store import GraphStore
 from chronokg.queries.rows import (
     ChangePairRow,
     ChangeRow,
@@ -298,8 +297,3 @@ def stats(store: GraphStore) -> list[StatsRow]:
     return out
 
 
-def read_only(store: GraphStore, cypher: str, params: dict[str, Any] | None = None) -> list[Row]:
-    """Run user-supplied Cypher only if the engine's plan shows it cannot write (checked with EXPLAIN)."""
-    if not store.is_read_only(cypher, params):
-        raise StoreError("refused: this query would write to the store (only read queries are allowed here)")
-    return store.run(cypher, params)

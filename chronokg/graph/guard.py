@@ -1,0 +1,299 @@
+"""The one read-only guard for Cypher that comes from outside (CLI, HTTP, MCP, agents).
+
+Three layers, each enough to stop a write on its own, because each has been fooled
+alone before (a `FOREACH` the plan check did not know, a write hidden in a `UNION`
+half the plan does not expand):
+
+1. `check_text`: a tokenizer-level check of the text. One statement; no write,
+   admin or file clause word outside strings, comments and backtick-quoted names
+   (`CREATE`, `MERGE`, `SET`, `DELETE`, `FOREACH`, `LOAD CSV`, `IN TRANSACTIONS`, ...);
+   `CALL` only of a subquery or of a small allow-list of schema procedures;
+   `SHOW` only of indexes and constraints; no `apoc.` / `dbms.` / `gds.` function;
+   ASCII outside strings (no look-alike letters); bounded length and nesting.
+2. `check_plan`: the engine's plan (EXPLAIN; nothing runs) may contain only
+   operators from an allow-list of reads.
+3. The engine runs it read-only (a forked, read-only copy of the embedded graph;
+   a READ session on Neo4j) under limits: a time limit, a work budget, a row limit
+   and a result-size limit (`ReadLimits`). The embedded engine's own deadline is not
+   checked inside every expression, so the fork is killed when the time is up.
+
+A refused query raises `QueryRefused` saying why; a read stopped by a limit raises
+`QueryLimitExceeded` naming the limit.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from chronokg.errors import QueryRefused
+from chronokg.graph.store import GraphStore, Params, Row
+
+MAX_LENGTH = 100_000  # characters of query text
+MAX_DEPTH = 64  # nested brackets
+
+# Clause words that write, administer, read files or commit: refused wherever they are a keyword.
+FORBIDDEN = {
+    "CREATE": "it creates nodes, relationships, indexes or constraints",
+    "MERGE": "it writes", "SET": "it writes", "DELETE": "it deletes", "DETACH": "it deletes",
+    "NODETACH": "it deletes", "REMOVE": "it writes", "DROP": "it drops indexes or constraints",
+    "FOREACH": "it runs write clauses per element", "INSERT": "it writes",
+    "LOAD": "LOAD CSV reads files and URLs", "ALTER": "it administers the server",
+    "GRANT": "it administers users", "DENY": "it administers users", "REVOKE": "it administers users",
+    "RENAME": "it administers the server", "START": "it administers databases", "STOP": "it administers databases",
+    "TERMINATE": "it stops other transactions", "USE": "it switches databases",
+    "TRANSACTIONS": "CALL { } IN TRANSACTIONS commits writes", "PERIODIC": "it commits writes",
+    "COMMIT": "it commits writes", "FORMAT": "FORMAT CSV is not supported here (rows come back as JSON)",
+    "IMPORT": "it reads files",
+}
+# Read-only schema procedures (Neo4j 5 names; the embedded engine knows most of them).
+PROCEDURES = frozenset({
+    "db.labels", "db.relationshiptypes", "db.propertykeys", "db.schema.visualization",
+    "db.schema.nodetypeproperties", "db.schema.reltypeproperties", "db.indexes", "db.constraints",
+    "dbms.components",
+})
+SHOWABLE = frozenset({"INDEX", "INDEXES", "CONSTRAINT", "CONSTRAINTS"})
+# Namespaces of functions and procedures that reach outside the graph or administer it.
+OUTSIDE = frozenset({"apoc", "dbms", "gds", "db", "java", "system"})
+
+# Operators a read may have in its plan.
+KGLITE_READ_OPERATORS = frozenset({
+    "Match", "OptionalMatch", "Expand", "Where", "Filter", "With", "Return", "Unwind", "OrderBy", "Skip",
+    "Limit", "Union", "CallSubquery", "Call", "Finish", "ShowIndexes", "ShowConstraints", "OptimizerPass",
+    "Having", "Distinct", "Aggregate",
+    # kglite 0.21's fused read pipelines (counts, aggregates, top-k), from its EXPLAIN output
+    "FusedNodeScanAggregate", "FusedMatchReturnAggregate", "FusedNodeScanTopK", "FusedOrderByTopK",
+    "FusedChainDistinctCount", "FusedChainGroupedPathCount", "FusedChainPathCount", "FusedCountAnchoredEdges",
+    "FusedCountLabelUnion", "FusedCountTypedEdge", "FusedCountTypedNode", "FusedValidAtJoin",
+})
+NEO4J_READ_OPERATORS = frozenset({
+    "ProduceResults", "AllNodesScan", "NodeByLabelScan", "NodeByIdSeek", "NodeByElementIdSeek", "Argument",
+    "NodeIndexSeek", "NodeUniqueIndexSeek", "NodeIndexScan", "NodeIndexContainsScan", "NodeIndexEndsWithScan",
+    "NodeIndexSeekByRange", "NodeUniqueIndexSeekByRange", "MultiNodeIndexSeek", "IntersectionNodeByLabelsScan",
+    "UnionNodeByLabelsScan", "DirectedRelationshipIndexSeek", "UndirectedRelationshipIndexSeek",
+    "DirectedRelationshipIndexScan", "UndirectedRelationshipIndexScan", "DirectedRelationshipTypeScan",
+    "UndirectedRelationshipTypeScan", "DirectedRelationshipByIdSeek", "UndirectedRelationshipByIdSeek",
+    "DirectedAllRelationshipsScan", "UndirectedAllRelationshipsScan", "Expand(All)", "Expand(Into)",
+    "OptionalExpand(All)", "OptionalExpand(Into)", "VarLengthExpand(All)", "VarLengthExpand(Into)",
+    "VarLengthExpand(Pruning)", "VarLengthExpand(Pruning,BFS)", "BFSPruningVarExpand", "ShortestPath",
+    "StatefulShortestPath(All)", "StatefulShortestPath(Into)", "Filter", "Projection", "Aggregation",
+    "EagerAggregation", "OrderedAggregation", "Sort", "PartialSort", "Top", "PartialTop", "Limit",
+    "ExhaustiveLimit", "Skip", "Distinct", "OrderedDistinct", "Apply", "SemiApply", "AntiSemiApply",
+    "SelectOrSemiApply", "SelectOrAntiSemiApply", "LetSemiApply", "LetAntiSemiApply", "LetSelectOrSemiApply",
+    "LetSelectOrAntiSemiApply", "RollUpApply", "ConditionalApply", "AntiConditionalApply", "CartesianProduct",
+    "NodeHashJoin", "NodeLeftOuterHashJoin", "NodeRightOuterHashJoin", "ValueHashJoin", "Union",
+    "OrderedUnion", "Unwind", "Optional", "Eager", "CacheProperties", "NodeCountFromCountStore",
+    "RelationshipCountFromCountStore", "ProcedureCall", "ShowIndexes", "ShowConstraints", "EmptyResult",
+    "TriadicSelection", "TriadicBuild", "TriadicFilter", "Trail", "Repeat(Trail)", "NullifyMetadata",
+    "AssertSameNode", "AssertSameRelationship", "SubqueryForeach",
+})
+
+
+class ReadLimits(BaseModel):
+    """Bounds on one read from outside. Defaults come from the settings object (`Settings.read_*`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    timeout_s: float = Field(default=10.0, gt=0, description="Wall-clock limit; the read is killed after it")
+    max_rows: int = Field(default=10_000, ge=1, description="Rows returned; more are cut off (and said so)")
+    max_result_mb: float = Field(default=16.0, gt=0, description="Size of the returned rows")
+    max_work: int = Field(default=10_000_000, ge=1, description="Engine work budget (rows and items held)")
+    memory_mb: int = Field(default=2048, ge=64, description="Memory the read may allocate (embedded engine)")
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> ReadLimits:
+        return cls(timeout_s=settings.read_timeout_s, max_rows=settings.read_max_rows,
+                   max_result_mb=settings.read_max_result_mb, max_work=settings.read_max_work,
+                   memory_mb=settings.read_memory_mb)
+
+
+class LimitedResult(BaseModel):
+    """The rows of a guarded read; `truncated` when `max_rows` cut them (never silently)."""
+
+    rows: list[Row]
+    truncated: bool = False
+    total_rows: int | None = None
+    elapsed_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str  # word, quoted, string, number, param, symbol
+    text: str
+    pos: int
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NUMBER = re.compile(r"[0-9][0-9A-Za-z_.]*")
+
+
+def tokens(text: str) -> Iterator[Token]:
+    """Tokens of Cypher text, comments dropped; refuses what cannot be read unambiguously."""
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c.isspace():
+            i += 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end + 1
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            if end < 0:
+                raise QueryRefused("a /* comment is never closed")
+            i = end + 2
+        elif c in "'\"":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            if j >= n:
+                raise QueryRefused("a string is never closed")
+            yield Token("string", text[i : j + 1], i)
+            i = j + 1
+        elif c == "`":
+            j = i + 1
+            while True:
+                j = text.find("`", j)
+                if j < 0:
+                    raise QueryRefused("a `quoted name` is never closed")
+                if text.startswith("``", j):
+                    j += 2
+                    continue
+                break
+            yield Token("quoted", text[i : j + 1], i)
+            i = j + 1
+        elif c == "$":
+            m = _WORD.match(text, i + 1) or _NUMBER.match(text, i + 1)
+            if m is None and text.startswith("`", i + 1):
+                end = text.find("`", i + 2)
+                m_end = n if end < 0 else end + 1
+                yield Token("param", text[i:m_end], i)
+                i = m_end
+                continue
+            if m is None:
+                raise QueryRefused(f"a $ without a parameter name at character {i + 1}")
+            yield Token("param", text[i : m.end()], i)
+            i = m.end()
+        elif m := _WORD.match(text, i):
+            yield Token("word", m.group(), i)
+            i = m.end()
+        elif m := _NUMBER.match(text, i):
+            yield Token("number", m.group(), i)
+            i = m.end()
+        elif ord(c) > 127:
+            name = unicodedata.name(c, f"U+{ord(c):04X}")
+            raise QueryRefused(f"character {c!r} ({name}) at position {i + 1}: outside strings and `quoted "
+                               "names`, a query must be plain ASCII")
+        else:
+            yield Token("symbol", c, i)
+            i += 1
+
+
+@dataclass(frozen=True)
+class CheckedText:
+    """A query that passed the text check; `statement` is it without a leading EXPLAIN or PROFILE."""
+
+    text: str
+    statement: str
+    explain: bool
+    profile: bool
+    procedures: tuple[str, ...]
+
+
+def _dotted(toks: list[Token], k: int) -> tuple[str, int]:
+    """The dotted name starting at toks[k] (`db.schema.visualization`) and the index after it."""
+    parts = [toks[k].text]
+    k += 1
+    while k + 1 < len(toks) and toks[k].text == "." and toks[k + 1].kind in {"word", "quoted"}:
+        parts.append(toks[k + 1].text.strip("`"))
+        k += 2
+    return ".".join(parts), k
+
+
+def check_text(cypher: str) -> CheckedText:
+    """Refuse (QueryRefused) any text that is not one plain read statement; see the module docstring."""
+    if len(cypher) > MAX_LENGTH:
+        raise QueryRefused(f"the query is {len(cypher):,} characters long (at most {MAX_LENGTH:,})")
+    toks = list(tokens(cypher))
+    if not toks:
+        raise QueryRefused("the query is empty")
+    semis = [k for k, t in enumerate(toks) if t.text == ";" and t.kind == "symbol"]
+    if semis and semis[0] != len(toks) - 1:
+        raise QueryRefused("several statements: send one statement at a time")
+    if semis:
+        toks = toks[:-1]
+    depth, stack = 0, []
+    procedures: list[str] = []
+    first = toks[0].text.upper() if toks[0].kind == "word" else ""
+    for k, t in enumerate(toks):
+        if t.kind == "symbol":
+            if t.text in "([{":
+                stack.append(t.text)
+                depth = max(depth, len(stack))
+                if depth > MAX_DEPTH:
+                    raise QueryRefused(f"brackets nested more than {MAX_DEPTH} deep")
+            elif t.text in ")]}" and stack:
+                stack.pop()
+            continue
+        if t.kind != "word":
+            continue
+        prev = toks[k - 1] if k else None
+        nxt = toks[k + 1] if k + 1 < len(toks) else None
+        if prev is not None and prev.text in {".", ":"} and prev.kind == "symbol":
+            continue  # a property, label or relationship type
+        if nxt is not None and nxt.text == ":" and stack and stack[-1] == "{":
+            continue  # a map key
+        word = t.text.upper()
+        if word in FORBIDDEN:
+            raise QueryRefused(f"{word} is not allowed in a read query: {FORBIDDEN[word]} (quote an identifier "
+                               "of that name with backticks)")
+        if word == "CALL":
+            if nxt is None or nxt.text in {"{", "("}:
+                continue  # a subquery: its body is checked like the rest
+            name, _ = _dotted(toks, k + 1)
+            if name.lower() not in PROCEDURES:
+                allowed = ", ".join(sorted(PROCEDURES))
+                raise QueryRefused(f"procedure {name} is not allowed here (allowed: {allowed})")
+            procedures.append(name)
+        elif word == "SHOW":
+            what = nxt.text.upper() if nxt is not None else ""
+            if what not in SHOWABLE:
+                raise QueryRefused(f"SHOW {what} is not allowed: only SHOW INDEXES and SHOW CONSTRAINTS")
+        elif (word in {"EXPLAIN", "PROFILE"}) and k != 0:
+            raise QueryRefused(f"{word} may only start the query")
+        elif t.text.lower() in OUTSIDE and nxt is not None and nxt.text == ".":
+            name, after = _dotted(toks, k)
+            called = after < len(toks) and toks[after].text == "("
+            is_procedure = prev is not None and prev.kind == "word" and prev.text.upper() == "CALL"
+            if called and not is_procedure:
+                raise QueryRefused(f"function {name}() is not allowed: {t.text}.* reaches outside the graph or "
+                                   "administers the server")
+    prefixed = first in {"EXPLAIN", "PROFILE"}
+    if prefixed and len(toks) < 2:
+        raise QueryRefused(f"{first} of nothing")
+    statement = cypher[toks[1].pos:] if prefixed else cypher
+    return CheckedText(cypher, statement, explain=first == "EXPLAIN", profile=first == "PROFILE",
+                       procedures=tuple(procedures))
+
+
+def check_plan(operations: list[str], engine: str) -> None:
+    """Every operator of the plan must be a read (an allow-list; an unknown operator is refused)."""
+    allowed = KGLITE_READ_OPERATORS if engine == "kglite" else NEO4J_READ_OPERATORS
+    for op in operations:
+        name = op.split(" ", 1)[0].split("@", 1)[0]
+        if name not in allowed:
+            raise QueryRefused(f"the query plan has a {name} step, which is not a read")
+
+
+def guarded_read(store: GraphStore, cypher: str, params: Params | None = None,
+                 limits: ReadLimits | None = None) -> LimitedResult:
+    """Run Cypher from outside only if it can only read, within `limits` (see the module docstring)."""
+    limits = limits or ReadLimits()
+    checked = check_text(cypher)
+    check_plan(store.explain(checked.statement, params), store.engine)
+    return store.run_limited(cypher, params, limits)
