@@ -47,3 +47,16 @@ def as_date(text: str | int | dt.date) -> dt.date:
 
 def year_start(year: int) -> dt.date:
     return dt.date(year, 1, 1)
+
+
+# Releases, editions and revisions of the sources chronokg reads fall in this range; a date outside it
+# is a typo or a corrupt field (a five-digit year), never a real release.
+RELEASE_RANGE = (dt.date(1800, 1, 1), dt.date(2200, 12, 31))
+
+
+def implausible_release(day: dt.date) -> str | None:
+    """Why `day` cannot be a release date, or None when it can."""
+    low, high = RELEASE_RANGE
+    if low <= day <= high:
+        return None
+    return f"{day.isoformat()} is not a plausible release date (expected {low.year}-{high.year})"

@@ -46,6 +46,8 @@ class KgliteStore:
         self._durable = durable
         self._read_only = read_only
         self._dirty = False
+        self._new = False
+        self._committed = False
         self.notices: list[str] = []
         # kglite announces advisory query warnings on stderr; callers get clean output.
         kglite.set_query_warning_policy("silent")
@@ -57,7 +59,8 @@ class KgliteStore:
                 self._g = kglite.KnowledgeGraph()
             else:
                 Path(self._path).parent.mkdir(parents=True, exist_ok=True)
-                self._dirty = not Path(self._path).exists()
+                self._new = not Path(self._path).exists()
+                self._dirty = self._new
                 self._g = self._open_waiting(durable, lock_timeout, on_wait)
         except (kglite.KgError, ValueError) as exc:
             raise StoreError(f"cannot open embedded store {self._path}: {exc}") from exc
@@ -212,7 +215,7 @@ class KgliteStore:
             tx.commit()
         except kglite.KgError as exc:
             raise StoreError(f"commit failed on {self.uri}, nothing was changed: {exc}") from exc
-        self._dirty = True
+        self._dirty = self._committed = True
 
     def declare_properties(self, label: str, keys: Sequence[str]) -> None:
         known = self._declared.setdefault(label, set())
@@ -263,6 +266,12 @@ class KgliteStore:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        if exc is not None and self._new and not self._committed:
+            # A first load that failed: the store stays as it was, which is not there at all.
+            self._g = None
+            for suffix in ("", "-wal", ".lock", ".lock-owner"):
+                Path(self._path + suffix).unlink(missing_ok=True)
+            return
         self.close()
 
     def raw(self) -> Any:

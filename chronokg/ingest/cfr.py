@@ -64,7 +64,7 @@ from chronokg.graph.dates import Precision
 from chronokg.graph.merge import DEFAULT_POLICY
 from chronokg.graph.model import Fact, Scalar, Source
 from chronokg.graph.store import GraphStore
-from chronokg.ingest.common import LoadSummary, apply, file_sha256
+from chronokg.ingest.common import LoadSummary, apply, check_release, file_sha256
 from chronokg.ingest.download import Downloaded, fetch
 from chronokg.progress import Progress
 
@@ -92,7 +92,7 @@ ATTR_KEYS = (
 
 _MONTHS = {m: i for i, m in enumerate(
     ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1)}
-_DATE = re.compile(r"([A-Za-z]{3,9})\.?\s+(\d{1,2}),\s*(\d{4})")
+_DATE = re.compile(r"([A-Za-z]{3,9})\.?\s+(\d{1,2}),\s*(\d{4,})(?!\d)")
 _SECTION_PREFIX = re.compile(r"^§§?\s*\S+(?:\s*[-–—]\s*\S+)?\s*")
 _PART_NUMBER = re.compile(r"\bPART\s+([0-9A-Za-z]+)", re.I)
 _DESIGNATION = re.compile(r"^\(([0-9A-Za-z]{1,6})\)")
@@ -360,6 +360,7 @@ def parse_file(path: Path, edition_date: dt.date | None = None) -> CfrFile:
     if date is None:
         seen = ", ".join(f"{k}={v!r}" for k, v in reader.found.items()) or "no AMDDATE or REVISED element"
         raise InputError(path, None, f"no edition date in the file ({seen}); give one (--edition-date)")
+    check_release(date, path, None, f"edition date ({date_from})")
     return CfrFile(path=path, title=reader.title, edition_date=date, date_from=date_from,
                    sha256=file_sha256(path), parts=list(reader.parts.values()), sections=reader.sections)
 

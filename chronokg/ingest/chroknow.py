@@ -45,6 +45,7 @@ from chronokg.ingest.common import (
     RecordKeys,
     Text,
     apply,
+    check_release,
     expand_paths,
     file_source,
     read_json_blocks,
@@ -141,19 +142,24 @@ def detect_domain(obj: dict[str, Any]) -> Domain | None:
 
 def _release(path: Path, record: str, key: str, value: Any) -> dt.date:
     """A snapshot's release date: YYYY-MM-DD (or a datetime), YYYYMMDD, YYYY-MM or YYYY."""
+    day: dt.date | None = None
     try:
         if isinstance(value, int) and not isinstance(value, bool):
             value = str(value)
         if isinstance(value, str):
             text = value.strip()
             if m := _COMPACT_DATE.match(text):
-                return dt.date(int(m[1]), int(m[2]), int(m[3]))
-            if m := _ISO_PREFIX.match(text):
-                text = m[1]
-            return parse_date(text)[0]
+                day = dt.date(int(m[1]), int(m[2]), int(m[3]))
+            else:
+                if m := _ISO_PREFIX.match(text):
+                    text = m[1]
+                day = parse_date(text)[0]
     except ValueError as exc:
         raise InputError(path, record, f"field {key!r}: {exc}") from exc
-    raise InputError(path, record, f"field {key!r} must be a date, got {value!r}")
+    if day is None:
+        raise InputError(path, record, f"field {key!r} must be a date, got {value!r}")
+    check_release(day, path, record, f"field {key!r}")
+    return day
 
 
 def _strings(path: Path, record: str, key: str, value: Any) -> list[str]:

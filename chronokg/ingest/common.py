@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, StringConstraints, ValidationError
 from chronokg.errors import InputError
 from chronokg.graph.batch import GraphBatch
 from chronokg.graph.counts import graph_counts
+from chronokg.graph.dates import implausible_release
 from chronokg.graph.model import Source
 from chronokg.graph.store import GraphStore
 from chronokg.graph.writer import WriteReport, write_batch
@@ -83,13 +84,55 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def read_json(path: Path) -> Any:
+MAX_DEPTH = 48  # nested JSON arrays/objects: far above any real record (Wikidata entities reach about 12)
+
+
+def check_depth(obj: Any, path: Path, record: str | int | None, limit: int = MAX_DEPTH) -> Any:
+    """`obj`, or an InputError if it nests deeper than `limit` (checked without recursion)."""
+    stack = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children: Iterable[Any] = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > limit:
+            raise InputError(path, record, f"JSON nested more than {limit} levels deep")
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return obj
+
+
+def loads(text: str, path: Path, record: str | int | None) -> Any:
+    """`json.loads` that turns every way text can be bad JSON into an InputError naming the record."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return check_depth(json.loads(text), path, record)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, record, f"broken JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from exc
+    except RecursionError:
+        raise InputError(path, record, f"JSON nested more than {MAX_DEPTH} levels deep") from None
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(path, None, f"not UTF-8 text: {exc}") from exc
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from exc
+
+
+def read_json(path: Path) -> Any:
+    text = read_text(path)
+    if not text.strip():
+        raise InputError(path, None, "the file is empty")
+    try:
+        return check_depth(json.loads(text), path, None)
     except json.JSONDecodeError as exc:
-        raise InputError(path, f"line {exc.lineno}", f"broken JSON: {exc.msg}") from exc
+        raise InputError(path, f"line {exc.lineno}", f"broken JSON (truncated file?): {exc.msg}") from exc
+    except RecursionError:
+        raise InputError(path, None, f"JSON nested more than {MAX_DEPTH} levels deep") from None
 
 
 def read_json_blocks(path: Path) -> Iterator[tuple[int, int, dict[str, Any]]]:
@@ -98,16 +141,15 @@ def read_json_blocks(path: Path) -> Iterator[tuple[int, int, dict[str, Any]]]:
     Yields (record number from 1, first line number, object). TempoMed-Bench's
     `.jsonl` files are the second kind.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(path, None, f"not UTF-8 text: {exc}") from exc
+    text = read_text(path)
     decoder = json.JSONDecoder()
     pos, n, line, counted = 0, 0, 1, 0
     while True:
         while pos < len(text) and text[pos].isspace():
             pos += 1
         if pos >= len(text):
+            if n == 0:
+                raise InputError(path, None, "the file has no records")
             return
         n += 1
         line += text.count("\n", counted, pos)
@@ -116,6 +158,9 @@ def read_json_blocks(path: Path) -> Iterator[tuple[int, int, dict[str, Any]]]:
             obj, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
             raise InputError(path, f"{n} (line {line})", f"broken JSON: {exc.msg} at line {exc.lineno}") from exc
+        except RecursionError:
+            raise InputError(path, f"{n} (line {line})", f"JSON nested more than {MAX_DEPTH} levels deep") from None
+        check_depth(obj, path, f"{n} (line {line})")
         if not isinstance(obj, dict):
             raise InputError(path, f"{n} (line {line})", f"expected a JSON object, got {type(obj).__name__}")
         yield n, line, obj
@@ -127,8 +172,16 @@ def caption(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def check_release(day: dt.date | None, path: Path | str, record: str | int | None, what: str = "release date") -> None:
+    """An InputError naming the record when `day` cannot be a release date (see `dates.RELEASE_RANGE`)."""
+    problem = None if day is None else implausible_release(day)
+    if problem is not None:
+        raise InputError(path, record, f"{what}: {problem}")
+
+
 def file_source(path: Path, kind: str, release_date: dt.date | None, what: str = "", prefix: str = "") -> Source:
     """A Source for one input file: one release, identified by its content hash and release date."""
+    check_release(release_date, path, None)
     digest = file_sha256(path)
     scope = f"{what}:" if what else ""
     # A release is the content *and* its date: the same bytes released again later are a new release.
@@ -169,7 +222,13 @@ def validated(model: type[BaseModel], obj: Any, path: Path, record: str | int | 
 
 
 def read_csv_records(path: Path) -> Iterator[tuple[str, dict[str, str]]]:
-    """(`row N (line L)`, row) pairs of a CSV file with a header; a truncated quote or a long row is an error."""
+    """(`row N (line L)`, row) pairs of a CSV file with a header.
+
+    A truncated quote, a long or short row, no rows at all, or a last row with no line end after it
+    (a file cut in the middle of a row, which a CSV reader would take as a shorter last field) are errors.
+    """
+    ended = _ends_with_newline(path)
+    pending: tuple[str, dict[str, str]] | None = None
     try:
         with path.open(encoding="utf-8-sig", newline="") as fh:
             reader = csv.DictReader(fh, strict=True)
@@ -187,29 +246,47 @@ def read_csv_records(path: Path) -> Iterator[tuple[str, dict[str, str]]]:
                     missing = [k for k, v in raw.items() if v is None]
                     if missing:
                         raise InputError(path, record, f"row ends early: no {', '.join(map(repr, missing))}")
-                    yield record, raw
+                    if pending is not None:
+                        yield pending
+                    pending = (record, raw)
             except csv.Error as exc:
                 raise InputError(path, f"row {n + 1} (line {start})", f"broken CSV: {exc}") from exc
     except UnicodeDecodeError as exc:
         raise InputError(path, None, f"not UTF-8 text: {exc}") from exc
+    if pending is None:
+        raise InputError(path, None, "the CSV has a header but no rows")
+    if not ended:
+        raise InputError(path, pending[0], "the file ends inside this row, with no line break after it: it looks "
+                                           "truncated (if it is complete, end it with a line break)")
+    yield pending
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as fh:
+        fh.seek(0, 2)
+        if fh.tell() == 0:
+            return True
+        fh.seek(-1, 2)
+        return fh.read(1) in {b"\n", b"\r"}
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) of a one-object-per-line file, read line by line (NQ files are large)."""
+    seen = 0
     try:
         with path.open(encoding="utf-8") as fh:
             for n, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(path, f"line {n}", f"broken JSON: {exc.msg}") from exc
+                obj = loads(line, path, f"line {n}")
                 if not isinstance(obj, dict):
                     raise InputError(path, f"line {n}", f"expected a JSON object, got {type(obj).__name__}")
+                seen += 1
                 yield n, obj
     except UnicodeDecodeError as exc:
         raise InputError(path, None, f"not UTF-8 text: {exc}") from exc
+    if not seen:
+        raise InputError(path, None, "the file has no records")
 
 
 def apply(

@@ -77,7 +77,17 @@ from chronokg.graph.dates import Precision
 from chronokg.graph.model import Fact, Source, stable_id
 from chronokg.graph.store import GraphStore
 from chronokg.graph.writer import write_stream
-from chronokg.ingest.common import LoadSummary, file_sha256, read_json, read_json_blocks, slug
+from chronokg.ingest.common import (
+    MAX_DEPTH,
+    LoadSummary,
+    check_depth,
+    check_release,
+    file_sha256,
+    read_json,
+    read_json_blocks,
+    read_text,
+    slug,
+)
 from chronokg.progress import Progress
 
 KIND = "cxr"
@@ -86,6 +96,7 @@ BENCHMARK = "mi-cxr"
 FINDING_PRESENT = "finding_present"
 FINDING_SEVERITY = "finding_severity"
 BASE_DATE = dt.date(2000, 1, 1)
+MAX_FOLLOW_UP_DAYS = 36_525  # a century: offsets beyond it are input errors, not dates
 DATASET = "MIMIC-Ext-CXR-QBA"
 VERSION = "1.0.0"
 RELEASE_DATE = dt.date(2025, 7, 22)  # PhysioNet publication of MIMIC-Ext-CXR-QBA 1.0.0
@@ -245,6 +256,8 @@ def parse_days(value: float | str | None) -> float | None:
             days = _parse_days_text(text)
     if math.isnan(days) or math.isinf(days):
         raise ValueError(f"not a time offset: {value!r}")
+    if abs(days) > MAX_FOLLOW_UP_DAYS:
+        raise ValueError(f"{value!r} days is more than a century of follow-up: not a plausible time offset")
     return days
 
 
@@ -649,15 +662,21 @@ def _jsonl(path: Path) -> list[tuple[str, Any]]:
 
     Reading line by line keeps large files linear (MI-CXR's test set is one record per line).
     """
+    lines = read_text(path).splitlines()
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
         out: list[tuple[str, Any]] = []
         for line_no, line in enumerate(lines, start=1):
             if line.strip():
                 out.append((f"{len(out) + 1} (line {line_no})", json.loads(line)))
-        return out
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except json.JSONDecodeError:
         return [(f"{n} (line {line})", obj) for n, line, obj in read_json_blocks(path)]
+    except RecursionError:
+        raise InputError(path, f"{len(out) + 1}", f"JSON nested more than {MAX_DEPTH} levels deep") from None
+    for where, obj in out:
+        check_depth(obj, path, where)
+    if not out:
+        raise InputError(path, None, "the file has no records")
+    return out
 
 
 def parse_questions(path: Path) -> list[ParsedQuestion]:
@@ -805,6 +824,7 @@ def _chunks(files: list[Path], size: int) -> Iterator[list[Path]]:
 
 
 def release_source(info: SourceInfo, release_date: dt.date | None) -> Source:
+    check_release(release_date or info.release_date, SOURCE_FILE, None)
     return Source(
         id=f"{KIND}:{slug(info.dataset)}:{slug(info.version)}", kind=KIND,
         caption=info.caption or f"{info.dataset} {info.version} scene graphs", version=info.version,

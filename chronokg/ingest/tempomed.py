@@ -232,6 +232,8 @@ class GuidelineBuilder:
     def trajectory_file(self, path: Path) -> None:
         data = read_json(path)
         items = data if isinstance(data, list) else [data]
+        if not items:
+            raise InputError(path, None, "no trajectories in the file")
         src = self.file_source(path, "trajectory")
         for n, obj in enumerate(items, start=1):
             record = str(n)
@@ -284,6 +286,8 @@ class GuidelineBuilder:
         data = read_json(path)
         if not isinstance(data, list):
             raise InputError(path, None, "expected a list of differences")
+        if not data:
+            raise InputError(path, None, "no differences in the file")
         self.batch.at(path, "(file name)")
         src = self.file_source(path, "diffs")
         self.guideline(current, cur_year, src)

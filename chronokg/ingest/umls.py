@@ -71,7 +71,7 @@ from chronokg.graph.merge import DEFAULT_POLICY
 from chronokg.graph.model import Fact, Source
 from chronokg.graph.store import GraphStore
 from chronokg.graph.writer import write_stream
-from chronokg.ingest.common import LoadSummary
+from chronokg.ingest.common import LoadSummary, check_release
 from chronokg.progress import Progress
 
 KIND: Final = "umls"
@@ -93,7 +93,7 @@ MRCONSO_COLUMNS: Final = (
 ALL: Final = "*"
 CHUNK: Final = 20_000  # staged nodes + edges per written batch
 _PAGE: Final = 20_000  # open facts read from the store per query
-_RELEASE = re.compile(r"(\d{4})(A[A-Z])")
+_RELEASE = re.compile(r"(?<!\d)(\d{4})(A[A-Z])")
 _DEFAULT_MONTH: Final = {"AA": 5, "AB": 11}
 _RANK: Final = {Precision.YEAR: 0, Precision.MONTH: 1, Precision.DAY: 2}
 # A relation key packs (subject CUI number, object CUI number, RELA index) into one int.
@@ -267,6 +267,7 @@ def locate(folder: Path, dates: Mapping[str, dt.date | str]) -> Release:
             raise InputError(folder, None, f"no conventional date for release {name}: give one with "
                                            f"--release-date {name}=YYYY-MM-DD")
         date, precision = default
+    check_release(date, folder, None, f"release {name}")
     return Release(name=name, date=date, precision=precision, folder=folder, mrrel=meta / "MRREL.RRF",
                    mrconso=meta / "MRCONSO.RRF", rows=_mrfiles(meta))
 

@@ -62,7 +62,7 @@ from chronokg.graph.merge import DEFAULT_POLICY
 from chronokg.graph.model import Fact, Scalar, Source
 from chronokg.graph.store import GraphStore
 from chronokg.graph.writer import write_batch, write_stream
-from chronokg.ingest.common import LoadSummary, expand_paths
+from chronokg.ingest.common import LoadSummary, expand_paths, loads, read_json
 from chronokg.progress import Progress
 
 KIND = "wikidata"
@@ -711,14 +711,9 @@ def is_dump(path: Path) -> bool:
 
 def read_document(path: Path) -> list[tuple[str, Any]]:
     """The entity objects of one JSON document: wrapper, bare entity, or a list."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise InputError(path, None, f"not UTF-8 text: {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"line {exc.lineno}", f"broken JSON (truncated file?): {exc.msg}") from exc
-    except OSError as exc:
-        raise InputError(path, None, f"cannot read: {exc}") from exc
+    data = read_json(path)
+    if not data:
+        raise InputError(path, None, "no entities in the file")
     if isinstance(data, dict) and isinstance(data.get("entities"), dict):
         return [(f"entities.{k}", v) for k, v in data["entities"].items()]
     if isinstance(data, dict):
@@ -747,11 +742,7 @@ def read_dump(path: Path) -> Iterator[tuple[str, Any]]:
                     continue
                 if closed:
                     raise InputError(path, f"line {lineno}", "data after the closing ']'")
-                try:
-                    obj = json.loads(line.removesuffix(","))
-                except json.JSONDecodeError as exc:
-                    raise InputError(path, f"line {lineno}", f"broken JSON (truncated dump?): {exc.msg}") from exc
-                yield f"line {lineno}", obj
+                yield f"line {lineno}", loads(line.removesuffix(","), path, f"line {lineno}")
     except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
         raise InputError(path, f"line {lineno + 1}", f"cannot read (truncated or corrupt file?): {exc}") from exc
     if opened_array and not closed:

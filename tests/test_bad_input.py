@@ -1,0 +1,193 @@
+"""Input that is absurd, truncated or empty ends in one clear error naming file and record (issue 6 §3).
+
+Each case also checks that nothing was written: the store's content hash is unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chronokg.errors import InputError
+from chronokg.graph.counts import content_digest
+from chronokg.graph.kglite_store import KgliteStore
+from chronokg.ingest import cfr, chroknow, cxr, driftmed, qasets, tempomed, umls, wikidata
+from tests.helpers import REPO
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def nested(depth: int) -> Any:
+    value: Any = "deep"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def deep_json(depth: int = 5000) -> str:
+    """Text of a value nested deeper than Python's json module can parse (RecursionError)."""
+    return "[" * depth + "]" * depth
+
+
+def _tempomed_mcq(tmp: Path, deep: str) -> tuple[Callable[..., Any], Path]:
+    path = tmp / "q.jsonl"
+    path.write_text('{"idx": 1, "PMID_current": "1", "Answer": ' + deep + "}\n")
+    return tempomed.load, path
+
+
+def _tempomed_trajectory(tmp: Path, deep: str) -> tuple[Callable[..., Any], Path]:
+    path = tmp / "trajectory_1.json"
+    path.write_text('{"PMID": "1", "prior_guidelines": ' + deep + "}")
+    return tempomed.load, path
+
+
+def _chroknow(tmp: Path, deep: str) -> tuple[Callable[..., Any], Path]:
+    path = tmp / "general.jsonl"
+    path.write_text('{"subject": "s", "relation": "r", "distractor": ' + deep + "}\n")
+    return chroknow.load, path
+
+
+def _driftmed(tmp: Path, deep: str) -> tuple[Callable[..., Any], Path]:
+    path = tmp / "driftmed.jsonl"
+    path.write_text('{"id": 1, "text": ' + deep + "}\n")
+    return driftmed.load, path
+
+
+def _selfaware(tmp: Path, deep: str) -> tuple[Callable[..., Any], Path]:
+    path = tmp / "SelfAware.json"
+    path.write_text('{"example": ' + deep + "}")
+    return qasets.load, path
+
+
+def _nq(tmp: Path, deep: str) -> tuple[Callable[..., Any], Path]:
+    path = tmp / "nq.jsonl"
+    path.write_text('{"question": "q", "answer": ' + deep + "}\n")
+    return qasets.load, path
+
+
+def _wikidata(tmp: Path, deep: str) -> tuple[Callable[..., Any], Path]:
+    path = tmp / "Q1.json"
+    path.write_text('{"id": "Q1", "claims": ' + deep + "}")
+    return wikidata.load, path
+
+
+def _cxr(tmp: Path, deep: str) -> tuple[Callable[..., Any], Path]:
+    folder = tmp / "cxr"
+    shutil.copytree(FIXTURES / "cxr", folder)
+    (folder / "questions.jsonl").write_text('{"q_id": 1, "choices": ' + deep + "}\n")
+    return cxr.load, folder
+
+
+DEEP_LOADERS = [_tempomed_mcq, _tempomed_trajectory, _chroknow, _driftmed, _selfaware, _nq, _wikidata, _cxr]
+
+
+@pytest.mark.parametrize("make", DEEP_LOADERS, ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize("depth", [60, 5000], ids=["past-our-limit", "past-the-parser"])
+def test_deeply_nested_json_is_an_input_error(tmp_path: Path, make: Callable[..., Any], depth: int) -> None:
+    load, path = make(tmp_path, deep_json(depth))
+    store = KgliteStore(":memory:")
+    digest = content_digest(store)
+    with pytest.raises(InputError, match="nested more than 48 levels deep") as info:
+        load(store, [path])
+    assert info.value.path.endswith((".json", ".jsonl")) and "\n" not in str(info.value)
+    assert content_digest(store) == digest
+
+
+def test_five_digit_umls_release_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "99999AA"
+    shutil.copytree(FIXTURES / "umls" / "2020AA", folder)
+    with pytest.raises(InputError, match=r"99999AA: cannot tell the release from the folder name"):
+        umls.load(KgliteStore(":memory:"), [folder])
+    with pytest.raises(InputError, match=r"release 2020AA: 9999-01-01 is not a plausible release date"):
+        umls.load(KgliteStore(":memory:"), [FIXTURES / "umls" / "2020AA"], release_dates={"2020AA": "9999"})
+
+
+def test_five_digit_cfr_edition_year_is_refused(tmp_path: Path, shared_data: Path) -> None:
+    real = next((shared_data / "ecfr-title1").glob("*.xml"))
+    text = real.read_text(encoding="utf-8")
+    assert "<AMDDATE>" in text
+    start = text.index("<AMDDATE>") + len("<AMDDATE>")
+    bad = tmp_path / "title1.xml"
+    bad.write_text(text[:start] + "Dec. 29, 99999" + text[text.index("</AMDDATE>", start):], encoding="utf-8")
+    store = KgliteStore(":memory:")
+    with pytest.raises(InputError, match=r"title1.xml: no edition date in the file \(AMDDATE='Dec. 29, 99999'"):
+        cfr.load(store, [bad])
+    far = tmp_path / "far.xml"
+    far.write_text(text[:start] + "Dec. 29, 2999" + text[text.index("</AMDDATE>", start):], encoding="utf-8")
+    with pytest.raises(InputError, match=r"far.xml: edition date \(AMDDATE\): 2999-12-29 is not a plausible"):
+        cfr.load(store, [far])
+
+
+def test_absurd_release_dates_elsewhere(tmp_path: Path, shared_data: Path) -> None:
+    row = json.loads((FIXTURES / "chroknow" / "general.jsonl").read_text().splitlines()[0])
+    path = tmp_path / "general.jsonl"
+    path.write_text(json.dumps(dict(row, release_date_2016="99991231")) + "\n")
+    with pytest.raises(InputError, match=r"general.jsonl, record 1 \(line 1\): field 'release_date_2016': "
+                                         r"9999-12-31 is not a plausible release date"):
+        chroknow.load(KgliteStore(":memory:"), [path])
+    mcq = next((shared_data / "tempomed-bench").glob("*.jsonl"))
+    with pytest.raises(InputError, match="2999-01-01 is not a plausible release date"):
+        import datetime as dt
+
+        tempomed.load(KgliteStore(":memory:"), [mcq], release_date=dt.date(2999, 1, 1))
+
+
+def test_a_truncated_csv_is_refused(tmp_path: Path, shared_data: Path) -> None:
+    real = next((shared_data / "truthfulqa").glob("*.csv"))
+    data = real.read_bytes()
+    cut = tmp_path / "TruthfulQA.csv"
+    cut.write_bytes(data[: len(data) // 2])  # in the middle of some row
+    store = KgliteStore(":memory:")
+    digest = content_digest(store)
+    with pytest.raises(InputError, match=r"TruthfulQA.csv, record row \d+ \(line \d+\): .*looks truncated"):
+        qasets.load(store, [cut])
+    assert content_digest(store) == digest
+    header_only = tmp_path / "header.csv"
+    header_only.write_bytes(data.split(b"\n", 1)[0] + b"\n")
+    with pytest.raises(InputError, match="header but no rows"):
+        qasets.load(store, [header_only])
+
+
+@pytest.mark.parametrize("name,content", [("questions.jsonl", ""), ("questions2.jsonl", "\n\n  \n"),
+                                          ("trajectory_1.json", "[]"), ("trajectory_2.json", ""),
+                                          ("1_2_extracted_diffs.json", "[]")])
+def test_an_empty_tempomed_file_writes_nothing(tmp_path: Path, name: str, content: str) -> None:
+    path = tmp_path / name
+    path.write_text(content)
+    store = KgliteStore(":memory:")
+    digest = content_digest(store)
+    with pytest.raises(InputError, match=name):
+        tempomed.load(store, [path])
+    assert content_digest(store) == digest
+
+
+def test_an_absurd_cxr_offset_is_an_input_error(tmp_path: Path) -> None:
+    folder = tmp_path / "cxr"
+    shutil.copytree(FIXTURES / "cxr", folder)
+    graph = folder / "scene_data" / "p10" / "p10000001" / "s50000003.scene_graph.json"
+    data = json.loads(graph.read_text())
+    data["timestamp_since_first"] = 99_999_999
+    graph.write_text(json.dumps(data))
+    with pytest.raises(InputError, match=r"s50000003.scene_graph.json.*more than a century of follow-up"):
+        cxr.load(KgliteStore(":memory:"), [folder])
+
+
+def test_cli_bad_input_is_one_line_and_exit_code_2(tmp_path: Path) -> None:
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"idx": 1, "Answer": ' + deep_json() + "}\n")
+    store = tmp_path / "s.kgl"
+    result = subprocess.run(
+        [sys.executable, "-m", "chronokg.cli", "--store", f"kglite://{store}", "ingest", "tempomed", str(path)],
+        capture_output=True, text=True, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert "Traceback" not in result.stderr and "nested more than 48 levels deep" in result.stderr
+    assert len(" ".join(lines)) < 400 and str(path) in " ".join(lines).replace("\n", "")
+    assert not store.exists() and not list(tmp_path.glob("s.kgl*"))  # a failed first load leaves no store
