@@ -24,74 +24,37 @@ from tests.helpers import REPO
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def nested(depth: int) -> Any:
-    value: Any = "deep"
-    for _ in range(depth):
-        value = [value]
-    return value
-
-
 def deep_json(depth: int = 5000) -> str:
     """Text of a value nested deeper than Python's json module can parse (RecursionError)."""
     return "[" * depth + "]" * depth
 
 
-def _tempomed_mcq(tmp: Path, deep: str) -> tuple[Callable[..., Any], Path]:
-    path = tmp / "q.jsonl"
-    path.write_text('{"idx": 1, "PMID_current": "1", "Answer": ' + deep + "}\n")
-    return tempomed.load, path
+# (file name, text with {deep} where the nested value goes, loader): one per reader of JSON.
+DEEP_CASES: dict[str, tuple[str, str, Callable[..., Any]]] = {
+    "tempomed-mcq": ("q.jsonl", '{{"idx": 1, "PMID_current": "1", "Answer": {deep}}}\n', tempomed.load),
+    "tempomed-trajectory": ("trajectory_1.json", '{{"PMID": "1", "prior_guidelines": {deep}}}', tempomed.load),
+    "chroknow": ("general.jsonl", '{{"subject": "s", "relation": "r", "distractor": {deep}}}\n', chroknow.load),
+    "driftmed": ("driftmed.jsonl", '{{"id": 1, "text": {deep}}}\n', driftmed.load),
+    "selfaware": ("SelfAware.json", '{{"example": {deep}}}', qasets.load),
+    "nq": ("nq.jsonl", '{{"question": "q", "answer": {deep}}}\n', qasets.load),
+    "wikidata": ("Q1.json", '{{"id": "Q1", "claims": {deep}}}', wikidata.load),
+    "cxr": ("cxr/questions.jsonl", '{{"q_id": 1, "choices": {deep}}}\n', cxr.load),
+}
 
 
-def _tempomed_trajectory(tmp: Path, deep: str) -> tuple[Callable[..., Any], Path]:
-    path = tmp / "trajectory_1.json"
-    path.write_text('{"PMID": "1", "prior_guidelines": ' + deep + "}")
-    return tempomed.load, path
+def make_deep(tmp: Path, case: str, deep: str) -> tuple[Callable[..., Any], Path]:
+    name, template, load = DEEP_CASES[case]
+    if name.startswith("cxr/"):
+        shutil.copytree(FIXTURES / "cxr", tmp / "cxr")
+    path = tmp / name
+    path.write_text(template.format(deep=deep))
+    return load, (tmp / "cxr" if name.startswith("cxr/") else path)
 
 
-def _chroknow(tmp: Path, deep: str) -> tuple[Callable[..., Any], Path]:
-    path = tmp / "general.jsonl"
-    path.write_text('{"subject": "s", "relation": "r", "distractor": ' + deep + "}\n")
-    return chroknow.load, path
-
-
-def _driftmed(tmp: Path, deep: str) -> tuple[Callable[..., Any], Path]:
-    path = tmp / "driftmed.jsonl"
-    path.write_text('{"id": 1, "text": ' + deep + "}\n")
-    return driftmed.load, path
-
-
-def _selfaware(tmp: Path, deep: str) -> tuple[Callable[..., Any], Path]:
-    path = tmp / "SelfAware.json"
-    path.write_text('{"example": ' + deep + "}")
-    return qasets.load, path
-
-
-def _nq(tmp: Path, deep: str) -> tuple[Callable[..., Any], Path]:
-    path = tmp / "nq.jsonl"
-    path.write_text('{"question": "q", "answer": ' + deep + "}\n")
-    return qasets.load, path
-
-
-def _wikidata(tmp: Path, deep: str) -> tuple[Callable[..., Any], Path]:
-    path = tmp / "Q1.json"
-    path.write_text('{"id": "Q1", "claims": ' + deep + "}")
-    return wikidata.load, path
-
-
-def _cxr(tmp: Path, deep: str) -> tuple[Callable[..., Any], Path]:
-    folder = tmp / "cxr"
-    shutil.copytree(FIXTURES / "cxr", folder)
-    (folder / "questions.jsonl").write_text('{"q_id": 1, "choices": ' + deep + "}\n")
-    return cxr.load, folder
-
-
-DEEP_LOADERS = [_tempomed_mcq, _tempomed_trajectory, _chroknow, _driftmed, _selfaware, _nq, _wikidata, _cxr]
-
-
-@pytest.mark.parametrize("make", DEEP_LOADERS, ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize("case", sorted(DEEP_CASES))
 @pytest.mark.parametrize("depth", [60, 5000], ids=["past-our-limit", "past-the-parser"])
-def test_deeply_nested_json_is_an_input_error(tmp_path: Path, make: Callable[..., Any], depth: int) -> None:
-    load, path = make(tmp_path, deep_json(depth))
+def test_deeply_nested_json_is_an_input_error(tmp_path: Path, case: str, depth: int) -> None:
+    load, path = make_deep(tmp_path, case, deep_json(depth))
     store = KgliteStore(":memory:")
     digest = content_digest(store)
     with pytest.raises(InputError, match="nested more than 48 levels deep") as info:
