@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import shutil
 from pathlib import Path
@@ -12,23 +11,27 @@ import typer
 from platformdirs import user_data_dir
 
 from chronokg.cli.common import (
-    DateOpt,
     FormatOpt,
     Groups,
-    OptDateOpt,
     console,
     err,
     guarded,
     opened,
-    parse_day,
     state,
 )
+from chronokg.cli.lazy import lazy_group
 from chronokg.cli.render import Format, emit
-from chronokg.queries import catalog
+
+
+def query_commands() -> dict[str, Any]:
+    from chronokg.cli.queries import provider
+
+    return provider()
 
 app = typer.Typer(help="chronokg: a bitemporal knowledge graph of time-specific facts.", no_args_is_help=True)
 ingest_app = typer.Typer(help="Load a source into the store.", no_args_is_help=True)
-query_app = typer.Typer(help="Run a named query from the catalog.", no_args_is_help=True)
+query_app = typer.Typer(help="Run a named query from the catalog (chronokg query list).", no_args_is_help=True,
+                        cls=lazy_group(query_commands))
 download_app = typer.Typer(help="Fetch a public source (needs the internet).", no_args_is_help=True)
 export_app = typer.Typer(help="Export the store to other formats.", no_args_is_help=True)
 generate_app = typer.Typer(help="Generate synthetic source data.", no_args_is_help=True)
@@ -55,101 +58,6 @@ def init() -> None:
     def body() -> None:
         with opened() as s:
             console.print(f"[green]ready:[/] {s.uri} ({s.engine})")
-    guarded(body)
-
-
-@query_app.command("as-of")
-def query_as_of(
-    date: DateOpt,
-    subject: Annotated[str | None, typer.Option(help="Subject id as the source gives it (QID, CUI, PMID, ...)")] = None,
-    predicate: Annotated[str | None, typer.Option(help="Predicate id (PID, RELA, recommendation, ...)")] = None,
-    known_at: OptDateOpt = None,
-    limit: Annotated[int | None, typer.Option(min=1)] = None,
-    fmt: FormatOpt = Format.table,
-) -> None:
-    """What was true on DATE (according to what was known at --known-at; default: now)."""
-    def body() -> None:
-        with opened(read_only=True) as s:
-            rows = catalog.facts_as_of(s, date, subject=subject, predicate=predicate, known_at=known_at, limit=limit)
-        emit(console, rows, fmt, title=f"as of {date}" + (f", known at {known_at}" if known_at else ""),
-             columns=["subject", "predicate", "object", "object_caption", "value", "valid_from", "valid_to",
-                      "precision", "source_id"])
-    guarded(body)
-
-
-@query_app.command("timeline")
-def query_timeline(
-    subject: Annotated[str, typer.Option(help="Subject id")],
-    predicate: Annotated[str | None, typer.Option()] = None,
-    known_at: OptDateOpt = None,
-    include_retracted: Annotated[bool, typer.Option(help="Also list versions a later release retracted")] = False,
-    fmt: FormatOpt = Format.table,
-) -> None:
-    """Every version of a subject's facts, in valid-time order."""
-    def body() -> None:
-        with opened(read_only=True) as s:
-            rows = catalog.timeline(s, subject, predicate, known_at=known_at, include_retracted=include_retracted)
-        emit(console, rows, fmt, title=f"timeline of {subject}",
-             columns=["predicate", "object", "object_caption", "value", "valid_from", "valid_to", "known_from",
-                      "known_to"])
-    guarded(body)
-
-
-@query_app.command("changed-between")
-def query_changed_between(
-    start: Annotated[dt.date, typer.Option("--from", parser=parse_day, metavar="DATE")],
-    end: Annotated[dt.date, typer.Option("--to", parser=parse_day, metavar="DATE")],
-    predicate: Annotated[str | None, typer.Option()] = None,
-    subject: Annotated[str | None, typer.Option()] = None,
-    fmt: FormatOpt = Format.table,
-) -> None:
-    """Facts whose value on --to differs from their value on --from."""
-    def body() -> None:
-        with opened(read_only=True) as s:
-            rows = catalog.changed_between(s, start, end, predicate=predicate, subject=subject)
-        emit(console, rows, fmt, title=f"changed between {start} and {end}")
-    guarded(body)
-
-
-@query_app.command("recommended-on")
-def query_recommended_on(
-    date: DateOpt,
-    topic: Annotated[str | None, typer.Option(help="Words in the guideline topic or title")] = None,
-    org: Annotated[str | None, typer.Option(help="Issuing organization (id or words in its name)")] = None,
-    guideline: Annotated[str | None, typer.Option(help="Any version's PMID (or id): selects its trajectory")] = None,
-    known_at: OptDateOpt = None,
-    fmt: FormatOpt = Format.table,
-) -> None:
-    """What was recommended on DATE, answered from the guideline version in force then."""
-    def body() -> None:
-        with opened(read_only=True) as s:
-            rows = catalog.recommended_on(s, date, topic=topic, organization=org, guideline=guideline,
-                                          known_at=known_at)
-        emit(console, rows, fmt, title=f"recommended on {date}",
-             columns=["decision_id", "recommendation", "guideline", "guideline_year", "organization",
-                      "valid_from", "valid_to"])
-    guarded(body)
-
-
-@query_app.command("trajectory")
-def query_trajectory(
-    guideline: Annotated[str, typer.Option(help="Any version's PMID (or id)")],
-    changes: Annotated[bool, typer.Option(help="Also list the change pairs")] = True,
-    fmt: FormatOpt = Format.table,
-) -> None:
-    """A guideline's supersession chain, oldest first, with its change pairs."""
-    def body() -> None:
-        with opened(read_only=True) as s:
-            versions = catalog.trajectory(s, guideline)
-            pairs = catalog.change_pairs(s, guideline) if changes else []
-        if fmt is Format.json:
-            emit(console, versions, fmt)
-            return
-        emit(console, versions, fmt, title=f"trajectory of {guideline}")
-        if changes:
-            emit(console, pairs, fmt, title="change pairs",
-                 columns=["decision_id", "prior_pmid", "prior_year", "current_pmid", "current_year",
-                          "prior_recommendation", "current_recommendation"], wrap=60)
     guarded(body)
 
 
@@ -194,6 +102,8 @@ def _parse_param(text: str) -> tuple[str, Any]:
 @app.command()
 def stats(fmt: FormatOpt = Format.table) -> None:
     """Counts per label and relationship type, and facts per source release."""
+    from chronokg.queries import catalog
+
     def body() -> None:
         with opened(read_only=True) as s:
             rows = catalog.stats(s)
@@ -245,11 +155,13 @@ def _register_sources() -> None:
         ingest_tempomed,
         ingest_umls,
         ingest_wikidata,
+        queries,
     )
 
     for module in (ingest_tempomed, ingest_wikidata, ingest_umls, ingest_cfr, ingest_chroknow, ingest_driftmed,
                    ingest_qasets, ingest_cxr, download_public):
         module.register(Groups(ingest_app, download_app, export_app, generate_app))
+    queries.register(query_app)
 
 
 _register_sources()

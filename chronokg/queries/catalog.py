@@ -1,14 +1,19 @@
 """The named Cypher query catalog.
 
 Each query is written once in Neo4j 5 Cypher and runs unchanged on every
-engine. Optional filters add `WHERE` terms rather than `$x IS NULL OR ...`
-tests, so every variant can use the indexes. Results come back as typed rows.
+engine, and is declared once as a `QuerySpec` in `QUERIES` (its parameters,
+rows, Cypher and help): the CLI, answer keys, tools and metrics all run it by
+name. Optional filters add `WHERE` terms rather than `$x IS NULL OR ...` tests,
+so every variant can use the indexes. The functions below are the same queries
+with Python signatures.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from typing import Any
+
+from pydantic import Field
 
 from chronokg.graph.counts import label_counts, relationship_counts
 from chronokg.graph.store import GraphStore
@@ -21,6 +26,7 @@ from chronokg.queries.rows import (
     StatsRow,
     VersionRow,
 )
+from chronokg.queries.spec import QueryParams, QuerySpec, register
 
 MAX_CHAIN = 32  # supersession hops followed from a guideline: far above any real chain
 
@@ -67,6 +73,57 @@ def _fact_filters(subject: str | None, predicate: str | None, params: dict[str, 
     return where
 
 
+# --- parameters -----------------------------------------------------------------------------------------
+
+Day = dt.date
+
+
+class AsOfParams(QueryParams):
+    date: Day = Field(description="The day the facts were true (valid time)")
+    subject: str | None = Field(default=None, description="Subject id as the source gives it (QID, CUI, PMID, ...)")
+    predicate: str | None = Field(default=None, description="Predicate id (PID, RELA, recommendation, ...)")
+    known_at: Day | None = Field(default=None, description="What the releases known on this day said "
+                                                            "(default: the latest releases)")
+    limit: int | None = Field(default=None, ge=1, description="At most this many facts")
+
+
+class TimelineParams(QueryParams):
+    subject: str = Field(description="Subject id")
+    predicate: str | None = Field(default=None, description="Only this predicate")
+    known_at: Day | None = Field(default=None, description="As the releases known on this day said it")
+    include_retracted: bool = Field(default=False, description="Also list versions a later release retracted")
+
+
+class ChangedParams(QueryParams):
+    start: Day = Field(alias="from", description="The first day")
+    end: Day = Field(alias="to", description="The second day")
+    predicate: str | None = Field(default=None, description="Only this predicate")
+    subject: str | None = Field(default=None, description="Only this subject")
+
+
+class TwoHopParams(QueryParams):
+    subject: str = Field(description="Where the two hops start")
+    date: Day = Field(description="The day both hops must be valid")
+    predicate: str | None = Field(default=None, description="Predicate of the first hop")
+    predicate2: str | None = Field(default=None, description="Predicate of the second hop")
+
+
+class RecommendedParams(QueryParams):
+    date: Day = Field(description="The day the recommendation was in force")
+    topic: str | None = Field(default=None, description="Words in the guideline topic or title")
+    organization: str | None = Field(default=None, alias="org",
+                                     description="Issuing organization (id or words in its name)")
+    guideline: str | None = Field(default=None, description="Any version's PMID (or id): selects its trajectory")
+    known_at: Day | None = Field(default=None, description="As the releases known on this day said it")
+
+
+class GuidelineParams(QueryParams):
+    guideline: str = Field(description="Any version's PMID (or id)")
+
+
+# --- Cypher ---------------------------------------------------------------------------------------------
+
+
 def facts_as_of_cypher(
     valid_at: dt.date, subject: str | None = None, predicate: str | None = None,
     known_at: dt.date | None = None, limit: int | None = None,
@@ -89,26 +146,13 @@ def facts_as_of_cypher(
     return cypher, params
 
 
-def facts_as_of(
-    store: GraphStore, valid_at: dt.date, subject: str | None = None, predicate: str | None = None,
-    known_at: dt.date | None = None, limit: int | None = None,
-) -> list[FactRow]:
-    """What was true at `valid_at`, according to what was known at `known_at` (default: now)."""
-    cypher, params = facts_as_of_cypher(valid_at, subject, predicate, known_at, limit)
-    return [FactRow(**r) for r in store.run(cypher, params)]
-
-
-def timeline(
-    store: GraphStore, subject: str, predicate: str | None = None, known_at: dt.date | None = None,
-    include_retracted: bool = False,
-) -> list[FactRow]:
-    """Every version of a subject's facts in valid-time order, with their intervals."""
+def _timeline_cypher(p: TimelineParams) -> tuple[str, dict[str, Any]]:
     params: dict[str, Any] = {}
-    where = _fact_filters(subject, predicate, params)
-    if known_at is not None:
-        params["known_at"] = known_at
+    where = _fact_filters(p.subject, p.predicate, params)
+    if p.known_at is not None:
+        params["known_at"] = p.known_at
         where.append(known_clause("f", "$known_at"))
-    elif not include_retracted:
+    elif not p.include_retracted:
         where.append(known_clause("f", None))
     cypher = "MATCH (f:Fact)\nWHERE " + "\n  AND ".join(where) + "\nWITH f" + FACT_RETURN
     # Open starts first, open ends last; ties (same-year supersession) fall back to the end.
@@ -116,17 +160,13 @@ def timeline(
         "\nORDER BY predicate, valid_from IS NOT NULL, valid_from, valid_to IS NULL, valid_to, "
         "known_from, id"
     )
-    return [FactRow(**r) for r in store.run(cypher, params)]
+    return cypher, params
 
 
-def changed_between(
-    store: GraphStore, t1: dt.date, t2: dt.date, predicate: str | None = None, subject: str | None = None,
-) -> list[ChangeRow]:
-    """(subject, predicate) pairs whose set of values at `t1` differs from the set at `t2`."""
-    if t2 < t1:
-        t1, t2 = t2, t1
+def _changed_cypher(p: ChangedParams) -> tuple[str, dict[str, Any]]:
+    t1, t2 = sorted((p.start, p.end))
     params: dict[str, Any] = {"t1": t1, "t2": t2}
-    where = _fact_filters(subject, predicate, params)
+    where = _fact_filters(p.subject, p.predicate, params)
     where.append(known_clause("f", None))
     filters = "".join(f" AND {w}" for w in where)
     value = "coalesce(g.object_id, toString(g.value))"
@@ -154,26 +194,27 @@ def changed_between(
         "\nRETURN subject, predicate, before, after"
         "\nORDER BY subject, predicate"
     )
+    return cypher, params
+
+
+def _changed_only(rows: list[ChangeRow], _: ChangedParams) -> list[ChangeRow]:
+    """Pairs whose *set* of values differs (the Cypher returns every pair touched in the window)."""
     out = []
-    for r in store.run(cypher, params):
-        before, after = sorted(set(r["before"])), sorted(set(r["after"]))
+    for r in rows:
+        before, after = sorted(set(r.before)), sorted(set(r.after))
         if before != after:
-            out.append(ChangeRow(subject=r["subject"], predicate=r["predicate"], before=before, after=after))
+            out.append(ChangeRow(subject=r.subject, predicate=r.predicate, before=before, after=after))
     return out
 
 
-def two_hop_as_of(
-    store: GraphStore, subject: str, valid_at: dt.date, predicate: str | None = None,
-    predicate2: str | None = None,
-) -> list[HopRow]:
-    """Follow object links two steps from `subject`, each hop valid at `valid_at`."""
-    params: dict[str, Any] = {"subject": subject, "valid_at": valid_at}
-    p1 = f" AND {predicate_clause('f', '$predicate', anchored=True)}" if predicate else ""
-    p2 = f" AND {predicate_clause('g', '$predicate2', anchored=True)}" if predicate2 else ""
-    if predicate:
-        params["predicate"] = predicate
-    if predicate2:
-        params["predicate2"] = predicate2
+def _two_hop_cypher(p: TwoHopParams) -> tuple[str, dict[str, Any]]:
+    params: dict[str, Any] = {"subject": p.subject, "valid_at": p.date}
+    p1 = f" AND {predicate_clause('f', '$predicate', anchored=True)}" if p.predicate else ""
+    p2 = f" AND {predicate_clause('g', '$predicate2', anchored=True)}" if p.predicate2 else ""
+    if p.predicate:
+        params["predicate"] = p.predicate
+    if p.predicate2:
+        params["predicate2"] = p.predicate2
     cypher = (
         "MATCH (f:Fact {subject_id: $subject})-[:OBJECT]->(m:Entity)\n"
         f"WHERE {valid_clause('f', '$valid_at')} AND {known_clause('f', None)}{p1}\n"
@@ -183,7 +224,7 @@ def two_hop_as_of(
         "g.predicate AS predicate2, t.id AS target\n"
         "ORDER BY predicate, middle, predicate2, target"
     )
-    return [HopRow(**r) for r in store.run(cypher, params)]
+    return cypher, params
 
 
 def _guideline_scope(
@@ -212,23 +253,15 @@ def _guideline_scope(
     return head + f"\nMATCH (g0)-[:SUPERSEDES*0..{MAX_CHAIN}]-(g:Guideline)\nWITH DISTINCT g"
 
 
-def recommended_on(
-    store: GraphStore, date: dt.date, topic: str | None = None, organization: str | None = None,
-    guideline: str | None = None, known_at: dt.date | None = None,
-) -> list[RecommendationRow]:
-    """What was recommended on `date`: each decision answered from the guideline version in force.
-
-    A guideline id names its whole trajectory: any version's PMID selects every
-    version linked to it by supersession, and the date picks the version.
-    """
-    params: dict[str, Any] = {"date": date}
-    if known_at is not None:
-        params["known_at"] = known_at
+def _recommended_cypher(p: RecommendedParams) -> tuple[str, dict[str, Any]]:
+    params: dict[str, Any] = {"date": p.date}
+    if p.known_at is not None:
+        params["known_at"] = p.known_at
     cypher = (
-        _guideline_scope(guideline, organization, topic, params)
+        _guideline_scope(p.guideline, p.organization, p.topic, params)
         + "\nMATCH (f:Fact)-[:FROM_GUIDELINE]->(g)"
         + "\nWHERE f.predicate = 'recommendation' AND " + valid_clause("f", "$date")
-        + " AND " + known_clause("f", "$known_at" if known_at is not None else None)
+        + " AND " + known_clause("f", "$known_at" if p.known_at is not None else None)
         + "\nOPTIONAL MATCH (g)-[:ISSUED_BY]->(o:Organization)"
         + "\nWITH f, g, collect(o.caption) AS orgs"
         + "\nRETURN f.subject_id AS decision_id, f.value AS recommendation, g.id AS guideline,"
@@ -237,15 +270,10 @@ def recommended_on(
         + " f.valid_to AS valid_to"
         + "\nORDER BY decision_id, guideline"
     )
-    return [RecommendationRow(**r) for r in store.run(cypher, params)]
+    return cypher, params
 
 
-def trajectory(store: GraphStore, guideline: str) -> list[VersionRow]:
-    """Every version in the supersession chain of `guideline`, oldest first.
-
-    Versions issued in the same year are ordered by the supersession edge
-    (the superseded one first).
-    """
+def _trajectory_cypher(p: GuidelineParams) -> tuple[str, dict[str, Any]]:
     cypher = (
         f"MATCH (:Guideline {{id: $guideline}})-[:SUPERSEDES*0..{MAX_CHAIN}]-(g:Guideline)"
         "\nWITH DISTINCT g"
@@ -261,13 +289,15 @@ def trajectory(store: GraphStore, guideline: str) -> list[VersionRow]:
         " organizations, supersedes, superseded_by"
         "\nORDER BY issued, depth, pmid"
     )
-    rows = store.run(cypher, {"guideline": guideline})
-    return [VersionRow(**{**r, "supersedes": sorted(r["supersedes"]),
-                          "superseded_by": sorted(r["superseded_by"])}) for r in rows]
+    return cypher, {"guideline": p.guideline}
 
 
-def change_pairs(store: GraphStore, guideline: str) -> list[ChangePairRow]:
-    """The change pairs (current recommendation replaces prior) within `guideline`'s trajectory."""
+def _sorted_links(rows: list[VersionRow], _: GuidelineParams) -> list[VersionRow]:
+    return [r.model_copy(update={"supersedes": sorted(r.supersedes), "superseded_by": sorted(r.superseded_by)})
+            for r in rows]
+
+
+def _change_pairs_cypher(p: GuidelineParams) -> tuple[str, dict[str, Any]]:
     cypher = (
         f"MATCH (:Guideline {{id: $guideline}})-[:SUPERSEDES*0..{MAX_CHAIN}]-(g:Guideline)"
         "\nWITH DISTINCT g"
@@ -281,7 +311,113 @@ def change_pairs(store: GraphStore, guideline: str) -> list[ChangePairRow]:
         " pf.value AS prior_recommendation, c.summary AS summary, c.category AS category"
         "\nORDER BY prior_year, current_year, decision_id"
     )
-    return [ChangePairRow(**r) for r in store.run(cypher, {"guideline": guideline})]
+    return cypher, {"guideline": p.guideline}
+
+
+# --- the specs ------------------------------------------------------------------------------------------
+
+FACT_COLUMNS = ("subject", "predicate", "object", "object_caption", "value", "valid_from", "valid_to", "precision",
+                "source_id")
+
+AS_OF = register(QuerySpec(
+    "as-of", "What was true on DATE, according to what was known at --known-at (default: now).",
+    AsOfParams, FactRow, lambda p: facts_as_of_cypher(p.date, p.subject, p.predicate, p.known_at, p.limit),
+    columns=FACT_COLUMNS, tags=frozenset({"cli", "tool", "answer-key"}),
+))
+TIMELINE = register(QuerySpec(
+    "timeline", "Every version of a subject's facts, in valid-time order.", TimelineParams, FactRow,
+    _timeline_cypher, tags=frozenset({"cli", "tool", "answer-key"}),
+    columns=("predicate", "object", "object_caption", "value", "valid_from", "valid_to", "known_from", "known_to"),
+))
+CHANGED_BETWEEN = register(QuerySpec(
+    "changed-between", "(subject, predicate) pairs whose values on --to differ from those on --from.",
+    ChangedParams, ChangeRow, _changed_cypher, post=_changed_only, tags=frozenset({"cli", "tool"}),
+))
+TWO_HOP = register(QuerySpec(
+    "two-hop", "Follow object links two steps from a subject, each hop valid on DATE.", TwoHopParams, HopRow,
+    _two_hop_cypher, tags=frozenset({"cli", "tool"}),
+))
+RECOMMENDED_ON = register(QuerySpec(
+    "recommended-on", "What was recommended on DATE, answered from the guideline version in force then.",
+    RecommendedParams, RecommendationRow, _recommended_cypher, tags=frozenset({"cli", "tool", "answer-key"}),
+    columns=("decision_id", "recommendation", "guideline", "guideline_year", "organization", "valid_from",
+             "valid_to"),
+))
+TRAJECTORY = register(QuerySpec(
+    "trajectory", "A guideline's supersession chain, oldest first (any version's PMID selects it).",
+    GuidelineParams, VersionRow, _trajectory_cypher, post=_sorted_links, tags=frozenset({"cli", "tool"}),
+    follow=("change-pairs",),
+))
+CHANGE_PAIRS = register(QuerySpec(
+    "change-pairs", "The change pairs (current recommendation replaces prior) within a guideline's trajectory.",
+    GuidelineParams, ChangePairRow, _change_pairs_cypher, tags=frozenset({"cli", "tool"}),
+    columns=("decision_id", "prior_pmid", "prior_year", "current_pmid", "current_year", "prior_recommendation",
+             "current_recommendation"),
+))
+
+
+# --- the same queries with Python signatures ------------------------------------------------------------
+
+
+def facts_as_of(
+    store: GraphStore, valid_at: dt.date, subject: str | None = None, predicate: str | None = None,
+    known_at: dt.date | None = None, limit: int | None = None,
+) -> list[FactRow]:
+    """What was true at `valid_at`, according to what was known at `known_at` (default: now)."""
+    return AS_OF.run(store, AsOfParams(date=valid_at, subject=subject, predicate=predicate, known_at=known_at,
+                                       limit=limit))
+
+
+def timeline(
+    store: GraphStore, subject: str, predicate: str | None = None, known_at: dt.date | None = None,
+    include_retracted: bool = False,
+) -> list[FactRow]:
+    """Every version of a subject's facts in valid-time order, with their intervals."""
+    return TIMELINE.run(store, TimelineParams(subject=subject, predicate=predicate, known_at=known_at,
+                                              include_retracted=include_retracted))
+
+
+def changed_between(
+    store: GraphStore, t1: dt.date, t2: dt.date, predicate: str | None = None, subject: str | None = None,
+) -> list[ChangeRow]:
+    """(subject, predicate) pairs whose set of values at `t1` differs from the set at `t2`."""
+    return CHANGED_BETWEEN.run(store, {"from": t1, "to": t2, "predicate": predicate, "subject": subject})
+
+
+def two_hop_as_of(
+    store: GraphStore, subject: str, valid_at: dt.date, predicate: str | None = None,
+    predicate2: str | None = None,
+) -> list[HopRow]:
+    """Follow object links two steps from `subject`, each hop valid at `valid_at`."""
+    return TWO_HOP.run(store, TwoHopParams(subject=subject, date=valid_at, predicate=predicate,
+                                           predicate2=predicate2))
+
+
+def recommended_on(
+    store: GraphStore, date: dt.date, topic: str | None = None, organization: str | None = None,
+    guideline: str | None = None, known_at: dt.date | None = None,
+) -> list[RecommendationRow]:
+    """What was recommended on `date`: each decision answered from the guideline version in force.
+
+    A guideline id names its whole trajectory: any version's PMID selects every
+    version linked to it by supersession, and the date picks the version.
+    """
+    return RECOMMENDED_ON.run(store, {"date": date, "topic": topic, "org": organization, "guideline": guideline,
+                                      "known_at": known_at})
+
+
+def trajectory(store: GraphStore, guideline: str) -> list[VersionRow]:
+    """Every version in the supersession chain of `guideline`, oldest first.
+
+    Versions issued in the same year are ordered by the supersession edge
+    (the superseded one first).
+    """
+    return TRAJECTORY.run(store, GuidelineParams(guideline=guideline))
+
+
+def change_pairs(store: GraphStore, guideline: str) -> list[ChangePairRow]:
+    """The change pairs (current recommendation replaces prior) within `guideline`'s trajectory."""
+    return CHANGE_PAIRS.run(store, GuidelineParams(guideline=guideline))
 
 
 def stats(store: GraphStore) -> list[StatsRow]:
@@ -295,5 +431,3 @@ def stats(store: GraphStore) -> list[StatsRow]:
     ):
         out.append(StatsRow(kind="source", **r))
     return out
-
-

@@ -1,0 +1,46 @@
+"""Command groups whose commands are built on first use, from a registry.
+
+`chronokg --help` then costs the framework import and little more: a query's or
+a source's module is imported only when its command is listed or run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from typer.core import TyperGroup
+
+Command = Any  # typer's own command class (typer ships its own click core)
+Provider = Callable[[], dict[str, Callable[[], Command]]]
+
+
+def lazy_group(provider: Provider) -> type[TyperGroup]:
+    """A TyperGroup class that adds the commands `provider()` names, each built when first needed."""
+
+    class LazyGroup(TyperGroup):
+        _cache: dict[str, Command] | None = None
+        _makers: dict[str, Callable[[], Command]] | None = None
+
+        def _lazy(self) -> dict[str, Callable[[], Command]]:
+            if self._makers is None:
+                self._makers = provider()
+            return self._makers
+
+        def list_commands(self, ctx: Any) -> list[str]:
+            return sorted({*super().list_commands(ctx), *self._lazy()})
+
+        def get_command(self, ctx: Any, cmd_name: str) -> Command | None:
+            found = super().get_command(ctx, cmd_name)
+            if found is not None:
+                return found
+            maker = self._lazy().get(cmd_name)
+            if maker is None:
+                return None
+            if self._cache is None:
+                self._cache = {}
+            if cmd_name not in self._cache:
+                self._cache[cmd_name] = maker()
+            return self._cache[cmd_name]
+
+    return LazyGroup

@@ -1,0 +1,134 @@
+"""`chronokg query ...`: one command per registered query, built from its spec.
+
+The options of `chronokg query NAME` are the fields of the query's parameter
+model (the alias where it has one: `--from`, `--org`), so the CLI, the Python
+API and `chronokg query run NAME --params '{...}'` take the same parameters.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import inspect
+import json
+import types
+import typing
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from pydantic import BaseModel
+
+from chronokg.cli.common import FormatOpt, console, guarded, opened, parse_day
+from chronokg.cli.lazy import Command
+from chronokg.cli.render import Format, emit
+
+
+def _base(annotation: Any) -> tuple[Any, bool]:
+    """(the non-None type, whether None is allowed) of a field annotation."""
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        return (rest[0] if len(rest) == 1 else str), True
+    return annotation, False
+
+
+def _parameter(name: str, field: Any) -> inspect.Parameter:
+    option = "--" + (field.alias or name).replace("_", "-")
+    base, optional = _base(field.annotation)
+    required = field.is_required()
+    default = inspect.Parameter.empty if required else field.default
+    help_text = field.description
+    if base is dt.date:
+        opt = typer.Option(option, parser=parse_day, metavar="DATE", help=f"{help_text} (YYYY-MM-DD or YYYY)")
+        annotation: Any = Annotated[dt.date | None if optional else dt.date, opt]
+    elif base is bool:
+        annotation = Annotated[bool, typer.Option(f"{option}/--no-{option[2:]}", help=help_text)]
+    else:
+        annotation = Annotated[base | None if optional else base, typer.Option(option, help=help_text)]
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+
+
+def spec_command(name: str) -> Command:
+    """The click command for the registered query `name`."""
+    from chronokg.queries.spec import QUERIES
+
+    spec = QUERIES.get(name)
+    fields = spec.params.model_fields
+
+    def command(**values: Any) -> None:
+        fmt: Format = values.pop("fmt")
+
+        def body() -> None:
+            params = spec.validate(values)
+            with opened(read_only=True) as store:
+                results = [(spec, spec.run(store, params))]
+                if fmt is Format.table:
+                    for other in spec.follow:
+                        follow = QUERIES.get(other)
+                        results.append((follow, follow.run(store, params.model_dump(by_alias=True))))
+            title = f"{spec.name} " + " ".join(f"{k}={v}" for k, v in params.model_dump(by_alias=True).items()
+                                               if v not in (None, False))
+            for shown, rows in results:
+                emit(console, rows, fmt, title=title if shown is spec else shown.name,
+                     columns=list(shown.columns) or None, wrap=80 if shown is spec else 60)
+        guarded(body)
+
+    parameters = [_parameter(n, f) for n, f in fields.items()]
+    parameters.append(inspect.Parameter("fmt", inspect.Parameter.KEYWORD_ONLY, default=Format.table,
+                                        annotation=FormatOpt))
+    command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    command.__doc__ = spec.help
+    app = typer.Typer(add_completion=False)
+    app.command(name)(command)
+    return typer.main.get_command(app)
+
+
+def provider() -> dict[str, Callable[[], Command]]:
+    from chronokg.queries.spec import all_queries
+
+    def maker(name: str) -> Callable[[], Command]:
+        return lambda: spec_command(name)
+
+    return {name: maker(name) for name, spec in all_queries().items() if "cli" in spec.tags}
+
+
+def register(query_app: typer.Typer) -> None:
+    """`query run`, `query list` and `query cypher` (the per-query commands come from `provider`)."""
+
+    @query_app.command("run")
+    def query_run(
+        name: Annotated[str, typer.Argument(help="A query name (chronokg query list)")],
+        params: Annotated[str, typer.Option("--params", "-p", help="Parameters as a JSON object")] = "{}",
+        fmt: FormatOpt = Format.json,
+    ) -> None:
+        """Run any registered query by name with JSON parameters (the form answer keys use)."""
+        from chronokg.errors import ChronoKGError
+        from chronokg.queries.spec import all_queries
+
+        def body() -> None:
+            try:
+                given = json.loads(params)
+            except json.JSONDecodeError as exc:
+                raise ChronoKGError(f"--params is not JSON: {exc.msg}") from None
+            if not isinstance(given, dict):
+                raise ChronoKGError("--params must be a JSON object")
+            spec = all_queries().get(name)
+            with opened(read_only=True) as store:
+                rows = spec.run(store, given)
+            emit(console, rows, fmt, title=name, columns=list(spec.columns) or None)
+        guarded(body)
+
+    @query_app.command("list")
+    def query_list(fmt: FormatOpt = Format.table) -> None:
+        """Every registered query: its name, parameters and what it answers."""
+        from chronokg.queries.spec import all_queries
+
+        class Entry(BaseModel):
+            name: str
+            parameters: str
+            answers: str
+
+        rows = [Entry(name=n, answers=s.help,
+                      parameters=", ".join(f.alias or k for k, f in s.params.model_fields.items()))
+                for n, s in all_queries().items()]
+        emit(console, rows, fmt, title="queries", wrap=90)
