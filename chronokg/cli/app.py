@@ -28,18 +28,28 @@ def query_commands() -> dict[str, Any]:
 
     return provider()
 
+
+def family_commands() -> dict[str, Any]:
+    from chronokg.cli.bench import provider
+
+    return provider()
+
 app = typer.Typer(help="chronokg: a bitemporal knowledge graph of time-specific facts.", no_args_is_help=True)
 ingest_app = typer.Typer(help="Load a source into the store.", no_args_is_help=True)
 query_app = typer.Typer(help="Run a named query from the catalog (chronokg query list).", no_args_is_help=True,
                         cls=lazy_group(query_commands))
 download_app = typer.Typer(help="Fetch a public source (needs the internet).", no_args_is_help=True)
 export_app = typer.Typer(help="Export the store to other formats.", no_args_is_help=True)
-generate_app = typer.Typer(help="Generate synthetic source data.", no_args_is_help=True)
+generate_app = typer.Typer(help="Generate benchmark questions from the graph (one command per family), or "
+                                "synthetic source data (cxr).", no_args_is_help=True, cls=lazy_group(family_commands))
+bench_app = typer.Typer(help="Work with generated benchmarks: verify answer keys, export to seed formats.",
+                        no_args_is_help=True)
 app.add_typer(ingest_app, name="ingest")
 app.add_typer(query_app, name="query")
 app.add_typer(download_app, name="download")
 app.add_typer(export_app, name="export")
 app.add_typer(generate_app, name="generate")
+app.add_typer(bench_app, name="bench")
 
 @app.callback()
 def root(
@@ -146,6 +156,7 @@ def _remove_kglite_files(path: Path) -> None:
 
 def _register_sources() -> None:
     from chronokg.cli import (
+        bench,
         download_public,
         ingest_cfr,
         ingest_chroknow,
@@ -162,6 +173,7 @@ def _register_sources() -> None:
                    ingest_qasets, ingest_cxr, download_public):
         module.register(Groups(ingest_app, download_app, export_app, generate_app))
     queries.register(query_app)
+    bench.register(app, bench_app)
 
 
 _register_sources()

@@ -32,17 +32,48 @@ def _base(annotation: Any) -> tuple[Any, bool]:
     return annotation, False
 
 
-def _parameter(name: str, field: Any) -> inspect.Parameter:
+def _choices(item: Any) -> str:
+    members = getattr(item, "__members__", None)
+    return "one of " + ", ".join(members) if members else "values"
+
+
+def split_lists(values: dict[str, Any]) -> dict[str, Any]:
+    """Comma-separated list/tuple flags as lists; unset flags dropped (the model's defaults apply)."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, list):
+            value = [v.strip() for item in value for v in str(item).split(",") if v.strip()]
+        elif isinstance(value, str) and "," in value and key.endswith(("years", "range")):
+            value = [v.strip() for v in value.split(",")]
+        out[key] = value
+    return out
+
+
+def option_parameter(name: str, field: Any) -> inspect.Parameter:
+    """A typer option for one field of a pydantic model (its alias, if any, names the flag)."""
     option = "--" + (field.alias or name).replace("_", "-")
     base, optional = _base(field.annotation)
     required = field.is_required()
     default = inspect.Parameter.empty if required else field.default
     help_text = field.description
+    origin = typing.get_origin(base)
     if base is dt.date:
         opt = typer.Option(option, parser=parse_day, metavar="DATE", help=f"{help_text} (YYYY-MM-DD or YYYY)")
         annotation: Any = Annotated[dt.date | None if optional else dt.date, opt]
     elif base is bool:
         annotation = Annotated[bool, typer.Option(f"{option}/--no-{option[2:]}", help=help_text)]
+    elif origin is list:
+        # A list option is given as comma-separated values (or repeated).
+        item = typing.get_args(base)[0]
+        default = None if default is inspect.Parameter.empty else default
+        annotation = Annotated[list[str] | None, typer.Option(option, help=f"{help_text} (comma-separated; "
+                                                                            f"{_choices(item)})")]
+        return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
+    elif origin is tuple:
+        annotation = Annotated[str | None, typer.Option(option, help=f"{help_text} (FIRST,LAST)")]
+        return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
     else:
         annotation = Annotated[base | None if optional else base, typer.Option(option, help=help_text)]
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
@@ -73,7 +104,7 @@ def spec_command(name: str) -> Command:
                      columns=list(shown.columns) or None, wrap=80 if shown is spec else 60)
         guarded(body)
 
-    parameters = [_parameter(n, f) for n, f in fields.items()]
+    parameters = [option_parameter(n, f) for n, f in fields.items()]
     parameters.append(inspect.Parameter("fmt", inspect.Parameter.KEYWORD_ONLY, default=Format.table,
                                         annotation=FormatOpt))
     command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]

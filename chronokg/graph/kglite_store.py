@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -257,7 +258,10 @@ class KgliteStore:
         if graph is None or self._path == MEMORY or self._read_only:
             return
         if self._dirty:
-            graph.close()
+            with warnings.catch_warnings():
+                # kglite notes columns it keeps on the heap on a mapped load: storage detail, the data is intact.
+                warnings.simplefilter("ignore", kglite.MappedFallbackWarning)
+                graph.close()
         # else: dropping the handle releases the lease without rewriting the file
 
     def __enter__(self) -> KgliteStore:

@@ -20,6 +20,8 @@ SOURCE_QUESTION: Final = "SourceQuestion"
 PATIENT: Final = "Patient"
 STUDY: Final = "Study"
 OBSERVATION: Final = "Observation"
+SNAPSHOT: Final = "Snapshot"  # the source releases a benchmark was generated from
+QUESTION: Final = "Question"  # a generated benchmark item (chronokg.bench)
 
 # Relationship types.
 SUBJECT: Final = "SUBJECT"  # (Fact)->(Entity)
@@ -33,10 +35,13 @@ CURRENT: Final = "CURRENT"  # (ChangePair)->(Fact)
 PRIOR: Final = "PRIOR"  # (ChangePair)->(Fact)
 ABOUT: Final = "ABOUT"  # (SourceQuestion)->(ChangePair | Entity)
 LOADED_FROM: Final = "LOADED_FROM"  # (Guideline|Trajectory|...)->(Source)
+TESTS: Final = "TESTS"  # (Question)->(Fact) the facts its answer key reads
+DERIVED_FROM: Final = "DERIVED_FROM"  # (Question)->(ChangePair|Trajectory|Study|SourceQuestion|...)
+GENERATED_AT: Final = "GENERATED_AT"  # (Question)->(Snapshot)
 
 KEYED_LABELS: Final = (
     SOURCE, ENTITY, FACT, ORGANIZATION, GUIDELINE, TRAJECTORY, CHANGE_PAIR, SOURCE_QUESTION,
-    PATIENT, STUDY, OBSERVATION,
+    PATIENT, STUDY, OBSERVATION, SNAPSHOT, QUESTION,
 )
 
 # Properties every node of a label may carry. The embedded engine rejects a

@@ -224,7 +224,7 @@ class GuidelineBuilder:
             )
             qid = f"tmq-{obj.get('idx', n)}-{stable_id(question)[:8]}"
             self.batch.node(schema.SOURCE_QUESTION, qid, benchmark=KIND, record=obj.get("idx", n),
-                            question=question, choices=choices, correct=answer.get("Correct"),
+                            question=obj["Question"], choices=choices, correct=answer.get("Correct"),
                             explanation=answer.get("Explanation"))
             self.batch.edge(schema.ABOUT, schema.SOURCE_QUESTION, qid, schema.CHANGE_PAIR, pair)
             self.records += 1

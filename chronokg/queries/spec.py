@@ -84,9 +84,16 @@ def run_query(store: GraphStore, name: str, params: Mapping[str, Any] | BaseMode
 
 
 def _load_catalog() -> None:
-    """The specs register themselves when their modules are imported; import them all once."""
-    import chronokg.queries.catalog
-    import chronokg.queries.generation  # noqa: F401
+    """The specs register themselves when their modules are imported: import every module of the package once
+    (a new module of queries needs no other registration)."""
+    import importlib
+    import pkgutil
+
+    import chronokg.queries as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name not in {"spec", "rows"}:
+            importlib.import_module(f"chronokg.queries.{info.name}")
 
 
 def evidence_hash(rows: Sequence[BaseModel | Mapping[str, Any]]) -> str:

@@ -1,0 +1,1 @@
+"""Benchmark families: one module each, with a `FAMILY` spec registered in `chronokg.bench.family.FAMILIES`."""

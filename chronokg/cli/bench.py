@@ -1,0 +1,177 @@
+"""`chronokg generate FAMILY`, `chronokg bench verify|export`, `chronokg snapshot`.
+
+`generate FAMILY` takes the family's options as flags (built from its options model, like
+the query commands), writes the questions as canonical JSONL (`--out`), the seed's own
+files (`--format seed`) and, unless `--no-write`, stores them in the graph.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from chronokg.cli.common import console, err, guarded, opened
+from chronokg.cli.lazy import Command
+from chronokg.cli.queries import option_parameter, split_lists
+
+
+def family_command(name: str) -> Command:
+    """The `generate NAME` command, with the family's options as flags."""
+    from chronokg.bench.family import FAMILIES
+
+    spec = FAMILIES.get(name)
+
+    def command(**values: Any) -> None:
+        out: Path = values.pop("out")
+        fmt: str = values.pop("fmt")
+        write: bool = values.pop("write")
+        since: str | None = values.pop("since")
+        model: str | None = values.pop("model")
+        base_url: str | None = values.pop("base_url")
+
+        def body() -> None:
+            options = spec.options.model_validate(split_lists(values))
+            generate_and_save(name, options, out, fmt, write, since, model, base_url)
+        guarded(body)
+
+    parameters = [option_parameter(n, f) for n, f in spec.options.model_fields.items()]
+    def flag(name: str, annotation: Any, default: Any = inspect.Parameter.empty) -> inspect.Parameter:
+        return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+
+    parameters += [
+        flag("out", Annotated[Path, typer.Option("--out", "-o", help="Where the questions go: a .jsonl file "
+                                                                     "(canonical) or, with --format seed, a folder")]),
+        flag("fmt", Annotated[str, typer.Option("--format", help="canonical (inspect_ai Sample fields) or seed (the "
+                                                                 "published benchmark's own files)")], "canonical"),
+        flag("write", Annotated[bool, typer.Option("--write/--no-write", help="Also store the questions (and the "
+                                                                             "snapshot) in the graph")], True),
+        flag("since", Annotated[str | None, typer.Option(help="Only for what was loaded after this snapshot "
+                                                              "(chronokg snapshot --record)")], None),
+        flag("model", Annotated[str | None, typer.Option(help="A model spec for the steps that need an LLM "
+                                                              "(otherwise templates)")], None),
+        flag("base_url", Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server "
+                                                                 "(openai-compat/ specs)")], None),
+    ]
+    command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    command.__doc__ = spec.help
+    app = typer.Typer(add_completion=False)
+    app.command(name)(command)
+    return typer.main.get_command(app)
+
+
+def generate_and_save(family: str, options: Any, out: Path, fmt: str, write: bool, since: str | None,
+                      model_spec: str | None, base_url: str | None) -> None:
+    from chronokg.bench import snapshot
+    from chronokg.bench.export import write_seed
+    from chronokg.bench.family import generate
+    from chronokg.bench.graph import store_questions
+    from chronokg.bench.question import write_jsonl
+    from chronokg.cli.progress import progress_bar
+    from chronokg.errors import ChronoKGError
+
+    if fmt not in {"canonical", "seed"}:
+        raise ChronoKGError(f"--format must be canonical or seed, not {fmt!r}")
+    model = None
+    if model_spec is not None:
+        from chronokg.bench.llm import open_model
+
+        model = open_model(model_spec, base_url)
+    with opened(read_only=not write) as store, progress_bar(console) as bar:
+        added = snapshot.added_since(store, since) if since else None
+        snap = snapshot.record(store) if write else snapshot.current(store)
+        questions, ctx = generate(family, store, snap, options, since=added, model=model, progress=bar)
+        if write:
+            store_questions(store, questions)
+    if fmt == "canonical":
+        n = write_jsonl(out, questions)
+        console.print(f"[green]wrote[/] {n:,} questions to {out}")
+    else:
+        files = write_seed(family, questions, out)
+        for path, count in files.items():
+            console.print(f"[green]wrote[/] {count:,} records to {path}")
+    by_variant = Counter(q.variant for q in questions)
+    for variant, count in sorted(by_variant.items()):
+        console.print(f"  {variant}: {count:,}")
+    console.print(f"snapshot {snap}" + (" (stored with the questions)" if write else ""))
+    for note in ctx.notes[:20]:
+        err.print(f"[yellow]note:[/] {note}")
+    if len(ctx.notes) > 20:
+        err.print(f"[yellow]note:[/] … and {len(ctx.notes) - 20} more")
+
+
+def provider() -> dict[str, Callable[[], Command]]:
+    from chronokg.bench.family import FAMILIES
+
+    def maker(name: str) -> Callable[[], Command]:
+        return lambda: family_command(name)
+
+    return {name: maker(name) for name in FAMILIES.names()}
+
+
+def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    """`snapshot`, `bench verify`, `bench export` (the `generate FAMILY` commands come from `provider`)."""
+
+    @app.command("snapshot")
+    def snapshot_command(
+        record: Annotated[bool, typer.Option("--record", help="Keep it in the store, for --since later")] = False,
+    ) -> None:
+        """Print the store's snapshot id: a hash of the source releases it holds."""
+        from chronokg.bench import snapshot
+
+        def body() -> None:
+            with opened(read_only=not record) as store:
+                sid = snapshot.record(store) if record else snapshot.current(store)
+            print(sid)
+        guarded(body)
+
+    @bench_app.command("verify")
+    def verify(
+        path: Annotated[Path, typer.Argument(help="Questions (canonical JSONL from chronokg generate)")],
+        fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
+        fail_on_change: Annotated[bool, typer.Option(help="Exit 1 when any answer key's evidence changed")] = False,
+    ) -> None:
+        """Re-run every answer key against the store; list the questions whose evidence changed."""
+        from chronokg.bench.verify import verify_questions
+        from chronokg.cli.render import Format, emit
+
+        def body() -> None:
+            from chronokg.bench.question import read_jsonl
+
+            questions = list(read_jsonl(path))
+            with opened(read_only=True) as store:
+                report = verify_questions(store, questions)
+            if fmt == "json":
+                print(json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=2))
+            else:
+                console.print(f"{report.checked:,} questions, {report.keys:,} answer keys re-run: "
+                              f"[{'red' if report.changed else 'green'}]{len(report.changed):,} changed[/]")
+                emit(console, report.changed, Format.table, title="questions whose evidence changed",
+                     columns=["id", "variant", "old_target", "new_target", "old_answer", "new_answer"], wrap=50)
+            if fail_on_change and report.changed:
+                raise typer.Exit(1)
+        guarded(body)
+
+    @bench_app.command("export")
+    def export(
+        path: Annotated[Path, typer.Argument(help="Questions (canonical JSONL)")],
+        out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the seed's files")],
+    ) -> None:
+        """Write canonical questions in their seed benchmark's own file format."""
+        from chronokg.bench.export import write_seed
+        from chronokg.bench.question import read_jsonl
+
+        def body() -> None:
+            questions = list(read_jsonl(path))
+            by_family: dict[str, list[Any]] = {}
+            for q in questions:
+                by_family.setdefault(q.family, []).append(q)
+            for family, items in by_family.items():
+                for file, count in write_seed(family, items, out).items():
+                    console.print(f"[green]wrote[/] {count:,} records to {file}")
+        guarded(body)

@@ -1,0 +1,160 @@
+"""Queries over guideline trajectories that benchmark generation and answer keys read.
+
+`decision-at` is the answer key of every TempoMed-Bench item and probe: the
+recommendation in force for one clinical decision on a date, beside the version
+chain of its trajectory (so a new version of the trajectory changes the evidence
+of exactly its questions). `change-pair-list` enumerates the change pairs a
+generator builds questions from.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from pydantic import Field
+
+from chronokg.queries.catalog import MAX_CHAIN, known_clause, valid_clause
+from chronokg.queries.rows import Row
+from chronokg.queries.spec import QueryParams, QuerySpec, register
+
+
+class DecisionAtParams(QueryParams):
+    decision: str = Field(description="A clinical decision id (the subject of its recommendation facts)")
+    date: dt.date = Field(description="The day asked about")
+
+
+class DecisionRow(Row):
+    kind: str  # recommendation | version
+    guideline: str
+    year: int | None = None
+    fact_id: str | None = None
+    text: str | None = None
+    valid_from: dt.date | None = None
+    valid_to: dt.date | None = None
+    in_force: bool | None = None
+
+
+def _decision_at(p: DecisionAtParams) -> tuple[str, dict[str, Any]]:
+    cypher = (
+        "MATCH (f:Fact {subject_id: $decision})-[:FROM_GUIDELINE]->(g:Guideline)"
+        f"\nWHERE f.predicate IN ['recommendation'] AND {known_clause('f', None)}"
+        "\nRETURN 'recommendation' AS kind, g.id AS guideline, g.year AS year, f.id AS fact_id, f.value AS text,"
+        f" f.valid_from AS valid_from, f.valid_to AS valid_to, ({valid_clause('f', '$date')}) AS in_force"
+        "\nUNION ALL"
+        "\nMATCH (f:Fact {subject_id: $decision})-[:FROM_GUIDELINE]->(g0:Guideline)"
+        "\nWHERE f.predicate IN ['recommendation']"
+        f"\nMATCH (g0)-[:SUPERSEDES*0..{MAX_CHAIN}]-(v:Guideline)"
+        "\nWITH DISTINCT v"
+        "\nRETURN 'version' AS kind, v.id AS guideline, v.year AS year, null AS fact_id, null AS text,"
+        " v.issued AS valid_from, null AS valid_to, null AS in_force"
+    )
+    return cypher, {"decision": p.decision, "date": p.date}
+
+
+def _decision_order(rows: list[DecisionRow], _: DecisionAtParams) -> list[DecisionRow]:
+    def key(r: DecisionRow) -> tuple[Any, ...]:
+        return (r.kind, r.year or 0, r.valid_from or dt.date.min, r.guideline, r.fact_id or "")
+
+    return sorted(rows, key=key)
+
+
+def at_date(rows: list[DecisionRow], date: dt.date) -> list[DecisionRow]:
+    """`decision-at` rows for another date, without running it again: only `in_force` depends on the date,
+    and it is the catalog's valid-time rule ([valid_from, valid_to), open ends). Used when one decision is
+    asked about at many dates (the year-sweep probes); tests check it equals re-running the query."""
+    out = []
+    for r in rows:
+        if r.kind == "recommendation":
+            valid = (r.valid_from is None or r.valid_from <= date) and (r.valid_to is None or r.valid_to > date)
+            r = r.model_copy(update={"in_force": valid})
+        out.append(r)
+    return out
+
+
+def in_force_text(rows: list[Any]) -> str | None:
+    """The recommendation in force in `decision-at` evidence (rows or their dicts), or None."""
+    found = [r for r in rows if (r.get("kind") if isinstance(r, dict) else r.kind) == "recommendation"
+             and (r.get("in_force") if isinstance(r, dict) else r.in_force)]
+    if not found:
+        return None
+    first = found[-1]
+    return str(first["text"] if isinstance(first, dict) else first.text)
+
+
+DECISION_AT = register(QuerySpec(
+    "decision-at", "The recommendation in force for one clinical decision on DATE, beside its trajectory's versions.",
+    DecisionAtParams, DecisionRow, _decision_at, post=_decision_order, tags=frozenset({"cli", "tool", "answer-key"}),
+))
+
+
+class PairListParams(QueryParams):
+    sources: list[str] | None = Field(default=None, description="Only change pairs loaded from these releases")
+    guideline: str | None = Field(default=None, description="Only the pairs whose current guideline is this")
+
+
+class PairRow(Row):
+    pair: str
+    decision: str
+    current_pmid: str
+    prior_pmid: str
+    current_year: int | None = None
+    prior_year: int | None = None
+    current_text: str | None = None
+    prior_text: str | None = None
+    current_fact: str | None = None
+    prior_fact: str | None = None
+    clinical_focus: str | None = None
+    category: str | None = None
+    summary: str | None = None
+    topic: str | None = None
+    organization: str | None = None
+    question_id: str | None = None
+    question: str | None = None
+    choices: list[str] | None = None
+    correct: str | None = None
+    explanation: str | None = None
+    record: Any = None
+    sources: list[str] = Field(default_factory=list)
+
+
+def _pair_list(p: PairListParams) -> tuple[str, dict[str, Any]]:
+    params: dict[str, Any] = {}
+    where = []
+    if p.guideline is not None:
+        where.append("c.current_pmid = $guideline")
+        params["guideline"] = p.guideline
+    cypher = "MATCH (c:ChangePair)" + (" WHERE " + " AND ".join(where) if where else "")
+    cypher += (
+        "\nOPTIONAL MATCH (c)-[:LOADED_FROM]->(s:Source)"
+        "\nWITH c, collect(s.id) AS sources"
+    )
+    if p.sources is not None:
+        cypher += "\nWHERE any(x IN sources WHERE x IN $sources)"
+        params["sources"] = p.sources
+    cypher += (
+        "\nOPTIONAL MATCH (c)-[:CURRENT]->(cf:Fact)"
+        "\nOPTIONAL MATCH (c)-[:PRIOR]->(pf:Fact)"
+        "\nOPTIONAL MATCH (cg:Guideline {id: c.current_pmid})"
+        "\nOPTIONAL MATCH (pg:Guideline {id: c.prior_pmid})"
+        "\nOPTIONAL MATCH (cg)-[:ISSUED_BY]->(o:Organization)"
+        "\nOPTIONAL MATCH (q:SourceQuestion)-[:ABOUT]->(c)"
+        "\nWITH c, sources, cf, pf, cg, pg, collect(DISTINCT o.caption) AS orgs, collect(q) AS qs"
+        "\nWITH c, sources, cf, pf, cg, pg, orgs, CASE WHEN size(qs) = 0 THEN null ELSE qs[0] END AS q"
+        "\nRETURN c.id AS pair, c.decision_id AS decision, c.current_pmid AS current_pmid,"
+        " c.prior_pmid AS prior_pmid, cg.year AS current_year, pg.year AS prior_year, cf.value AS current_text,"
+        " pf.value AS prior_text, cf.id AS current_fact, pf.id AS prior_fact, c.clinical_focus AS clinical_focus,"
+        " c.category AS category, c.summary AS summary, coalesce(cg.topic, pg.topic) AS topic,"
+        " CASE WHEN size(orgs) = 0 THEN null ELSE orgs[0] END AS organization, q.id AS question_id,"
+        " q.question AS question, q.choices AS choices, q.correct AS correct, q.explanation AS explanation,"
+        " q.record AS record, sources"
+        "\nORDER BY pair"
+    )
+    return cypher, params
+
+
+CHANGE_PAIR_LIST = register(QuerySpec(
+    "change-pair-list", "Every change pair with its two recommendations, years, topic and source question.",
+    PairListParams, PairRow, _pair_list, tags=frozenset({"tool"}),
+    columns=("pair", "current_pmid", "current_year", "prior_pmid", "prior_year", "question_id"),
+))
