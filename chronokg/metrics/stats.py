@@ -82,10 +82,9 @@ def mann_kendall(ys: Sequence[float], alpha: float = 0.05) -> MannKendall:
     s = sum((ys[j] > ys[i]) - (ys[j] < ys[i]) for i in range(n) for j in range(i + 1, n))
     ties = Counter(ys).values()
     var_s = (n * (n - 1) * (2 * n + 5) - sum(t * (t - 1) * (2 * t + 5) for t in ties)) / 18
-    if var_s <= 0 or s == 0:
-        z = 0.0
-    else:
-        z = (s - 1) / math.sqrt(var_s) if s > 0 else (s + 1) / math.sqrt(var_s)
+    z = 0.0
+    if var_s > 0 and s != 0:
+        z = (s - (1 if s > 0 else -1)) / math.sqrt(var_s)
     p = 2 * (1 - normal_cdf(abs(z)))
     trend = "no trend" if p >= alpha else ("increasing" if z > 0 else "decreasing")
     return MannKendall(s=s, var_s=var_s, z=z, p=p, trend=trend)
