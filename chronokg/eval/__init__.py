@@ -1,0 +1,1 @@
+"""Evaluation runs: send questions to models, log every sample, resume, score, write predictions into the graph."""
