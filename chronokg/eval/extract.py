@@ -51,14 +51,14 @@ def tempomed_mcq_fixed(text: str | None, labels: Sequence[str]) -> str:
     pattern = "|".join(re.escape(lab) for lab in sorted(set(labels), key=len, reverse=True))
     after = r"(?![A-Za-z0-9]|\.[A-Za-z])"  # "A" but not "Answer", "e.g."
     found = re.findall(rf"##\s*answer\s*:\s*[\[\(\*]*\s*({pattern}){after}", text, re.IGNORECASE)
-    found = [f.upper() for f in found if f.upper() in labels]
-    if found:
-        return found[-1]
+    answers = [str(f).upper() for f in found if str(f).upper() in labels]
+    if answers:
+        return answers[-1]
     first = text.strip().splitlines()[0]
     m = re.match(rf"\s*[\*\(\[]*({pattern})[\)\].:]?\**(?:\s|$)", first)
     if m:
-        return m.group(1)
-    tokens = re.findall(rf"(?<![A-Za-z.])({pattern}){after}(?!\s+[a-z])", text)
+        return str(m.group(1))
+    tokens = [str(t) for t in re.findall(rf"(?<![A-Za-z.])({pattern}){after}(?!\s+[a-z])", text)]
     return tokens[0] if tokens and len(set(tokens)) == 1 else INVALID
 
 
