@@ -58,7 +58,7 @@ def test_constant_patterns() -> None:
         assert rule(constant("B", "A"), 2015).name == ONLY_LATEST
         assert rule(constant("A", "A"), 2015).name == ALL_TRUE
         assert rule(constant("B", "B"), 2015).name == ALL_FALSE
-    mixed = constant("B", "A")[:-1] + [Answer("current", 2026, "C")]
+    mixed = [*constant("B", "A")[:-1], Answer("current", 2026, "C")]
     assert classify_seed(mixed, 2015).name == INCONSISTENT  # the seed: any abstention forbids a constant pattern
     assert classify_fixed(mixed, 2015).name == ONLY_LATEST
 
