@@ -382,7 +382,11 @@ def generate(ctx: Context, options: TempoMedOptions) -> Iterator[Question]:
                         "explanation": pair.explanation if kind == "released" else None}
                 yield from _mcq_items(ctx, options, pair, choices, stem, meta, counter)
         if options.probes:
-            yield from _probes(ctx, options, pair)
+            if options.protocol is Protocol.chronokg and pair.current_year == pair.prior_year:
+                # At year precision the prior version was never in force: there is no transition to probe.
+                ctx.notes.append(f"{pair.pair}: no probes under --protocol chronokg (same-year versions)")
+            else:
+                yield from _probes(ctx, options, pair)
         if ctx.progress is not None:
             ctx.progress.advance(1)
 
