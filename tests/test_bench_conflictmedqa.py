@@ -191,6 +191,30 @@ def test_22_scenarios_per_driftmed_pair(advice_items: list[Question]) -> None:
     assert set(halves.values()) == {1} and len({k for k, _ in halves}) == 55
 
 
+def test_195_pairs_give_the_published_4290(tmp_path: Path) -> None:
+    """The paper's counts: 195 pairs x 11 factors x 2 = 4,290, and the exported DriftMed ids meet its pairing rule
+    (2,145 current scenarios, wrong id = correct id + 2145)."""
+    base = advice_pairs()
+    rows = []
+    for n in range(1, 196):
+        cur, old = base[n % 5]
+        rows.append(dict(cur, id=n, text=f"{cur['text']} (pair {n})"))
+        rows.append(dict(old, id=n + 2145, text=f"{old['text']} (pair {n})"))
+    path = tmp_path / "195.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    questions = generate("conflictmedqa", loaded(path), "snap", {})[0]
+    assert len(questions) == 4290
+    assert collections.Counter(q.target for q in questions) == {"YES": 2145, "NO": 2145}
+    write_seed("conflictmedqa", questions, tmp_path / "seed")
+    exported = raw(tmp_path / "seed" / "conflictmedqa_driftmed.jsonl")
+    ids = {r["chronokg_id"]: r["id"] for r in exported}
+    assert sorted(ids.values()) == list(range(1, 2146)) + list(range(2146, 4291))
+    by_pair = collections.defaultdict(dict)
+    for q in questions:
+        by_pair[q.metadata["ikcr_pair"]][q.metadata["version"]] = ids[q.id]
+    assert all(v["outdated"] == v["up_to_date"] + 2145 for v in by_pair.values())
+
+
 def test_22_scenarios_per_tempomed_change_pair(tempomed_store: KgliteStore, shared_data: Path) -> None:
     records = tempomed_records(shared_data)
     questions, ctx = generate("conflictmedqa", tempomed_store, snapshot.current(tempomed_store), {})
