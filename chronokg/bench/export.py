@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -14,7 +15,8 @@ from chronokg.errors import ChronoKGError
 
 def write_seed(family: str, questions: Iterable[Question], folder: Path) -> dict[Path, int]:
     """Write the family's seed files into `folder`: `.jsonl` one record a line (`.jsonl` files the seed reads as
-    blank-line separated blocks get them), `.json` one list. Returns records per file."""
+    blank-line separated blocks get them), `.json` one list (or, for the family's `seed_objects`, the one object
+    yielded), `.csv` a header and one row per record. Returns records per file."""
     spec = FAMILIES.get(family)
     if spec.seed_format is None:
         raise ChronoKGError(f"family {family} has no seed format")
@@ -34,8 +36,23 @@ def write_seed(family: str, questions: Iterable[Question], folder: Path) -> dict
                         fh.write(json.dumps(record, ensure_ascii=False, indent=2) + "\n\n\n")
                     else:
                         fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        elif name.endswith(".csv"):
+            _write_csv(tmp, records)
+        elif name in spec.seed_objects:
+            if len(records) != 1:
+                raise ChronoKGError(f"family {family} gave {len(records)} objects for its seed file {name}")
+            tmp.write_text(json.dumps(records[0], ensure_ascii=False, indent=4), encoding="utf-8")
         else:
             tmp.write_text(json.dumps(records, ensure_ascii=False, indent=2), encoding="utf-8")
         tmp.replace(path)
         written[path] = len(records)
     return written
+
+
+def _write_csv(path: Path, records: list[Any]) -> None:
+    """Records (dicts) as CSV with a header of every key in first-seen order (what pandas' `read_csv` reads)."""
+    columns = list(dict.fromkeys(key for record in records for key in record))
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(records)

@@ -98,10 +98,12 @@ class Family:
     answer: Callable[[Question, list[dict[str, Any]]], str | None] | None = None  # target from new evidence
     sources: str = ""  # citation of the seed (code and paper) the family reproduces
     seed_blocks: bool = False  # the seed's .jsonl files are pretty-printed blocks separated by blank lines
+    seed_objects: tuple[str, ...] = ()  # seed .json files holding the one object yielded for them, not a list
 
 
 FAMILIES: Registry[Family] = Registry("benchmark family")
 FAMILIES.register("tempomed", "chronokg.bench.families.tempomed:FAMILY")
+FAMILIES.register("conflictmedqa", "chronokg.bench.families.conflictmedqa:FAMILY")
 
 
 def generator_info(family: str, options: FamilyOptions) -> dict[str, Any]:

@@ -5,10 +5,16 @@ Rows are `{id, text, label, bias_type, change_category, disease}` with label
 wrong scenario of a pair has id = correct id + 2145 (195 recommendation pairs x
 11 factors). JSONL, a JSON list, CSV and (with duckdb installed) parquet are read.
 
+Rows without a `bias_type` (and `factor`) are recommendation pairs rather than
+scenarios: the advice itself, current and pseudo-outdated, from which the
+ConflictMedQA family writes its 22 scenarios (the authors' `<Disease>_correct_advice.csv`
+inputs, in DriftMed's columns). An optional `disease_group` column (the paper's
+"infectious" / "chronic") is kept on the change pair.
+
 Each pair becomes a clinical-decision entity `driftmed:<correct id>` (its
 caption names disease, change category and factor; the factor is the row's
 `factor` field when present, else its `bias_type`), a change pair, the two row
-texts as SourceQuestions, and two `recommendation` facts:
+texts as SourceQuestions (scenario rows only), and two `recommendation` facts:
 
 * current: valid from an unknown start (`valid_from` None, year precision), open-ended;
 * outdated: DriftMed gives no dates, so it is modelled as superseded no later
@@ -28,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from chronokg.errors import InputError
 from chronokg.graph import schema
@@ -67,10 +73,17 @@ class DriftRow(BaseModel):
     id: int
     text: Text
     label: Text
-    bias_type: Text
+    bias_type: Text | None = None  # absent: the row is a recommendation, not a scenario
     change_category: Text
     disease: Text
     factor: str | None = None
+    disease_group: str | None = None
+
+    @field_validator("bias_type", "factor", "disease_group", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: Any) -> Any:
+        """An empty CSV cell of an optional column means the column is absent for that row."""
+        return None if isinstance(value, str) and not value.strip() else value
 
 
 @dataclass(frozen=True)
@@ -176,7 +189,7 @@ def pairs(rows: dict[int, Located]) -> list[tuple[Located, Located]]:
     return out
 
 
-def _attrs(row: DriftRow, factor: str) -> dict[str, Any]:
+def _attrs(row: DriftRow, factor: str | None) -> dict[str, Any]:
     return {"driftmed_label": row.label, "driftmed_id": row.id, "bias_type": row.bias_type,
             "change_category": row.change_category, "disease": row.disease, "factor": factor}
 
@@ -193,7 +206,8 @@ def stage(paths: Iterable[Path], release_date: dt.date = DEFAULT_RELEASE) -> tup
         batch.at(cur.path, cur.record)
         factor = c.factor or c.bias_type
         decision = f"{KIND}:{c.id}"
-        batch.entity(decision, kind="clinical_decision", caption=f"{c.disease} — {c.change_category} — {factor}")
+        parts = [c.disease, c.change_category] + ([factor] if factor else [])
+        batch.entity(decision, kind="clinical_decision", caption=" — ".join(parts))
         current = batch.fact(Fact(
             subject=decision, predicate=RECOMMENDATION, value=c.text, precision=Precision.YEAR,
             known_from=release_date, source_id=cur.source.id, source_kind=KIND, attrs=_attrs(c, factor),
@@ -205,11 +219,11 @@ def stage(paths: Iterable[Path], release_date: dt.date = DEFAULT_RELEASE) -> tup
         ))
         pair = f"{KIND}-cp:{c.id}"
         batch.node(schema.CHANGE_PAIR, pair, decision_id=decision, category=c.change_category,
-                   clinical_focus=c.disease, factor=factor)
+                   clinical_focus=c.disease, factor=factor, disease_group=c.disease_group)
         batch.edge(schema.CURRENT, schema.CHANGE_PAIR, pair, schema.FACT, current)
         batch.edge(schema.PRIOR, schema.CHANGE_PAIR, pair, schema.FACT, outdated)
         batch.edge(schema.LOADED_FROM, schema.CHANGE_PAIR, pair, schema.SOURCE, cur.source.id)
-        for loc in (cur, old):
+        for loc in (cur, old) if factor else ():  # recommendation rows are no questions
             qid = f"{KIND}-q:{loc.row.id}"
             batch.node(schema.SOURCE_QUESTION, qid, benchmark=KIND, record=loc.row.id, question=loc.row.text,
                        driftmed_label=loc.row.label, bias_type=loc.row.bias_type)

@@ -96,8 +96,8 @@ class PairListParams(QueryParams):
 class PairRow(Row):
     pair: str
     decision: str
-    current_pmid: str
-    prior_pmid: str
+    current_pmid: str | None = None  # None: a pair from a source without guidelines (DriftMed)
+    prior_pmid: str | None = None
     current_year: int | None = None
     prior_year: int | None = None
     current_text: str | None = None
@@ -118,25 +118,32 @@ class PairRow(Row):
     sources: list[str] = Field(default_factory=list)
 
 
+def change_pair_head(params: dict[str, Any], sources: list[str] | None, where: list[str] | None = None,
+                     collect: str = "") -> str:
+    """The start every change-pair listing shares: each pair `c` (matching `where`) with its source ids
+    `sources` (only pairs loaded from `sources`, when given; `collect` adds columns to that WITH), its two
+    recommendation facts `cf` (current) and `pf` (prior) and their guidelines `cg` and `pg`."""
+    cypher = "MATCH (c:ChangePair)" + (" WHERE " + " AND ".join(where) if where else "")
+    cypher += "\nOPTIONAL MATCH (c)-[:LOADED_FROM]->(s:Source)\nWITH c, collect(s.id) AS sources" + collect
+    if sources is not None:
+        cypher += "\nWHERE any(x IN sources WHERE x IN $sources)"
+        params["sources"] = sources
+    return cypher + (
+        "\nOPTIONAL MATCH (c)-[:CURRENT]->(cf:Fact)"
+        "\nOPTIONAL MATCH (c)-[:PRIOR]->(pf:Fact)"
+        "\nOPTIONAL MATCH (cg:Guideline {id: c.current_pmid})"
+        "\nOPTIONAL MATCH (pg:Guideline {id: c.prior_pmid})"
+    )
+
+
 def _pair_list(p: PairListParams) -> tuple[str, dict[str, Any]]:
     params: dict[str, Any] = {}
     where = []
     if p.guideline is not None:
         where.append("c.current_pmid = $guideline")
         params["guideline"] = p.guideline
-    cypher = "MATCH (c:ChangePair)" + (" WHERE " + " AND ".join(where) if where else "")
+    cypher = change_pair_head(params, p.sources, where)
     cypher += (
-        "\nOPTIONAL MATCH (c)-[:LOADED_FROM]->(s:Source)"
-        "\nWITH c, collect(s.id) AS sources"
-    )
-    if p.sources is not None:
-        cypher += "\nWHERE any(x IN sources WHERE x IN $sources)"
-        params["sources"] = p.sources
-    cypher += (
-        "\nOPTIONAL MATCH (c)-[:CURRENT]->(cf:Fact)"
-        "\nOPTIONAL MATCH (c)-[:PRIOR]->(pf:Fact)"
-        "\nOPTIONAL MATCH (cg:Guideline {id: c.current_pmid})"
-        "\nOPTIONAL MATCH (pg:Guideline {id: c.prior_pmid})"
         "\nOPTIONAL MATCH (cg)-[:ISSUED_BY]->(o:Organization)"
         "\nOPTIONAL MATCH (q:SourceQuestion)-[:ABOUT]->(c)"
         "\nWITH c, sources, cf, pf, cg, pg, collect(DISTINCT o.caption) AS orgs, collect(q) AS qs"
