@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from chronokg.bench.families.chroknow_prompts import keyed, liquid_text, messages, render, template
 from chronokg.bench.family import Context, Family, FamilyOptions, Protocol, generator_info
@@ -91,6 +91,16 @@ DISTRACTOR_SCHEMA: dict[str, Any] = {
 }
 
 
+class SeedDomain(StrEnum):
+    """The seed's domains (its `--domain` values)."""
+
+    General = "General"
+    Biomedical = "Biomedical"
+    Legal = "Legal"
+    CommonSense = "CommonSense"
+    Math = "Math"
+
+
 class Template(StrEnum):
     generation = "generation"
     mcqa = "mcqa"
@@ -101,25 +111,12 @@ class ChroKnowOptions(FamilyOptions):
     """What to build. Defaults build every template for every loaded domain, five draws each, as the seed."""
 
     templates: list[Template] = Field(default_factory=lambda: list(Template), description="Which prompt templates")
-    domains: list[str] | None = Field(default=None, description="Only these seed domains (General, Biomedical, "
-                                                                "Legal, CommonSense, Math); default: all loaded")
+    domains: list[SeedDomain] | None = Field(default=None, description="Only these seed domains (default: every "
+                                                                       "loaded one)")
     draws: int = Field(default=5, ge=1, le=50, description="Few-shot draws (prompts) per item, year and template")
     cfr: bool = Field(default=True, description="Also build Legal cloze items from CFR paragraph changes")
     cfr_max_words: int = Field(default=6, ge=1, description="Longest changed span (words, either side) a CFR "
                                                             "change may have to become a cloze item")
-
-    @field_validator("domains")
-    @classmethod
-    def _known_domains(cls, value: list[str] | None) -> list[str] | None:
-        if value is None:
-            return None
-        out = []
-        for name in value:
-            match = next((d for d in DOMAINS if d.lower() == name.strip().lower()), None)
-            if match is None:
-                raise ValueError(f"unknown ChroKnowBench domain {name!r} (known: {', '.join(DOMAINS)})")
-            out.append(match)
-        return out
 
 
 @dataclass(frozen=True)
@@ -728,7 +725,7 @@ def generate(ctx: Context, options: ChroKnowOptions) -> Iterator[Question]:
 
     _resolve_distractors(ctx, graph, [*rows, *fewshots], {})
     _resolve_distractors(ctx, graph, cfr, _cfr_pools(cfr))
-    domains = options.domains or list(DOMAINS)
+    domains = [d.value for d in options.domains] if options.domains else list(DOMAINS)
     budget = [options.limit if options.limit is not None else 10**12]
     if ctx.progress is not None:
         todo = sum(1 for i in [*rows, *cfr] if selected(i) and i.domain in domains)
