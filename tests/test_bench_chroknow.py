@@ -530,3 +530,29 @@ def test_model_written_distractors_are_checked_against_the_graph(store: KgliteSt
     vdl = pick(items, "mcqa", 2020, subject="Ursula von der Leyen")
     assert [(d["text"], d["source"]) for d in vdl.metadata["distractors"]] == [
         ("Chancellor of Germany", "source"), ("NATO Secretary General", "llm"), ("Mayor of Hanover", "llm")]
+
+
+def test_since_builds_only_what_was_added(tmp_path: Path) -> None:
+    s = KgliteStore(":memory:")
+    chroknow.load(s, [BENCH])
+    snap = snapshot.record(s)
+    new = tmp_path / "TimeVariant_Legal_Dynamic.jsonl"
+    row = {"question": "The ____ may waive the fee.", "question_type": "Organization", "answers_2020": ["Director"],
+           "answers_2021": ["Administrator"], "release_date_2020": "2020-01-01", "release_date_2021": "2021-01-01",
+           "distractor": ["Secretary", "Board", "Commission"]}
+    new.write_text(json.dumps(row) + "\n")
+    chroknow.load(s, [new])
+    added = snapshot.added_since(s, snap)
+    items, _ = generate("chroknow", s, snapshot.current(s), {}, since=added)
+    assert {q.metadata["question"] for q in items} == {row["question"]}
+    assert len(items) == 2 * 5 * 3
+    full, _ = generate("chroknow", s, snapshot.current(s), {})
+    # The seed's draws are replayed over every row, so the prompts are the ones a full run gives.
+    assert {q.id for q in items} <= {q.id for q in full}
+
+
+def test_rows_of_an_unnamed_file_are_left_out_with_a_note() -> None:
+    s = KgliteStore(":memory:")
+    chroknow.load(s, [BENCH.parent / "invariant.jsonl"])
+    items, ctx = generate("chroknow", s, snapshot.current(s), {})
+    assert items == [] and any("invariant.jsonl" in n and "seed domain" in n for n in ctx.notes)

@@ -270,6 +270,10 @@ class Graph:
         params: dict[str, Any] = {"fewshot": fewshot}
         rows: list[ChroKnowRow] = self.ctx.rows("chroknow-rows", params)
         items = [i for r in rows if (i := _item(r, fewshot)) is not None]
+        unknown = sorted({r.file_name or r.source_id for r in rows if r.seed_domain not in DOMAINS})
+        if unknown:
+            self.ctx.notes.append(f"rows of {', '.join(unknown)} left out: the file name does not say which seed "
+                                  "domain (templates) they belong to")
         return sorted(items, key=_seed_order)
 
     def relation(self, predicate: str) -> list[RelationRow]:
