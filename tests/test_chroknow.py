@@ -238,3 +238,66 @@ def test_cli(tmp_path: Path) -> None:
     result = runner.invoke(app, ["--store", uri, "ingest", "chroknow", str(FIXTURES / "general.jsonl"),
                                  "--domain", "invariant"])
     assert result.exit_code == 2 and "error:" in result.output and "general.jsonl" in result.output
+
+
+# --- what byte-exact prompts need: rows as read, their files, the few-shot pools ---------------------------------
+
+BENCH = FIXTURES / "bench"
+
+
+def seed_files() -> list[Path]:
+    return sorted(BENCH.glob("*.jsonl")) + sorted((BENCH / "Fewshots").glob("*.jsonl"))
+
+
+@pytest.fixture(scope="module")
+def bench() -> KgliteStore:
+    store = KgliteStore(":memory:")
+    chroknow.load(store, [BENCH])
+    return store
+
+
+def test_every_row_is_kept_exactly_as_read_with_its_file(bench: KgliteStore) -> None:
+    stored = {(r["f"], r["r"]): r for r in bench.run(
+        "MATCH (q:SourceQuestion) RETURN q.row_json AS j, q.file_name AS f, q.record AS r, q.fewshot AS few, "
+        "q.seed_domain AS d, q.split AS s")}
+    lines = [(p, n, line) for p in seed_files() for n, line in enumerate(p.read_text().splitlines(), start=1)]
+    assert len(stored) == len(lines) == 30
+    for path, n, line in lines:
+        row = stored[path.name, n]
+        # Same keys in the same order, same object/alias/distractor order and nesting, same raw release dates.
+        assert list(json.loads(row["j"]).items()) == list(json.loads(line).items())
+        assert row["few"] is (path.parent.name == "Fewshots")
+        assert row["d"] == path.stem.split("_")[1]  # Fewshot_Legal, TimeVariant_Legal_Dynamic -> Legal
+        assert row["s"] == (None if row["few"] else path.stem.split("_")[2])
+
+
+def test_fewshot_rows_add_no_facts_or_entities(bench: KgliteStore) -> None:
+    subjects = {r["s"] for r in bench.run("MATCH (f:Fact) RETURN DISTINCT f.subject_id AS s")}
+    expected = {chroknow.entity_id(r["subject"]) for p in BENCH.glob("*.jsonl") for r in rows(f"bench/{p.name}")
+                if "subject" in r}
+    expected |= {chroknow.question_id(r["question"]) for r in rows("bench/TimeVariant_Legal_Dynamic.jsonl")}
+    assert subjects == expected
+    assert not bench.run("MATCH (e:Entity {id: 'ck:pedro-braillard-poccard'}) RETURN e.id AS id")
+    (n,) = bench.run("MATCH (q:SourceQuestion {fewshot: true}) RETURN count(q) AS n")
+    assert n["n"] == sum(len(rows(f"bench/Fewshots/{p.name}")) for p in (BENCH / "Fewshots").glob("*.jsonl")) == 23
+
+
+def test_a_general_file_of_plain_strings_is_read_as_general(bench: KgliteStore) -> None:
+    (merkel,) = catalog.timeline(bench, "ck:angela-merkel")
+    assert (merkel.shown, merkel.valid_from, merkel.valid_to) == ("Leipzig University", D(2019, 1, 1), None)
+    (q,) = bench.run("MATCH (q:SourceQuestion)-[:ABOUT]->(:Entity {id: 'ck:angela-merkel'}) "
+                     "RETURN q.benchmark AS b, q.temporal_state AS s")
+    assert q == {"b": "chroknow:general", "s": "static"}
+
+
+def test_fewshot_folder_is_read_only_inside_a_given_folder(tmp_path: Path) -> None:
+    assert chroknow.expand([FIXTURES]) == sorted(FIXTURES.glob("*.jsonl"))  # no Fewshots/ there
+    assert chroknow.expand([BENCH]) == seed_files()
+    only = tmp_path / "Fewshots"
+    only.mkdir()
+    (only / "pool.jsonl").write_text((BENCH / "Fewshots" / "Fewshot_Legal.jsonl").read_text())
+    store = KgliteStore(":memory:")
+    chroknow.load(store, [only / "pool.jsonl"])
+    assert graph_counts(store).get("Fact", 0) == 0  # a file inside a Fewshots/ folder is a few-shot pool
+    (r,) = store.run("MATCH (q:SourceQuestion) RETURN count(q) AS n, collect(DISTINCT q.fewshot) AS f")
+    assert r == {"n": 6, "f": [True]}

@@ -26,7 +26,8 @@ def write_seed(family: str, questions: Iterable[Question], folder: Path) -> dict
     folder.mkdir(parents=True, exist_ok=True)
     written: dict[Path, int] = {}
     for name, records in files.items():
-        path = folder / f"{family}_{name}"
+        path = folder / f"{family}_{name}"  # a name with folders ("ChroKnowBench/Fewshots/x.jsonl") keeps them
+        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".part")
         if name.endswith(".jsonl"):
             blocks = getattr(spec, "seed_blocks", False)

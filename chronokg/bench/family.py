@@ -104,6 +104,7 @@ class Family:
 FAMILIES: Registry[Family] = Registry("benchmark family")
 FAMILIES.register("tempomed", "chronokg.bench.families.tempomed:FAMILY")
 FAMILIES.register("conflictmedqa", "chronokg.bench.families.conflictmedqa:FAMILY")
+FAMILIES.register("chroknow", "chronokg.bench.families.chroknow:FAMILY")
 
 
 def generator_info(family: str, options: FamilyOptions) -> dict[str, Any]:

@@ -36,7 +36,7 @@ def family_command(name: str) -> Command:
         base_url: str | None = values.pop("base_url")
 
         def body() -> None:
-            options = spec.options.model_validate(split_lists(values))
+            options = family_options(name, split_lists(values))
             generate_and_save(name, options, out, fmt, write, since, model, base_url)
         guarded(body)
 
@@ -63,6 +63,21 @@ def family_command(name: str) -> Command:
     app = typer.Typer(add_completion=False)
     app.command(name)(command)
     return typer.main.get_command(app)
+
+
+def family_options(name: str, values: dict[str, Any]) -> Any:
+    """The family's options from the flags; an invalid value is one clear error naming the flag."""
+    from pydantic import ValidationError
+
+    from chronokg.bench.family import FAMILIES
+    from chronokg.errors import ChronoKGError
+
+    try:
+        return FAMILIES.get(name).options.model_validate(values)
+    except ValidationError as exc:
+        problems = "; ".join(f"--{str(e['loc'][0]).replace('_', '-') if e['loc'] else '?'}: {e['msg']}"
+                             for e in exc.errors())
+        raise ChronoKGError(f"generate {name}: {problems}") from None
 
 
 def generate_and_save(family: str, options: Any, out: Path, fmt: str, write: bool, since: str | None,

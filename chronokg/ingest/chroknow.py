@@ -19,6 +19,19 @@ the slug is empty or long) with the text as caption and every alias kept in
 `aliases`. A Legal question is the entity `ck:q-<hash of the question>` whose
 `answer` facts carry the answer text. Each row is also kept as a
 SourceQuestion (with its distractors, JSON-encoded) linked to its subject.
+
+Byte-exact prompts (`chronokg generate chroknow --protocol seed`) need what the
+facts merge away: each row's per-year object order and nesting, alias order,
+distractor order, raw release dates and its place in its file. The
+SourceQuestion therefore also keeps the row exactly as read (`row_json`), its
+file's name, the seed's domain and split read from the file name
+(`TimeVariant_General_Dynamic.jsonl` -> General, Dynamic), `subject_text`,
+`relation` and the years it covers (a row loaded again from another file keeps
+the latest file's reading: `POLICY`). The few-shot pools
+(`Fewshots/Fewshot_{domain}.jsonl`, read from a given folder's `Fewshots/`
+sub-folder or given as files) become SourceQuestion nodes with `fewshot=true`
+and the same properties; they are prompt material, not assertions, so they add
+no facts or entities.
 """
 
 from __future__ import annotations
@@ -38,6 +51,7 @@ from chronokg.errors import InputError
 from chronokg.graph import schema
 from chronokg.graph.batch import GraphBatch
 from chronokg.graph.dates import Precision, parse_date, year_start
+from chronokg.graph.merge import DEFAULT_POLICY
 from chronokg.graph.model import Fact, Source, stable_id
 from chronokg.graph.store import GraphStore
 from chronokg.ingest.common import (
@@ -62,6 +76,14 @@ DEFAULT_RELEASE = dt.date(2024, 10, 11)
 _YEAR_KEY = re.compile(r"^(objects|answers|release_date)_(\d{4})$")
 _COMPACT_DATE = re.compile(r"^(\d{4})(\d{2})(\d{2})$")
 _ISO_PREFIX = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ]")
+# The released file names: TimeVariant_{domain}_{Dynamic|Static}.jsonl, TimeInvariant_{domain}.jsonl and
+# Fewshots/Fewshot_{domain}.jsonl (ChroKnowledge `sources/utils.py:53-68`).
+_SEED_FILE = re.compile(r"^Time(?:Variant|Invariant)_([A-Za-z]+?)(?:_(Dynamic|Static))?\.jsonl$")
+_FEWSHOT_FILE = re.compile(r"^Fewshot_([A-Za-z]+)\.jsonl$")
+FEWSHOTS = "Fewshots"
+SEED_DOMAIN_NAMES = ("General", "Biomedical", "Legal", "CommonSense", "Math")
+# A row loaded again from another file (a re-release, other release dates): the row as read is that file's.
+POLICY = DEFAULT_POLICY.with_latest(schema.SOURCE_QUESTION, "row_json", "file_name", "split", "years")
 
 class Domain(StrEnum):
     GENERAL = "general"
@@ -86,6 +108,31 @@ class LegalRow(BaseModel):
     question: Text
     question_type: str | None = None
     distractor: Any = None
+
+
+@dataclass(frozen=True)
+class FileRole:
+    """What a file's name says: a few-shot pool or benchmark rows, the seed's domain and split."""
+
+    fewshot: bool
+    seed_domain: str | None
+    split: str | None
+
+
+def file_role(path: Path) -> FileRole:
+    """Read the seed's file naming; a few-shot file is one named `Fewshot_*.jsonl` or inside `Fewshots/`."""
+    if m := _FEWSHOT_FILE.match(path.name):
+        return FileRole(True, _known_domain(m[1]), None)
+    if m := _SEED_FILE.match(path.name):
+        return FileRole(path.parent.name == FEWSHOTS, _known_domain(m[1]), m[2])
+    return FileRole(path.parent.name == FEWSHOTS, None, None)
+
+
+def _known_domain(name: str) -> str | None:
+    return next((d for d in SEED_DOMAIN_NAMES if d.lower() == name.lower()), None)
+
+
+DEFAULT_SEED_DOMAIN = {Domain.GENERAL: "General", Domain.BIOMEDICAL: "Biomedical", Domain.LEGAL: "Legal"}
 
 
 @dataclass(frozen=True)
@@ -168,16 +215,21 @@ def _strings(path: Path, record: str, key: str, value: Any) -> list[str]:
     return [v.strip() for v in value]
 
 
-def _objects(path: Path, record: str, key: str, value: Any, domain: Domain) -> list[Obj]:
-    """A snapshot's objects: alias lists (General; also accepted for time-invariant rows) or strings."""
+def _objects(path: Path, record: str, key: str, value: Any, domain: Domain, flat_general: bool = False) -> list[Obj]:
+    """A snapshot's objects: alias lists (General; also accepted for time-invariant rows) or strings.
+
+    General objects are alias lists unless `flat_general` (a General file whose rows give plain strings: the
+    seed's MCQA code concatenates `'(a) ' + objects_YYYY[0]`, which only works on strings)."""
     if not isinstance(value, list):
         raise InputError(path, record, f"field {key!r} must be a list, got {type(value).__name__}")
     out: list[Obj] = []
     if domain is Domain.LEGAL:
         return [Obj(key=a, caption=a, aliases=(a,)) for a in _strings(path, record, key, value)]
     nested = bool(value) and isinstance(value[0], list)
-    if domain is Domain.GENERAL and value and not nested:
+    if domain is Domain.GENERAL and value and not nested and not flat_general:
         raise InputError(path, record, f"field {key!r}: General objects are lists of aliases, got {value[0]!r}")
+    if domain is Domain.GENERAL and nested and flat_general:
+        raise InputError(path, record, f"field {key!r}: an alias list in a General file of plain-string objects")
     if domain is Domain.BIOMEDICAL and nested:
         raise InputError(path, record, f"field {key!r}: Biomedical objects are strings, got {value[0]!r}")
     for k, item in enumerate(value):
@@ -195,12 +247,14 @@ class ChroKnowBuilder:
     """Stages ChroKnowBench files into one batch."""
 
     def __init__(self, release_date: dt.date) -> None:
-        self.batch = GraphBatch()
+        self.batch = GraphBatch(POLICY)
         self.release_date = release_date
         self.records = 0
         self._aliases: dict[str, list[str]] = {}
         self.keys = RecordKeys("row")
+        self.fewshot_keys = RecordKeys("few-shot row")
         self._captions: dict[str, str] = {}
+        self.flat_general = False  # the file being read is a General file whose objects are plain strings
 
     def file_source(self, path: Path, domain: Domain) -> Source:
         src = file_source(path, KIND, self.release_date, domain.value, prefix="ChroKnowBench")
@@ -218,38 +272,48 @@ class ChroKnowBuilder:
             self.batch.node(schema.ENTITY, key, caption=self._captions[key], aliases=aliases)
         return self.batch
 
-    def _row_question(self, subject: str, text: str, domain: Domain, record: int, state: str,
-                      distractor: Any, src: Source, **extra: Any) -> None:
-        qid = f"ckq:{stable_id(domain.value, text)}"
-        self.batch.node(schema.SOURCE_QUESTION, qid, benchmark=f"{KIND}:{domain.value}", record=record,
-                        question=text, temporal_state=state,
-                        distractor=None if distractor is None else json.dumps(distractor, ensure_ascii=False),
-                        **extra)
-        self.batch.edge(schema.ABOUT, schema.SOURCE_QUESTION, qid, schema.ENTITY, subject)
+    def _row_question(self, qid: str, text: str, domain: Domain, record: int, state: str | None,
+                      obj: dict[str, Any], src: Source, path: Path, role: FileRole, years: list[int] | None,
+                      **extra: Any) -> None:
+        """The row as a SourceQuestion, kept exactly as read (see the module docstring for why)."""
+        distractor = obj.get("distractor")
+        self.batch.node(
+            schema.SOURCE_QUESTION, qid, benchmark=f"{KIND}:{domain.value}", record=record, question=text,
+            temporal_state=state, distractor=None if distractor is None else json.dumps(distractor, ensure_ascii=False),
+            row_json=json.dumps(obj, ensure_ascii=False), file_name=path.name, fewshot=role.fewshot,
+            seed_domain=role.seed_domain or DEFAULT_SEED_DOMAIN.get(domain), split=role.split, years=years,
+            **extra)
         self.batch.edge(schema.LOADED_FROM, schema.SOURCE_QUESTION, qid, schema.SOURCE, src.id)
 
-    def row(self, path: Path, n: int, line: int, obj: dict[str, Any], domain: Domain, src: Source) -> None:
+    def row(self, path: Path, n: int, line: int, obj: dict[str, Any], domain: Domain, src: Source,
+            role: FileRole) -> None:
         record = f"{n} (line {line})"
         self.batch.at(path, record)
         about = obj.get("question") if domain is Domain.LEGAL else (obj.get("subject"), obj.get("relation"))
-        key = (domain.value, about)
-        if not self.keys.check(key, obj, path, record):
+        keys = self.fewshot_keys if role.fewshot else self.keys
+        if not keys.check((domain.value, about), obj, path, record):
             return  # the same row again
         if domain is Domain.LEGAL:
             legal: LegalRow = validated(LegalRow, obj, path, record)
             subject, predicate = question_id(legal.question), ANSWER
-            caption = " ".join(legal.question.split())
-            self.batch.entity(subject, kind=f"{KIND}:legal_question", caption=caption[:160])
-            self.batch.node(schema.ENTITY, subject, question=legal.question, question_type=legal.question_type)
-            text, distractor, extra = legal.question, legal.distractor, {"question_type": legal.question_type}
+            text = legal.question
+            extra: dict[str, Any] = {"question_type": legal.question_type}
+            if not role.fewshot:
+                caption = " ".join(legal.question.split())
+                self.batch.entity(subject, kind=f"{KIND}:legal_question", caption=caption[:160])
+                self.batch.node(schema.ENTITY, subject, question=legal.question, question_type=legal.question_type)
         else:
             triple: TripleRow = validated(TripleRow, obj, path, record)
             subject, predicate = entity_id(triple.subject), triple.relation
-            self._entity(Obj(key=subject, caption=triple.subject, aliases=(triple.subject,)), domain)
-            text, distractor, extra = f"{triple.subject} | {triple.relation}", triple.distractor, {}
+            text = f"{triple.subject} | {triple.relation}"
+            extra = {"subject_text": triple.subject, "relation": triple.relation}
+            if not role.fewshot:
+                self._entity(Obj(key=subject, caption=triple.subject, aliases=(triple.subject,)), domain)
+        years: list[int] | None = None
         if domain is Domain.INVARIANT:
             state = "invariant"
-            for o in _objects(path, record, "objects", obj.get("objects"), domain):
+            objs = _objects(path, record, "objects", obj.get("objects"), domain)
+            for o in objs if not role.fewshot else ():
                 self._entity(o, domain)
                 self.batch.fact(Fact(
                     subject=subject, predicate=predicate, object=o.key, precision=Precision.YEAR,
@@ -257,48 +321,35 @@ class ChroKnowBuilder:
                     attrs={"chroknow_domain": domain.value, "temporal_state": state},
                 ))
         else:
-            state = self._snapshots(path, record, obj, domain, subject, predicate, src)
-        self._row_question(subject, text, domain, n, state, distractor, src, **extra)
+            snaps = _snapshots(path, record, obj, domain, self.flat_general)
+            years = snaps.years
+            state = snaps.state
+            if not role.fewshot:
+                self._facts(snaps, domain, subject, predicate, src)
+        if role.fewshot:
+            qid = f"ckf:{stable_id(domain.value, role.seed_domain or '', text)}"
+        else:
+            qid = f"ckq:{stable_id(domain.value, text)}"
+            self.batch.edge(schema.ABOUT, schema.SOURCE_QUESTION, qid, schema.ENTITY, subject)
+        self._row_question(qid, text, domain, n, state, obj, src, path, role, years, **extra)
         self.records += 1
 
-    def _snapshots(self, path: Path, record: str, obj: dict[str, Any], domain: Domain, subject: str,
-                   predicate: str, src: Source) -> str:
-        """Collapse the yearly snapshots of one row into facts; returns the row's temporal state."""
-        prefix = "answers" if domain is Domain.LEGAL else "objects"
-        years = sorted(int(m[2]) for k in obj if (m := _YEAR_KEY.match(k)) and m[1] == prefix)
-        if not years:
-            raise InputError(path, record, f"no {prefix}_YYYY fields")
-        held: dict[str, set[int]] = {}
-        objs: dict[str, Obj] = {}
-        releases: dict[int, dt.date] = {}
-        per_year: list[frozenset[str]] = []
-        for year in years:
-            key = f"{prefix}_{year}"
-            date_key = f"release_date_{year}"
-            if date_key not in obj:
-                raise InputError(path, record, f"field {key!r} has no {date_key!r}")
-            releases[year] = _release(path, record, date_key, obj[date_key])
-            found = _objects(path, record, key, obj[key], domain)
-            per_year.append(frozenset(o.key for o in found))
-            for o in found:
-                objs.setdefault(o.key, o)
-                held.setdefault(o.key, set()).add(year)
-        state = "static" if len(set(per_year)) == 1 else "dynamic"
-        for key, ys in held.items():
-            o = objs[key]
+    def _facts(self, snaps: Snapshots, domain: Domain, subject: str, predicate: str, src: Source) -> None:
+        """One fact per run of consecutive snapshots holding an object."""
+        for key, ys in snaps.held.items():
+            o = snaps.objs[key]
             if domain is not Domain.LEGAL:
                 self._entity(o, domain)
-            for start, end, run in intervals(years, ys):
+            for start, end, run in intervals(snaps.years, ys):
                 self.batch.fact(Fact(
                     subject=subject, predicate=predicate,
                     object=None if domain is Domain.LEGAL else o.key,
                     value=o.caption if domain is Domain.LEGAL else None,
                     valid_from=year_start(start), valid_to=None if end is None else year_start(end),
-                    precision=Precision.YEAR, known_from=min(releases[y] for y in run),
+                    precision=Precision.YEAR, known_from=min(snaps.releases[y] for y in run),
                     source_id=src.id, source_kind=KIND,
-                    attrs={"chroknow_domain": domain.value, "temporal_state": state},
+                    attrs={"chroknow_domain": domain.value, "temporal_state": snaps.state},
                 ))
-        return state
 
     def file(self, path: Path, domain: Domain | None) -> None:
         rows = list(read_json_blocks(path))
@@ -318,14 +369,62 @@ class ChroKnowBuilder:
         if not rows:
             raise InputError(path, None, "no records")
         chosen = chosen or Domain.GENERAL  # every snapshot empty: any time-variant reading gives no facts
+        role = file_role(path)
+        self.flat_general = domain is None and role.seed_domain == "General" and chosen is Domain.BIOMEDICAL
+        if self.flat_general:
+            chosen = Domain.GENERAL  # its name says General, its objects are strings
         src = self.file_source(path, chosen)
         for n, line, obj in rows:
-            self.row(path, n, line, obj, chosen, src)
+            self.row(path, n, line, obj, chosen, src, role)
+
+
+@dataclass(frozen=True)
+class Snapshots:
+    """The yearly snapshots of one time-variant row, validated."""
+
+    years: list[int]
+    held: dict[str, set[int]]
+    objs: dict[str, Obj]
+    releases: dict[int, dt.date]
+    state: str
+
+
+def _snapshots(path: Path, record: str, obj: dict[str, Any], domain: Domain, flat_general: bool = False) -> Snapshots:
+    """Read and check the yearly snapshots of one row; its state is static when every year has the same objects."""
+    prefix = "answers" if domain is Domain.LEGAL else "objects"
+    years = sorted(int(m[2]) for k in obj if (m := _YEAR_KEY.match(k)) and m[1] == prefix)
+    if not years:
+        raise InputError(path, record, f"no {prefix}_YYYY fields")
+    held: dict[str, set[int]] = {}
+    objs: dict[str, Obj] = {}
+    releases: dict[int, dt.date] = {}
+    per_year: list[frozenset[str]] = []
+    for year in years:
+        key = f"{prefix}_{year}"
+        date_key = f"release_date_{year}"
+        if date_key not in obj:
+            raise InputError(path, record, f"field {key!r} has no {date_key!r}")
+        releases[year] = _release(path, record, date_key, obj[date_key])
+        found = _objects(path, record, key, obj[key], domain, flat_general)
+        per_year.append(frozenset(o.key for o in found))
+        for o in found:
+            objs.setdefault(o.key, o)
+            held.setdefault(o.key, set()).add(year)
+    state = "static" if len(set(per_year)) == 1 else "dynamic"
+    return Snapshots(years, held, objs, releases, state)
 
 
 def expand(paths: Iterable[Path]) -> list[Path]:
-    """Files as given; a folder contributes its own `*.jsonl` (not `Fewshots/`, which repeats the schema)."""
-    return expand_paths(paths, lambda p: p.suffix == ".jsonl", "ChroKnowBench files (.jsonl)", recursive=False)
+    """Files as given; a folder contributes its own `*.jsonl` and those of its `Fewshots/` sub-folder."""
+    listed: list[Path] = []
+    for p in paths:
+        if not p.is_dir():
+            listed.append(p)
+            continue
+        for folder in (p, p / FEWSHOTS):
+            if folder.is_dir():
+                listed.extend(sorted(f for f in folder.iterdir() if f.is_file() and f.suffix == ".jsonl"))
+    return expand_paths(listed, lambda f: f.suffix == ".jsonl", "ChroKnowBench files (.jsonl)")
 
 
 def stage(paths: Iterable[Path], domain: Domain | None = None,
