@@ -438,6 +438,24 @@ def test_generation_is_deterministic(tmp_path: Path) -> None:
     assert files_a == files_b and len(files_a) == 3 * 5 * 2 + 3
 
 
+def test_double_event_patterns() -> None:
+    every = cxr_synth.PATTERNS + cxr_synth.DOUBLE_EVENT_PATTERNS
+    cohort = cxr_synth.plan(40, visits=5, seed=3, findings=3, patterns=every)
+    for p in cohort.patients:
+        for f in p.findings:
+            x = f.present
+            ups = sum(not a and b for a, b in pairwise(x))
+            downs = sum(a and not b for a, b in pairwise(x))
+            if f.pattern == "relapsing":
+                assert (x[0], ups, downs) == (False, 2, 1)
+            elif f.pattern == "remitting":
+                assert (x[0], ups, downs) == (True, 1, 2)
+    assert set(cohort.pattern_counts()) == set(every)
+    assert cxr_synth.plan(5, seed=3).patterns == list(cxr_synth.PATTERNS)  # opt-in only
+    with pytest.raises(ValueError, match="unknown pattern"):
+        cxr_synth.plan(5, patterns=("relapsed",))
+
+
 def test_other_visit_counts(tmp_path: Path) -> None:
     cohort = cxr_synth.generate(tmp_path, patients=7, visits=8, seed=1, findings=1)
     assert cohort.questions == []  # MI-CXR questions are defined over five visits

@@ -105,6 +105,7 @@ FAMILIES: Registry[Family] = Registry("benchmark family")
 FAMILIES.register("tempomed", "chronokg.bench.families.tempomed:FAMILY")
 FAMILIES.register("conflictmedqa", "chronokg.bench.families.conflictmedqa:FAMILY")
 FAMILIES.register("chroknow", "chronokg.bench.families.chroknow:FAMILY")
+FAMILIES.register("micxr", "chronokg.bench.families.micxr:FAMILY")
 
 
 def generator_info(family: str, options: FamilyOptions) -> dict[str, Any]:

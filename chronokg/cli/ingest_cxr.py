@@ -51,6 +51,9 @@ def register(groups: Groups) -> None:
         findings: Annotated[int, typer.Option(min=1, help="Findings tracked per patient")] = 3,
         gaps: Annotated[str, typer.Option(help="Visit-gap distribution: lognormal or pareto")] = "lognormal",
         median_gap_days: Annotated[float, typer.Option(min=1.0)] = 30.0,
+        double_events: Annotated[bool, typer.Option(
+            help="Also deal the relapsing and remitting patterns (two emergences / two resolutions; MI-CXR's "
+                 "second-event questions need them)")] = False,
     ) -> None:
         """Synthetic scene-graph timelines with controlled finding patterns, and their ground truth."""
         from chronokg.ingest import cxr_synth
@@ -62,7 +65,8 @@ def register(groups: Groups) -> None:
 
         def body() -> None:
             try:
-                cohort = cxr_synth.generate(out, patients, visits, seed, findings, dist, median_gap_days)
+                patterns = cxr_synth.PATTERNS + (cxr_synth.DOUBLE_EVENT_PATTERNS if double_events else ())
+                cohort = cxr_synth.generate(out, patients, visits, seed, findings, dist, median_gap_days, patterns)
             except ValueError as exc:
                 raise typer.BadParameter(str(exc)) from None
             table = Table(title=f"cxr cohort in {out}", header_style="bold cyan")

@@ -13,8 +13,14 @@ findings, each following one controlled pattern:
 * worsening / improvement: present throughout, severity rising / falling;
 * persistent: present throughout at one severity.
 
+Two more patterns, with two events of one kind (MI-CXR's "second new appearance /
+disappearance" questions need them), are opt-in (`DOUBLE_EVENT_PATTERNS`, at least four visits):
+
+* relapsing: absent, present, absent, present again (two emergences);
+* remitting: present, absent, present, absent again (two resolutions).
+
 Patterns are dealt round-robin over patients and finding slots, so every
-pattern appears once a cohort has seven finding slots. `write` puts the
+pattern appears once a cohort has as many finding slots as patterns. `write` puts the
 scene graphs and sibling metadata files where the release has them
 (`scene_data/p9X/p9XXXXXXX/s9XXXXXXX.scene_graph.json` and `.metadata.json`;
 time offsets as pandas timedelta text), MI-CXR-style questions about the
@@ -44,6 +50,7 @@ PATTERNS = (
     "emergence", "resolution", "emergence_resolution", "resolution_emergence", "worsening", "improvement",
     "persistent",
 )
+DOUBLE_EVENT_PATTERNS = ("relapsing", "remitting")  # opt-in: two emergences / two resolutions
 PATTERN_TEXT = {
     "emergence": "absent at first, then newly appears and persists to the last study",
     "resolution": "present at first, then resolves and stays absent",
@@ -52,6 +59,8 @@ PATTERN_TEXT = {
     "worsening": "present throughout and progressively worsens",
     "improvement": "present throughout and progressively improves",
     "persistent": "present throughout without change",
+    "relapsing": "newly appears, resolves, then appears again",
+    "remitting": "present at first, resolves, recurs, then resolves again",
 }
 SEVERITIES = ("mild", "moderate", "severe")
 SYNTH_DATASET = "chronokg-cxr-synth"
@@ -136,6 +145,7 @@ class Cohort(BaseModel):
     gap_distribution: GapDistribution
     median_gap_days: float
     findings_per_patient: int
+    patterns: list[str] = Field(default_factory=lambda: list(PATTERNS), description="Patterns dealt, in order")
     patients: list[PatientTruth]
     questions: list[QuestionTruth] = Field(default_factory=list)
 
@@ -148,7 +158,7 @@ class Cohort(BaseModel):
         return out
 
     def pattern_counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(PATTERNS, 0)
+        counts = dict.fromkeys(self.patterns, 0)
         for p in self.patients:
             for f in p.findings:
                 counts[f.pattern] += 1
@@ -191,6 +201,11 @@ def pattern_course(rng: random.Random, pattern: str, visits: int) -> tuple[list[
         return [True] * visits, [SEVERITIES[x] for x in levels]
     elif pattern == "persistent":
         present = [True] * visits
+    elif pattern in DOUBLE_EVENT_PATTERNS:
+        a, b, c = sorted(rng.sample(range(1, visits), 3))  # absent from a, back at b, absent again from c
+        present = [i < a or b <= i < c for i in idx]
+        if pattern == "relapsing":  # absent, present, absent, present
+            present = [a <= i < b or i >= c for i in idx]
     else:
         raise ValueError(f"unknown pattern {pattern!r}")
     return present, [SEVERITIES[level] if p else None for p in present]
@@ -202,8 +217,10 @@ def _hex_id(rng: random.Random) -> str:
 
 
 def plan(patients: int, visits: int = 5, seed: int = 0, findings: int = 3,
-         gaps: GapDistribution = GapDistribution.lognormal, median_gap_days: float = 30.0) -> Cohort:
-    """Draw a cohort (nothing is written): ids, visit times and each finding's course."""
+         gaps: GapDistribution = GapDistribution.lognormal, median_gap_days: float = 30.0,
+         patterns: tuple[str, ...] = PATTERNS) -> Cohort:
+    """Draw a cohort (nothing is written): ids, visit times and each finding's course (`patterns` dealt
+    round-robin; add `DOUBLE_EVENT_PATTERNS` for findings with two events of one kind)."""
     if patients < 1:
         raise ValueError("patients must be at least 1")
     if visits < 3:
@@ -212,6 +229,11 @@ def plan(patients: int, visits: int = 5, seed: int = 0, findings: int = 3,
         raise ValueError(f"findings per patient must be between 1 and {len(FINDINGS)}")
     if median_gap_days < 1:
         raise ValueError("the median gap must be at least one day")
+    unknown = [x for x in patterns if x not in PATTERN_TEXT]
+    if unknown or not patterns:
+        raise ValueError(f"unknown pattern(s) {', '.join(unknown) or '(none given)'}: use {', '.join(PATTERN_TEXT)}")
+    if visits < 4 and set(patterns) & set(DOUBLE_EVENT_PATTERNS):
+        raise ValueError("relapsing and remitting patterns need at least four visits")
     rng = random.Random(seed)
     patient_ids = rng.sample(range(10**7), patients)
     study_ids = rng.sample(range(10**7), patients * visits)
@@ -227,13 +249,13 @@ def plan(patients: int, visits: int = 5, seed: int = 0, findings: int = 3,
         specs = rng.sample(FINDINGS, findings)
         truths = []
         for j, spec in enumerate(specs):
-            pattern = PATTERNS[(i * findings + j) % len(PATTERNS)]
+            pattern = patterns[(i * findings + j) % len(patterns)]
             present, grades = pattern_course(rng, pattern, visits)
             truths.append(FindingTruth(finding=spec.entity, laterality=rng.choice(spec.sides), pattern=pattern,
                                        present=present, severity=grades))
         cohort.append(PatientTruth(patient_id=pid, studies=studies, findings=truths))
     result = Cohort(seed=seed, visits=visits, gap_distribution=gaps, median_gap_days=median_gap_days,
-                    findings_per_patient=findings, patients=cohort)
+                    findings_per_patient=findings, patterns=list(patterns), patients=cohort)
     if visits == 5:
         result.questions = list(_question_truths(result))
     return result
@@ -362,11 +384,14 @@ def _first(values: list[bool]) -> int | None:
 
 
 def _question_truths(cohort: Cohort) -> list[QuestionTruth]:
-    """One localisation (TEL or ICR) and one trajectory (GTS) question per finding."""
+    """One localisation (TEL or ICR) and one trajectory (GTS) question per finding (none for the opt-in
+    double-event patterns: `chronokg generate micxr` asks about those)."""
     rng = random.Random(f"{cohort.seed}:questions")
     out: list[QuestionTruth] = []
     for p in cohort.patients:
         for f in p.findings:
+            if f.pattern in DOUBLE_EVENT_PATTERNS:
+                continue
             group, qtype, step = _localisation(f)
             intervals = _interval_choices()
             text = NO_CHANGE if step is None else intervals[step]
@@ -459,9 +484,10 @@ def write(cohort: Cohort, out: Path) -> Path:
 
 
 def generate(out: Path, patients: int, visits: int = 5, seed: int = 0, findings: int = 3,
-             gaps: GapDistribution = GapDistribution.lognormal, median_gap_days: float = 30.0) -> Cohort:
+             gaps: GapDistribution = GapDistribution.lognormal, median_gap_days: float = 30.0,
+             patterns: tuple[str, ...] = PATTERNS) -> Cohort:
     """Plan a cohort and write it under `out`; the returned cohort is the ground truth."""
-    cohort = plan(patients, visits, seed, findings, gaps, median_gap_days)
+    cohort = plan(patients, visits, seed, findings, gaps, median_gap_days, patterns)
     write(cohort, out)
     return cohort
 
