@@ -9,9 +9,9 @@ included); `SHA256` holds each one's hash, checked by `check()` and the tests.
 
 from __future__ import annotations
 
-import hashlib
 from functools import cache
-from importlib import resources
+
+from chronokg.bench.families.prompt_files import mismatches, read
 
 SHA256 = {
     'MCQ5_SYSTEM': '76f14e8c3589af296bd033bf4afc83bc1a4cb7fceb703c9d82b54b8bda59348c',
@@ -35,10 +35,7 @@ SHA256 = {
 @cache
 def template(name: str) -> str:
     """The verbatim template `name` (a key of `SHA256`)."""
-    if name not in SHA256:
-        raise KeyError(f"no TempoMed-Bench template {name!r} (known: {', '.join(SHA256)})")
-    path = resources.files("chronokg.bench.families") / "prompts" / "tempomed" / f"{name.lower()}.txt"
-    return path.read_bytes().decode("utf-8")
+    return read("tempomed", name, SHA256)
 
 
 def render(name: str, **values: object) -> str:
@@ -51,4 +48,4 @@ def render(name: str, **values: object) -> str:
 
 def check() -> list[str]:
     """Names of the templates whose text no longer matches its recorded hash (empty: all verbatim)."""
-    return [n for n, h in SHA256.items() if hashlib.sha256(template(n).encode("utf-8")).hexdigest() != h]
+    return mismatches("tempomed", SHA256)
