@@ -102,6 +102,7 @@ class Family:
 
 FAMILIES: Registry[Family] = Registry("benchmark family")
 FAMILIES.register("tempomed", "chronokg.bench.families.tempomed:FAMILY")
+FAMILIES.register("benchage", "chronokg.bench.families.benchage:FAMILY")
 
 
 def generator_info(family: str, options: FamilyOptions) -> dict[str, Any]:
