@@ -282,3 +282,17 @@ def test_cli(shared_data: Path, tmp_path: Path) -> None:
     assert [(r["value"], r["valid_to"]) for r in json.loads(result.output)] == [(False, "2030-01-01"), (True, None)]
     result = runner.invoke(app, ["--store", uri, "ingest", "qa-update", "boolq:missing", "yes", "--as-of", "2020"])
     assert result.exit_code == 2 and "no such question" in result.output
+
+
+def test_time_sensitive_keeps_method_and_votes(fixtures_store: KgliteStore) -> None:
+    s = fixtures_store
+    assert qasets.set_time_sensitive(s, {"triviaqa:tc_90001": True, "triviaqa:tc_90002": False}, method="llm/m",
+                                     votes={"triviaqa:tc_90001": [2, 1]}) == 2
+    got = {r["id"]: (r["t"], r["by"], r["v"]) for r in s.run(
+        "MATCH (q:SourceQuestion) WHERE q.time_sensitive IS NOT NULL RETURN q.id AS id, q.time_sensitive AS t, "
+        "q.time_sensitive_by AS by, q.time_sensitive_votes AS v")}
+    assert got == {"sq:triviaqa:tc_90001": (True, "llm/m", [2, 1]), "sq:triviaqa:tc_90002": (False, "llm/m", None)}
+    qasets.set_time_sensitive(s, {"triviaqa:tc_90001": False})  # a verdict without a method clears the old one
+    (row,) = s.run("MATCH (q:SourceQuestion {id: 'sq:triviaqa:tc_90001'}) RETURN q.time_sensitive AS t, "
+                   "q.time_sensitive_by AS by, q.time_sensitive_votes AS v")
+    assert row == {"t": False, "by": None, "v": None}

@@ -106,6 +106,7 @@ FAMILIES.register("tempomed", "chronokg.bench.families.tempomed:FAMILY")
 FAMILIES.register("conflictmedqa", "chronokg.bench.families.conflictmedqa:FAMILY")
 FAMILIES.register("chroknow", "chronokg.bench.families.chroknow:FAMILY")
 FAMILIES.register("micxr", "chronokg.bench.families.micxr:FAMILY")
+FAMILIES.register("benchage", "chronokg.bench.families.benchage:FAMILY")
 
 
 def generator_info(family: str, options: FamilyOptions) -> dict[str, Any]:

@@ -1,7 +1,9 @@
-"""The few LLM calls benchmark generation makes (question writing, difference extraction, verification).
+"""The few LLM calls benchmark generation makes (question writing, difference extraction, verification,
+time-sensitivity votes).
 
 They go through a model client (`chronokg.models`), are cached there, and ask for JSON
-that is checked against a schema here, so a malformed reply is one clear error.
+that is checked against a schema here, so a malformed reply is one clear error; a seed that
+parses replies its own way (BenchAge's detector) gets the plain texts from `ask_texts`.
 """
 
 from __future__ import annotations
@@ -40,6 +42,19 @@ def parse_json(text: str, schema: dict[str, Any]) -> dict[str, Any]:
                 raise ModelError(f"the model's JSON lacks {', '.join(missing)}: {text[:200]!r}")
             return value
     raise ModelError(f"the model did not answer with JSON: {text[:200]!r}")
+
+
+async def ask_texts(model: Any, messages: list[dict[str, str]], temperature: float, n: int = 1,
+                    max_tokens: int | None = None) -> list[str]:
+    """`n` sampled replies to `messages`, as plain text: for seeds that parse the reply themselves (no
+    response format is asked for, and no max_tokens unless given, as such seeds send them)."""
+    types = importlib.import_module("chronokg.models")
+    settings: dict[str, Any] = {"temperature": temperature, "n": n}
+    if max_tokens is not None:
+        settings["max_tokens"] = max_tokens
+    request = types.ModelRequest(messages=messages, config=types.GenerateConfig(**settings))
+    completion = await model.generate(request)
+    return [choice.text or "" for choice in completion.choices]
 
 
 async def ask_json(model: Any, messages: list[dict[str, str]], schema: dict[str, Any],

@@ -8,7 +8,8 @@ Each question is an Entity (`<benchmark>:<id>`: the dataset's own id where it
 has one, else a hash of the question text) with its text kept as a
 SourceQuestion (benchmark, record, question, accepted answers, answerable; a
 `time_sensitive` property is declared for a detector to fill later and is
-null now). Its gold answer is one `gold_answer` fact per question: the value is
+null at load; `set_time_sensitive` records a verdict with its method and
+votes). Its gold answer is one `gold_answer` fact per question: the value is
 the first (or TruthfulQA's best) answer and every accepted answer is kept,
 JSON-encoded, in `accepted_answers`. Valid time is unknown (the benchmark never
 says since when the answer holds): `valid_from`/`valid_to` are None; known
@@ -24,7 +25,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -374,13 +375,25 @@ def load(store: GraphStore, paths: Iterable[Path], benchmark: Benchmark | None =
     return apply(store, batch, "+".join(sorted(b.value for b in benches)), files, records, progress)
 
 
-def set_time_sensitive(store: GraphStore, flags: Mapping[str, bool | None]) -> int:
-    """Record a detector's verdicts (question id -> time-sensitive?); returns how many questions matched."""
-    rows = [{"id": f"sq:{qid}", "flag": flag} for qid, flag in flags.items()]
+VERDICT_PROPERTIES = ("time_sensitive_by", "time_sensitive_votes")
+
+
+def set_time_sensitive(store: GraphStore, flags: Mapping[str, bool | None], method: str | None = None,
+                       votes: Mapping[str, Sequence[int]] | None = None) -> int:
+    """Record a detector's verdicts (question id -> time-sensitive?); returns how many questions matched.
+
+    `method` says how they were reached (kept as `time_sensitive_by`, e.g. "keywords/v1" or
+    "llm/<model>/3 votes") and `votes` the [yes, no] votes per question (`time_sensitive_votes`), so a
+    verdict can be audited later; a verdict set without them clears the earlier ones.
+    """
+    votes = votes or {}
+    rows = [{"id": f"sq:{qid}", "flag": flag, "by": method, "votes": list(votes[qid]) if qid in votes else None}
+            for qid, flag in flags.items()]
     found = store.run("UNWIND $ids AS id MATCH (q:SourceQuestion {id: id}) RETURN count(q) AS n",
                       {"ids": [r["id"] for r in rows]})
-    store.write([("UNWIND $rows AS r MATCH (q:SourceQuestion {id: r.id}) SET q.time_sensitive = r.flag",
-                  {"rows": rows})])
+    store.declare_properties(schema.SOURCE_QUESTION, VERDICT_PROPERTIES)
+    store.write([("UNWIND $rows AS r MATCH (q:SourceQuestion {id: r.id}) SET q.time_sensitive = r.flag, "
+                  "q.time_sensitive_by = r.by, q.time_sensitive_votes = r.votes", {"rows": rows})])
     return int(found[0]["n"]) if found else 0
 
 

@@ -15,11 +15,11 @@ benchmark passes (see `liquid_text`).
 
 from __future__ import annotations
 
-import hashlib
 import re
 from functools import cache
-from importlib import resources
 from typing import Any
+
+from chronokg.bench.families.templates import TemplateSet
 
 SHA256 = {
     'api_system': '75357d685f238b6afd7738be9786fdafde641eb6ca9a3be7471939715a68a4de',
@@ -47,13 +47,8 @@ _VARIABLE = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 _HEADER = re.compile(r"^### (.+)\n", re.M)
 
 
-@cache
-def template(name: str) -> str:
-    """The verbatim file `name` (a key of `SHA256`)."""
-    if name not in SHA256:
-        raise KeyError(f"no ChroKnowBench template {name!r} (known: {', '.join(SHA256)})")
-    path = resources.files("chronokg.bench.families") / "prompts" / "chroknow" / f"{name}.txt"
-    return path.read_bytes().decode("utf-8")
+TEMPLATES = TemplateSet("chroknow", SHA256, "ChroKnowBench")
+template = TEMPLATES.template
 
 
 def _blocks(name: str) -> list[tuple[str, str]]:
@@ -96,6 +91,4 @@ def render(text: str, **values: Any) -> str:
     return _VARIABLE.sub(lambda m: liquid_text(values.get(m[1])), text)
 
 
-def check() -> list[str]:
-    """Names of the files whose text no longer matches its recorded hash (empty: all verbatim)."""
-    return [n for n, h in SHA256.items() if hashlib.sha256(template(n).encode("utf-8")).hexdigest() != h]
+check = TEMPLATES.check

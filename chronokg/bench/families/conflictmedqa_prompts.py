@@ -16,10 +16,9 @@ Sources (see `prompts/conflictmedqa/README.md` for file and line of each):
 
 from __future__ import annotations
 
-import hashlib
 import re
-from functools import cache
-from importlib import resources
+
+from chronokg.bench.families.templates import TemplateSet
 
 SHA256 = {
     'CLARIFY_CODE': 'e0ebd8ed98df7365149a34198517226d1b41b995d9a2c7f2cd34708be9d09033',
@@ -53,13 +52,8 @@ SHA256 = {
 }
 
 
-@cache
-def template(name: str) -> str:
-    """The verbatim template `name` (a key of `SHA256`)."""
-    if name not in SHA256:
-        raise KeyError(f"no ConflictMedQA template {name!r} (known: {', '.join(SHA256)})")
-    path = resources.files("chronokg.bench.families") / "prompts" / "conflictmedqa" / f"{name.lower()}.txt"
-    return path.read_bytes().decode("utf-8")
+TEMPLATES = TemplateSet("conflictmedqa", SHA256, "ConflictMedQA")
+template = TEMPLATES.template
 
 
 def fill(name: str, **values: str) -> str:
@@ -73,6 +67,4 @@ def fill(name: str, **values: str) -> str:
     return re.sub(r"\{([a-z_]+)\}", lambda m: values[m.group(1)], text)
 
 
-def check() -> list[str]:
-    """Names of the templates whose text no longer matches its recorded hash (empty: all verbatim)."""
-    return [n for n, h in SHA256.items() if hashlib.sha256(template(n).encode("utf-8")).hexdigest() != h]
+check = TEMPLATES.check
