@@ -237,7 +237,14 @@ def _register_sources() -> None:
         module.register(Groups(ingest_app, download_app, export_app, generate_app))
 
 
+def _register_models() -> None:
+    from chronokg.cli import models
+
+    models.register(app)
+
+
 _register_sources()
+_register_models()
 
 
 def main() -> Any:

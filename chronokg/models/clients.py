@@ -52,9 +52,8 @@ def get_model(spec: str, *, settings: Settings | None = None, config_file: Path 
                                f"(known: {', '.join(CLIENTS.names())})") from None
     except ModuleNotFoundError as exc:
         missing = (exc.name or "").split(".")[0]
-        extra = EXTRAS.get(missing, missing)
-        raise ModelConfigError(f"{resolved.spec} needs the {missing!r} package: "
-                               f"pip install 'chronokg[{extra}]'") from exc
+        how = f"pip install 'chronokg[{EXTRAS[missing]}]'" if missing in EXTRAS else f"pip install {missing}"
+        raise ModelConfigError(f"{resolved.spec} needs the {missing!r} package: {how}") from exc
     return factory(resolved)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,11 +28,13 @@ class Limits(BaseModel):
 class TokenBucket:
     """`per_minute` units a minute, bursting up to one minute's worth; may go negative after a correction."""
 
-    def __init__(self, per_minute: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, per_minute: float, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.capacity = per_minute
         self.rate = per_minute / 60.0
         self.level = per_minute
         self._clock = clock
+        self._sleep = sleep
         self._stamp = clock()
         self._lock = asyncio.Lock()
 
@@ -47,7 +49,7 @@ class TokenBucket:
         async with self._lock:  # first come, first served
             self._refill()
             while self.level < amount:
-                await asyncio.sleep((amount - self.level) / self.rate)
+                await self._sleep((amount - self.level) / self.rate)
                 self._refill()
             self.level -= amount
 

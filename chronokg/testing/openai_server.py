@@ -118,6 +118,8 @@ class OpenAIServer:
         self._faults: deque[Fault] = deque()
         self._lock = threading.Lock()
         self._sampled = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
@@ -152,6 +154,7 @@ class OpenAIServer:
             self.counts.clear()
             self.bodies.clear()
             self._faults.clear()
+            self.max_in_flight = 0
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -170,14 +173,19 @@ class OpenAIServer:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind(("127.0.0.1", self.port))
         self.port = sock.getsockname()[1]
-        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5)
         await self._runner.setup()
-        await web.SockSite(self._runner, sock, backlog=1024, shutdown_timeout=0.5).start()
+        await web.SockSite(self._runner, sock, backlog=1024).start()
 
     async def shutdown(self) -> None:
+        """Stop listening; handlers still running (slow answers) are cancelled."""
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
 
     def start(self) -> OpenAIServer:
         """Serve from a daemon thread; returns once the port is open."""
@@ -222,6 +230,14 @@ class OpenAIServer:
 
     async def _model_request(self, request: web.Request, endpoint: str) -> web.StreamResponse:
         self.counts[request.path] += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await self._handle(request, endpoint)
+        finally:
+            self.in_flight -= 1
+
+    async def _handle(self, request: web.Request, endpoint: str) -> web.StreamResponse:
         fault = self._next_fault(request)
         if fault is not None:
             answer = await self._apply_fault(request, fault)
