@@ -117,7 +117,7 @@ class ManagedClient(ABC):
         return last.model_copy(update={"choices": choices, "usage": _usage_of(ordered), "retries": retries})
 
     async def _fetch(self, request: ModelRequest, n: int, limiter: Limiter) -> Completion:
-        async with limiter.slot(_estimate_tokens(request)) as report:
+        async with limiter.slot(_estimate_tokens(request) if limiter.counts_tokens else 0) as report:
             completion, retries = await call_with_retries(lambda: self._send(request, n), self.options.retry,
                                                           spec=self.spec)
             report(completion.usage.total_tokens)

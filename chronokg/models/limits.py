@@ -68,6 +68,10 @@ class Limiter:
         self._requests = TokenBucket(limits.requests_per_minute) if limits.requests_per_minute else None
         self._tokens = TokenBucket(limits.tokens_per_minute) if limits.tokens_per_minute else None
 
+    @property
+    def counts_tokens(self) -> bool:
+        return self._tokens is not None
+
     @asynccontextmanager
     async def slot(self, estimated_tokens: int) -> AsyncIterator[Callable[[int], None]]:
         """Hold one of the concurrency slots; yields `report(actual_tokens)` to correct the estimate."""

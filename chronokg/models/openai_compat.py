@@ -10,6 +10,7 @@ the small wire models below, so a server that adds or omits fields still works.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import time
 from typing import Any
 
@@ -32,6 +33,9 @@ from chronokg.models.types import (
 )
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
+# The HTTP response class of the transport the installed SDK is built on (httpx, or httpx2 in openai 3):
+# asking the SDK's `post` for it returns the raw response.
+_RESPONSE: Any = importlib.import_module(type(openai.DEFAULT_CONNECTION_LIMITS).__module__.split(".")[0]).Response
 # 408 and 409 are worth another try (timeouts, conflicts); other 4xx cannot succeed as sent.
 _RETRY_STATUSES = frozenset({408, 409, 429})
 NO_KEY = "no-key-given"
@@ -66,14 +70,14 @@ class OpenAICompatClient(ManagedClient):
         assert self._client is not None
         config = request.config
         timeout = config.timeout or self.options.timeout_s
+        chat = request.messages is not None
+        body = self._chat_params(request, n) if chat else self._completion_params(request, n)
         started = time.perf_counter()
         try:
-            if request.messages is not None:
-                raw: Any = await self._client.chat.completions.with_raw_response.create(
-                    **self._chat_params(request, n), timeout=timeout)
-            else:
-                raw = await self._client.completions.with_raw_response.create(
-                    **self._completion_params(request, n), timeout=timeout)
+            # The SDK's generic POST: its auth, base URL, error types and transport, without re-walking a
+            # body we already built in the wire format (the typed `create()` costs ~0.3 ms CPU a call).
+            raw = await self._client.post("/chat/completions" if chat else "/completions", cast_to=_RESPONSE,
+                                          body=body, options={"timeout": timeout})
             content: bytes = raw.content
         except openai.APIStatusError as exc:
             raise self._status_error(exc) from exc
@@ -84,7 +88,7 @@ class OpenAICompatClient(ManagedClient):
             raise TransientModelError(f"connection failed: {type(cause).__name__}: {cause}") from exc
         latency = time.perf_counter() - started
         try:
-            wire = (_ChatBody if request.messages is not None else _TextBody).model_validate_json(content)
+            wire = (_ChatBody if chat else _TextBody).model_validate_json(content)
         except ValidationError as exc:
             raise TransientModelError(f"malformed response body ({len(content)} bytes): "
                                       f"{exc.errors()[0]['msg']}") from exc
@@ -110,7 +114,7 @@ class OpenAICompatClient(ManagedClient):
         if n != 1:
             params["n"] = n
         if config.extra_body:
-            params["extra_body"] = config.extra_body
+            params.update(config.extra_body)
         return params
 
     def _chat_params(self, request: ModelRequest, n: int) -> dict[str, Any]:
