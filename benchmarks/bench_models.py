@@ -148,18 +148,18 @@ def main() -> None:
 
 def print_table(results: dict[tuple[str, int], tuple[float, float]], names: list[str], levels: list[int]) -> None:
     raws = [n for n in names if n.startswith("raw")]
-    head = "".join(f"{n + ' req/s':>20}" for n in names)
+    head = "".join(f"{n + ' req/s':>22}" for n in names)
     print(f"\n{'conc':>5}{head}{'ratio':>9}{'+cache ratio':>14}")
     for c in levels:
         best = max(raws, key=lambda n: results[(n, c)][0])
         ratio = results[("chronokg", c)][0] / results[(best, c)][0]
         cached = results[("chronokg+cache", c)][0] / results[(best, c)][0]
-        row = "".join(f"{results[(n, c)][0]:>20,.0f}" for n in names)
+        row = "".join(f"{results[(n, c)][0]:>22,.0f}" for n in names)
         print(f"{c:>5}{row}{ratio:>9.2f}{cached:>14.2f}   (vs {best})")
-    print(f"\n{'conc':>5}" + "".join(f"{n + ' CPU ms':>20}" for n in names) + f"{'overhead ms':>14}")
+    print(f"\n{'conc':>5}" + "".join(f"{n + ' CPU ms':>22}" for n in names) + f"{'overhead ms':>14}")
     for c in levels:
         best = max(raws, key=lambda n: results[(n, c)][0])
-        row = "".join(f"{results[(n, c)][1]:>20.3f}" for n in names)
+        row = "".join(f"{results[(n, c)][1]:>22.3f}" for n in names)
         print(f"{c:>5}{row}{results[('chronokg', c)][1] - results[(best, c)][1]:>14.3f}   (vs {best})")
 
 
