@@ -6,11 +6,22 @@ nothing else looks at `os.environ`.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from platformdirs import user_data_dir
-from pydantic import Field, SecretStr
+from platformdirs import user_cache_dir, user_config_dir, user_data_dir
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_response_cache() -> Path:
+    """The model response cache (SQLite) under the user's cache directory."""
+    return Path(user_cache_dir("chronokg")) / "responses.sqlite"
+
+
+def default_models_file() -> Path:
+    """The model aliases file (`models.toml`) under the user's config directory."""
+    return Path(user_config_dir("chronokg")) / "models.toml"
 
 
 def default_store_uri() -> str:
@@ -39,3 +50,27 @@ class Settings(BaseSettings):
     lock_timeout: float = Field(
         default=30.0, ge=0, description="Seconds a writer waits for another writer of the same embedded store"
     )
+
+    # --- model clients (chronokg.models) ---------------------------------------------------------
+    openai_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("CHRONOKG_OPENAI_API_KEY", "OPENAI_API_KEY"),
+        description="Key for openai/... specs",
+    )
+    openai_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("CHRONOKG_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
+        description="Another endpoint for openai/... specs (a proxy or gateway)",
+    )
+    models_file: Path = Field(default_factory=default_models_file, description="Model aliases (TOML or JSON)")
+    response_cache: Path = Field(default_factory=default_response_cache, description="Model response cache")
+    model_concurrency: int = Field(default=32, ge=1, description="Requests in flight per model")
+    model_max_retries: int = Field(default=8, ge=0, description="Retries per request (429, 5xx, timeouts)")
+    model_timeout_s: float = Field(default=300.0, gt=0, description="Per-request timeout (seconds)")
+    vllm_start_timeout_s: float = Field(default=900.0, gt=0, description="How long to wait for `vllm serve`")
+
+    def env_value(self, name: str) -> str | None:
+        """The variable a models config entry names (`api_key_env`): read here, like every other one."""
+        return os.environ.get(name) or None
+
+    def subprocess_env(self, **extra: str) -> dict[str, str]:
+        """The environment a child process (such as `vllm serve`) starts with: ours plus `extra`."""
+        return {**os.environ, **extra}

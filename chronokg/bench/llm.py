@@ -8,18 +8,17 @@ parses replies its own way (BenchAge's detector) gets the plain texts from `ask_
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 from typing import Any
 
 from chronokg.errors import ModelError
+from chronokg.models import ChatMessage, GenerateConfig, ModelClient, ModelRequest, ResponseFormat, get_model
 
 
-def open_model(spec: str, base_url: str | None = None) -> Any:
+def open_model(spec: str, base_url: str | None = None) -> ModelClient:
     """The model client for `spec` (see `chronokg.models.get_model`)."""
-    models = importlib.import_module("chronokg.models")
-    return models.get_model(spec, base_url=base_url)
+    return get_model(spec, base_url=base_url)
 
 
 def parse_json(text: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -44,27 +43,26 @@ def parse_json(text: str, schema: dict[str, Any]) -> dict[str, Any]:
     raise ModelError(f"the model did not answer with JSON: {text[:200]!r}")
 
 
-async def ask_texts(model: Any, messages: list[dict[str, str]], temperature: float, n: int = 1,
-                    max_tokens: int | None = None) -> list[str]:
+def _request(messages: list[dict[str, str]], **config: Any) -> ModelRequest:
+    return ModelRequest(messages=[ChatMessage.model_validate(m) for m in messages],
+                        config=GenerateConfig(**{k: v for k, v in config.items() if v is not None}))
+
+
+async def ask_texts(model: ModelClient, messages: list[dict[str, str]], temperature: float, n: int = 1,
+                    max_tokens: int | None = None, top_p: float | None = None) -> list[str]:
     """`n` sampled replies to `messages`, as plain text: for seeds that parse the reply themselves (no
     response format is asked for, and no max_tokens unless given, as such seeds send them)."""
-    types = importlib.import_module("chronokg.models")
-    settings: dict[str, Any] = {"temperature": temperature, "n": n}
-    if max_tokens is not None:
-        settings["max_tokens"] = max_tokens
-    request = types.ModelRequest(messages=messages, config=types.GenerateConfig(**settings))
-    completion = await model.generate(request)
+    completion = await model.generate(_request(messages, temperature=temperature, n=n, max_tokens=max_tokens,
+                                               top_p=top_p))
     return [choice.text or "" for choice in completion.choices]
 
 
-async def ask_json(model: Any, messages: list[dict[str, str]], schema: dict[str, Any],
-                   temperature: float = 0.0) -> dict[str, Any]:
-    """Send `messages`, asking for a JSON object of `schema` (response_format where the server supports it)."""
-    types = importlib.import_module("chronokg.models")
-    request = types.ModelRequest(
-        messages=messages,
-        config=types.GenerateConfig(temperature=temperature, response_format={
-            "type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}),
-    )
-    completion = await model.generate(request)
-    return parse_json(completion.choices[0].text, schema)
+async def ask_json(model: ModelClient, messages: list[dict[str, str]], schema: dict[str, Any],
+                   temperature: float = 0.0, top_p: float | None = None, max_tokens: int | None = None
+                   ) -> dict[str, Any]:
+    """Send `messages`, asking for a JSON object of `schema` (structured output where the server supports it;
+    the reply is parsed leniently either way)."""
+    fmt = ResponseFormat(type="json_schema", name="answer", json_schema=schema, strict=False)
+    completion = await model.generate(_request(messages, temperature=temperature, top_p=top_p,
+                                               max_tokens=max_tokens, response_format=fmt))
+    return parse_json(completion.text, schema)

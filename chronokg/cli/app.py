@@ -176,7 +176,14 @@ def _register_sources() -> None:
     bench.register(app, bench_app)
 
 
+def _register_models() -> None:
+    from chronokg.cli import models
+
+    models.register(app)
+
+
 _register_sources()
+_register_models()
 
 
 def main() -> Any:

@@ -1,0 +1,155 @@
+"""Spec strings (`PROVIDER/MODEL`), the models config file, and the options a client is built from.
+
+A spec names the provider before the first slash; the rest is the provider's model name, slashes
+and all (`vllm/meta-llama/Llama-3.1-8B-Instruct`). A config file (`models.toml`, or JSON of the same
+shape) gives aliases and per-model settings::
+
+    [models.llama-8b]
+    spec = "openai-compat/meta-llama/Llama-3.1-8B-Instruct"
+    base_url = "http://gpu-box:8000/v1"
+    api_key_env = "GPU_BOX_KEY"
+    concurrency = 64
+    price_in = 0.18          # per 1M prompt tokens
+    price_out = 0.18         # per 1M completion tokens
+
+An entry's name may also be a full spec (`[models."openai/gpt-4o-mini"]`) to give that spec settings.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from chronokg.models._errors import ModelConfigError
+from chronokg.models.cache import ResponseCache
+from chronokg.models.limits import Limits
+from chronokg.models.retry import RetryPolicy
+from chronokg.models.usage import Prices
+from chronokg.settings import Settings
+
+
+class ModelEntry(BaseModel):
+    """One entry of the models config file; anything left out falls back to the settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    spec: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    concurrency: int | None = Field(default=None, ge=1)
+    requests_per_minute: float | None = Field(default=None, gt=0)
+    tokens_per_minute: float | None = Field(default=None, gt=0)
+    timeout_s: float | None = Field(default=None, gt=0)
+    max_retries: int | None = Field(default=None, ge=0)
+    price_in: float | None = Field(default=None, ge=0)
+    price_out: float | None = Field(default=None, ge=0)
+    server_args: list[str] = Field(default_factory=list)
+    headers: dict[str, str] = Field(default_factory=dict)
+
+
+class ClientOptions(BaseModel):
+    """Everything a client factory needs, resolved from the spec, the config file, settings and arguments."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+
+    spec: str
+    provider: str
+    model: str
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    api_key_env: str | None = None
+    limits: Limits = Limits()
+    retry: RetryPolicy = RetryPolicy()
+    timeout_s: float = 300.0
+    run_timeout_s: float | None = None
+    cache: ResponseCache | None = None
+    prices: Prices | None = None
+    server_args: list[str] = Field(default_factory=list)
+    headers: dict[str, str] = Field(default_factory=dict)
+    settings: Settings
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    """`provider/model` -> (provider, model); a spec without a slash is an error."""
+    provider, sep, model = spec.partition("/")
+    if not sep or not provider or not model:
+        raise ModelConfigError(f"model spec {spec!r} is not PROVIDER/MODEL and is not an alias in the models file")
+    return provider, model
+
+
+def load_entries(path: Path) -> dict[str, ModelEntry]:
+    """The `[models.*]` entries of a TOML or JSON config file; an absent file has none."""
+    if not path.exists():
+        return {}
+    try:
+        text = path.read_text(encoding="utf-8")
+        raw: Any = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+        models = raw.get("models", {}) if isinstance(raw, dict) else None
+        if not isinstance(models, dict):
+            raise ModelConfigError(f"{path}: expected a 'models' table of entries")
+        return {name: ModelEntry.model_validate(entry) for name, entry in models.items()}
+    except (OSError, ValueError, tomllib.TOMLDecodeError) as exc:
+        detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+        raise ModelConfigError(f"models file {path}: {detail}") from exc
+
+
+def normalize_base_url(url: str) -> str:
+    """`http://host:8000` -> `http://host:8000/v1` (OpenAI-compatible servers serve under /v1)."""
+    url = url.rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ModelConfigError(f"base URL {url!r} is not an http(s) URL")
+    return url if parts.path not in ("", "/") else f"{url}/v1"
+
+
+def resolve_options(spec: str, *, settings: Settings | None = None, config_file: Path | None = None,
+                    base_url: str | None = None, api_key: str | None = None, api_key_env: str | None = None,
+                    concurrency: int | None = None, requests_per_minute: float | None = None,
+                    tokens_per_minute: float | None = None, timeout_s: float | None = None,
+                    max_retries: int | None = None, retry: RetryPolicy | None = None,
+                    run_timeout_s: float | None = None, cache: bool | str | Path | ResponseCache = True,
+                    prices: Prices | None = None, server_args: list[str] | None = None,
+                    headers: dict[str, str] | None = None) -> ClientOptions:
+    """Arguments win over the config file entry, which wins over the settings."""
+    settings = settings or Settings()
+    entries = load_entries(config_file or settings.models_file)
+    entry = entries.get(spec, ModelEntry())
+    full_spec = entry.spec or spec
+    provider, model = split_spec(full_spec)
+    key_env = api_key_env or entry.api_key_env
+    key = api_key
+    if key is None and key_env is not None:
+        key = settings.env_value(key_env)
+        if key is None:
+            raise ModelConfigError(f"{full_spec}: the API key variable {key_env} is not set")
+    if prices is None and entry.price_in is not None and entry.price_out is not None:
+        prices = Prices(input_per_mtok=entry.price_in, output_per_mtok=entry.price_out)
+    url = base_url or entry.base_url
+    policy = retry or RetryPolicy(max_retries=max_retries if max_retries is not None
+                                  else entry.max_retries if entry.max_retries is not None
+                                  else settings.model_max_retries)
+    return ClientOptions(
+        spec=full_spec, provider=provider, model=model,
+        base_url=normalize_base_url(url) if url else None,
+        api_key=SecretStr(key) if key is not None else None, api_key_env=key_env,
+        limits=Limits(concurrency=concurrency or entry.concurrency or settings.model_concurrency,
+                      requests_per_minute=requests_per_minute or entry.requests_per_minute,
+                      tokens_per_minute=tokens_per_minute or entry.tokens_per_minute),
+        retry=policy, timeout_s=timeout_s or entry.timeout_s or settings.model_timeout_s,
+        run_timeout_s=run_timeout_s, cache=_cache(cache, settings), prices=prices,
+        server_args=[*entry.server_args, *(server_args or [])], headers={**entry.headers, **(headers or {})},
+        settings=settings,
+    )
+
+
+def _cache(cache: bool | str | Path | ResponseCache, settings: Settings) -> ResponseCache | None:
+    if isinstance(cache, ResponseCache):
+        return cache
+    if cache is False:
+        return None
+    return ResponseCache(settings.response_cache if cache is True else Path(cache))
