@@ -98,7 +98,10 @@ class Baseline:
             target = question.target_date or self.today
             date = min(target, self.cutoff)
         answer = self._answer_at(question, date)
-        return answer if answer is not None else ""
+        if answer is None:  # nothing known then: abstain where the question offers it
+            unknown = [c.label for c in question.choices if c.role == "unknown"]
+            return unknown[0] if unknown else ""
+        return answer
 
     def _answer_at(self, question: Question, date: dt.date | None) -> str | None:
         """The family's answer from the question's answer key re-run now (with its date moved to `date`)."""

@@ -24,6 +24,25 @@ def is_probe(question: Question) -> bool:
     return question.variant.startswith("probe/")
 
 
+def when_correct(question: Question, answer: str | None) -> str:
+    """Three-way (plus "later"): the chosen option's recommendation was in force on the target date (correct),
+    only before it (stale), only after it (later), or never in this decision's history (never). Read from the
+    intervals in the question's answer-key evidence (`decision-at`)."""
+    chosen = next((c.text for c in question.choices if c.label == answer), None)
+    day = question.target_date
+    for row in question.answer_key.evidence:
+        if row.get("kind") != "recommendation" or row.get("text") != chosen or day is None:
+            continue
+        start, end = row.get("valid_from"), row.get("valid_to")
+        iso = day.isoformat()
+        if (start is None or start <= iso) and (end is None or end > iso):
+            return "correct"
+        if end is not None and end <= iso:
+            return "stale"
+        return "later"
+    return "never"
+
+
 class TempoMedProfile(Profile):
     family = "tempomed"
 
@@ -44,13 +63,14 @@ class TempoMedProfile(Profile):
         if is_probe(question):
             fields = {"kind": "probe", "pair": m.get("pair_id"), "statement_source": m.get("statement_source"),
                       "statement_year": m.get("statement_guideline_year"), "target_year": m.get("target_year"),
-                      "prediction": answer}
+                      "prediction": answer, "protocol": protocol}
         else:
             original = (m.get("display_to_original_option") or {}).get(answer or "")
             fields = {"kind": "mcq", "target": m.get("target"), "year_current": m.get("year_current"),
                       "year_prior": m.get("year_previous"), "target_year": m.get("target_guideline_year"),
                       "perturbation": m.get("shuffle_method"), "record": m.get("idx"),
                       "original": original, "group": GROUPS.get(original or "", "invalid"),
+                      "status": when_correct(question, answer),
                       "pair": next((r.split(":", 1)[1] for r in question.derived_from if r.startswith("ChangePair:")),
                                    None)}
         return correct, float(correct), fields
