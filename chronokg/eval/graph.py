@@ -27,8 +27,11 @@ def prediction_id(run_id: str, record: SampleRecord) -> str:
 def write_predictions(store: GraphStore, info: RunInfo, questions: Sequence[Question],
                       records: Iterable[SampleRecord]) -> WriteReport:
     """One transaction: the questions (idempotent), the run, and one prediction per successful sample."""
-    store_questions(store, questions)
     by_id = {q.id: q for q in questions}
+    stored = {r["id"] for r in store.run("UNWIND $ids AS id MATCH (q:Question {id: id}) RETURN q.id AS id",
+                                         {"ids": list(by_id)})}
+    # Questions are content-addressed: one already stored is this very question, no need to compare it again.
+    store_questions(store, [q for q in questions if q.id not in stored])
     batch = GraphBatch()
     batch.node(schema.RUN, info.run_id, models=[m["spec"] for m in info.models], protocol=info.protocol,
                samples=info.samples, started=info.started, snapshot=info.snapshot, chronokg=info.chronokg)
