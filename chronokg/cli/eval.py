@@ -137,3 +137,123 @@ def _summary(folder: Path) -> None:
         table.add_row(spec, f"{n:,}", f"{ok:,}", f"{ok / done:.1%}" if done else "—", f"{failed:,}", f"{tin:,}",
                       f"{tout:,}")
     console.print(table)
+
+
+@eval_app.command("metrics")
+def metrics_command(
+    run: Annotated[Path, typer.Argument(help="A run folder")],
+    model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Only these models")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
+    from_graph: Annotated[bool, typer.Option(help="Count over the run's Prediction nodes in the store (Cypher) "
+                                                  "instead of its samples")] = False,
+) -> None:
+    """Every metric of a run, per model (the seeds' metrics, and chronokg's own)."""
+    import json
+
+    from chronokg.eval.results import metrics, run_samples
+
+    def body() -> None:
+        info, samples = run_samples(run)
+        if from_graph:
+            with opened(read_only=True) as store:
+                values = metrics(samples, model, store, info.run_id)
+        else:
+            values = metrics(samples, model)
+        if fmt == "json":
+            print(json.dumps([v.model_dump(mode="json") for v in values], ensure_ascii=False, indent=2))
+            return
+        _metrics_table(values)
+    guarded(body)
+
+
+def _short(value: Any, depth: int = 0) -> str:
+    """A metric's value or groups on one line: numbers to 3 decimals, nested groups in brackets."""
+    if isinstance(value, bool) or value is None:
+        return "—" if value is None else str(value)
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, dict):
+        if depth == 1:
+            for key in ("accuracy", "share", "count"):
+                if key in value and not isinstance(value[key], dict):
+                    return _short(value[key], 2)
+        parts = [f"{k} {_short(v, depth + 1)}" for k, v in value.items()
+                 if not isinstance(v, list) and not (isinstance(v, str) and depth)]
+        text = ", ".join(p for p in parts if not p.endswith(" —") and p.strip())
+        return f"({text})" if depth else text
+    return str(value)
+
+
+def _metrics_table(values: list[Any]) -> None:
+    from rich.table import Table
+
+    table = Table(title="metrics", header_style="bold cyan", show_lines=False)
+    for c in ("metric", "model", "value", "by group"):
+        table.add_column(c, overflow="fold")
+    for v in values:
+        extra = ""
+        if "cutoff_estimate" in v.details:
+            extra = f" (cutoff ≈ {v.details['cutoff_estimate']}, Mann-Kendall p = " + (
+                f"{v.details['mann_kendall']['p']:.3g})" if "mann_kendall" in v.details else "—)")
+        table.add_row(v.metric, v.model, _short(v.value), _short(v.groups) + extra)
+    console.print(table)
+
+
+@eval_app.command("export")
+def export_command(
+    run: Annotated[Path, typer.Argument(help="A run folder")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the seed-format result files")],
+    fmt: Annotated[str, typer.Option("--format", help="seed")] = "seed",
+) -> None:
+    """The run's predictions in each seed's own result format (the seed's scripts can re-score them)."""
+    from chronokg.errors import ChronoKGError
+    from chronokg.eval.results import export_seed
+
+    def body() -> None:
+        if fmt != "seed":
+            raise ChronoKGError("--format must be seed")
+        for path, n in export_seed(run, out).items():
+            console.print(f"[green]wrote[/] {n:,} records to {path}")
+    guarded(body)
+
+
+@eval_app.command("score")
+def score_command(
+    questions: Annotated[Path, typer.Argument(help="The questions (canonical JSONL)")],
+    predictions: Annotated[Path, typer.Argument(help="{id, output} JSON lines, or a JSON list of records with "
+                                                     "chronokg_id and model_answer")],
+    model: Annotated[str, typer.Option(help="A name for the model that produced them")] = "external",
+    protocol: Annotated[str, typer.Option(help="seed or chronokg extraction")] = "seed",
+    log_dir: Annotated[Path, typer.Option(help="Where the run folder goes")] = Path("runs"),
+) -> None:
+    """Score outputs produced elsewhere as a run (then `eval metrics`, `eval report` work on it)."""
+    from chronokg.eval.results import metrics, run_samples, score_outputs
+
+    def body() -> None:
+        folder = score_outputs(questions, predictions, model, protocol, log_dir)
+        console.print(f"scored run in {folder}")
+        _, samples = run_samples(folder)
+        _metrics_table(metrics(samples))
+    guarded(body)
+
+
+@eval_app.command("compare")
+def compare_command(
+    run_a: Annotated[Path, typer.Argument(help="First run folder")],
+    run_b: Annotated[Path, typer.Argument(help="Second run folder (may be the same)")],
+    model_a: Annotated[str, typer.Option(help="Model of the first run")],
+    model_b: Annotated[str, typer.Option(help="Model of the second run")],
+) -> None:
+    """Paired comparison of two models on the questions both answered: McNemar and a paired bootstrap."""
+    from chronokg.cli.render import Format, emit
+    from chronokg.eval.results import compare, run_samples
+
+    def body() -> None:
+        _, a = run_samples(run_a)
+        _, b = run_samples(run_b)
+        emit(console, compare(a, b, model_a, model_b), Format.table, title="paired comparison",
+             columns=["family", "n", "accuracy_a", "accuracy_b", "difference", "a_only", "b_only", "p_mcnemar",
+                      "ci95"])
+    guarded(body)

@@ -72,6 +72,11 @@ class Profile:
         """An output this profile's extractor reads as `label` (for the reference baselines)."""
         return label
 
+    def seed_result(self, question: Question, record: Any) -> tuple[str, dict[str, Any]] | None:
+        """(file name, record) of this sample in the seed's own result format, so the seed's scripts can
+        re-score a chronokg run; None when the family has no such format."""
+        return None
+
     def chosen_fact(self, question: Question, answer: str | None) -> str | None:
         """The id of the fact the chosen option states, if any (linked from the prediction in the graph)."""
         return None

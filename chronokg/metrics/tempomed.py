@@ -263,6 +263,8 @@ def _when_cypher(run: str, model: str) -> tuple[str, dict[str, Any]]:
 def _when_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any]]:
     groups: dict[str, Any] = {}
     for r in rows:
+        if r["status"] is None:  # a sample scored before this field existed
+            continue
         cell = groups.setdefault(r["target"], {"correct": 0, "stale": 0, "later": 0, "never": 0})
         cell[r["status"]] += r["n"]
     for cell in groups.values():

@@ -430,7 +430,7 @@ def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
             yield "items.json", {
                 "year_previous": m.get("year_previous"), "year_current": m.get("year_current"),
                 "target_guideline_year": m.get("target_guideline_year"), "question_variant": m.get("question_variant"),
-                "question": _stem_of(q.input), "choices": {c.label: c.text for c in q.choices},
+                "question": stem_of(q.input), "choices": {c.label: c.text for c in q.choices},
                 "option_order": m.get("option_order"), "gold": q.target, "shuffle_method": m.get("shuffle_method"),
                 "display_to_original_option": m.get("display_to_original_option"),
                 "original_to_display_option": m.get("original_to_display_option"),
@@ -447,7 +447,7 @@ def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
                 "statement_text": m.get("statement_text"),
                 "question_target_year": m.get("question_target_year"), "target_year": m.get("target_year"),
                 "latest_guideline_year": m.get("latest_guideline_year"), "available": True,
-                "Question": _stem_of(q.input),
+                "Question": stem_of(q.input),
                 "Answer": {"Choice_A": "Yes", "Choice_B": "No", "Choice_C": "I do not know", "Correct": q.target},
                 "chronokg_id": q.id,
             }
@@ -455,7 +455,7 @@ def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
         yield "questions.jsonl", record
 
 
-def _stem_of(prompt: str) -> str:
+def stem_of(prompt: str) -> str:
     """The question text inside a seed prompt (between "Question:" and the first blank line after it)."""
     return prompt.split("Question:\n", 1)[-1].split("\n\n", 1)[0]
 

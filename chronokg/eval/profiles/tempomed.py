@@ -9,8 +9,10 @@ top_p 0.9, max_tokens 4096; the system prompt is part of each question); MCQ ext
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from chronokg.bench.families.tempomed import stem_of
 from chronokg.bench.question import Question
 from chronokg.eval import extract
 from chronokg.eval.profile import Profile
@@ -82,6 +84,36 @@ class TempoMedProfile(Profile):
         original = (question.metadata.get("display_to_original_option") or {}).get(answer)
         index = {"A": 0, "B": 1}.get(original or "")
         return question.facts[index] if index is not None and index < len(question.facts) else None
+
+    def seed_result(self, question: Question, record: Any) -> tuple[str, dict[str, Any]] | None:
+        """The seed's result records: `evaluation_results_5_option_<model>_augmented.json` (MCQs, the keys of
+        `pubmed_evaluation_5_option.py:339-408`) and `<model>/evaluation_results.json` (probes)."""
+        m = question.metadata
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", record.model)
+        if is_probe(question):
+            return f"{slug}/evaluation_results.json", {
+                "pair_id": m.get("pair_id"), "difference_idx": m.get("difference_idx"),
+                "statement_source": m.get("statement_source"),
+                "statement_guideline_year": m.get("statement_guideline_year"),
+                "question_target_year": m.get("question_target_year"), "Question": question.input,
+                "Answer": {"Correct": question.target}, "model_spec": record.model, "prompt": question.input,
+                "model_answer": record.output, "prediction": record.answer,
+                "correct": record.answer == question.target, "chronokg_id": question.id}
+        original = (m.get("display_to_original_option") or {}).get(record.answer or "")
+        return f"evaluation_results_{len(question.choices)}_option_{slug}_augmented.json", {
+            "year_previous": m.get("year_previous"), "year_current": m.get("year_current"),
+            "target_guideline_year": m.get("target_guideline_year"), "question_variant": m.get("question_variant"),
+            "question": stem_of(question.input),
+            "choices": {c.label: c.text for c in question.choices}, "option_order": m.get("option_order"),
+            "gold": question.target, "shuffle_method": m.get("shuffle_method"),
+            "display_to_original_option": m.get("display_to_original_option"),
+            "original_to_display_option": m.get("original_to_display_option"),
+            "current_guideline_option": m.get("current_guideline_option"),
+            "prior_guideline_option": m.get("prior_guideline_option"),
+            "interference_options": m.get("interference_options"), "unknown_option": m.get("unknown_option"),
+            "idx": m.get("idx"), "model_answer": record.output, "prediction": record.answer,
+            "prediction_original_option": original, "prediction_group": GROUPS.get(original or "", "invalid"),
+            "correct": record.answer == question.target, "chronokg_id": question.id}
 
     def render(self, question: Question, label: str) -> str:
         if is_probe(question):  # the seed's probe extractor reads C only from a first line that is "C"
