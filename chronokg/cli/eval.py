@@ -33,6 +33,11 @@ def run_command(
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions of each file")] = None,
     cache: Annotated[bool, typer.Option("--cache/--no-cache", help="Use the model response cache")] = True,
     write: Annotated[bool, typer.Option("--write/--no-write", help="Write the predictions into the graph")] = True,
+    judge: Annotated[str | None, typer.Option(help="Judge model for the families an LLM judge scores (BenchAge: "
+                                                   "the seed's judge prompt, temperature 0, max_tokens 1); "
+                                                   "without it they use exact/alias match")] = None,
+    judge_base_url: Annotated[str | None, typer.Option(help="Base URL of an openai-compat judge (default: "
+                                                             "--base-url for an openai-compat/... judge)")] = None,
 ) -> None:
     """Send the questions to the models, log every sample, score them, write predictions into the graph."""
     from chronokg.cli.progress import run_progress
@@ -50,7 +55,9 @@ def run_command(
             if not questions or not model:
                 raise ChronoKGError("give question files and at least one --model (or --resume RUN_DIR)")
             options = runner.RunOptions(protocol=protocol, samples=samples, concurrency=concurrency, limit=limit,
-                                        cache=cache)
+                                        cache=cache, judge=judge,
+                                        judge_base_url=judge_base_url or (
+                                            base_url if (judge or "").startswith("openai-compat/") else None))
             entries = [runner.ModelEntry(spec=m, base_url=base_url if not m.startswith("baseline/") else None)
                        for m in model]
             files = list(questions)

@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 import chronokg
 from chronokg.bench.question import Question, read_jsonl
 from chronokg.errors import ChronoKGError, InputError
+from chronokg.eval.judge import open_judge, reset_judge, set_judge
 from chronokg.eval.log import RunInfo, SampleLog, SampleRecord, Unit, latest, read_info, write_info
 from chronokg.eval.profile import Outcome, profile_for
 from chronokg.models import ModelClient, get_model
@@ -42,6 +43,9 @@ class RunOptions(BaseModel):
     concurrency: int = Field(default=32, ge=1, description="Samples in flight at once, all models together")
     limit: int | None = Field(default=None, ge=1, description="Only the first N questions of each file")
     cache: bool = Field(default=True, description="Use the response cache (a resumed run gets cached answers)")
+    judge: str | None = Field(default=None, description="Judge model for families scored by an LLM judge "
+                                                        "(BenchAge); none: their non-LLM scoring")
+    judge_base_url: str | None = Field(default=None, description="Base URL of an openai-compat judge")
 
 
 def file_hash(path: Path) -> str:
@@ -55,7 +59,8 @@ def file_hash(path: Path) -> str:
 def run_id(models: Sequence[ModelEntry], files: Sequence[dict[str, str]], options: RunOptions) -> str:
     """The same models, question files and options give the same run (so re-running resumes it)."""
     key = json.dumps({"models": [m.model_dump() for m in models], "questions": [f["sha256"] for f in files],
-                      "protocol": options.protocol, "samples": options.samples, "limit": options.limit},
+                      "protocol": options.protocol, "samples": options.samples, "limit": options.limit,
+                      **({"judge": options.judge} if options.judge else {})},
                      sort_keys=True)
     return "run-" + hashlib.sha256(key.encode()).hexdigest()[:12]
 
@@ -165,10 +170,16 @@ def open_clients(models: Sequence[ModelEntry], options: RunOptions, questions: S
 
 async def _run_all(log: SampleLog, units: list[tuple[Question, str, int]], clients: dict[str, ModelClient],
                    options: RunOptions, on_record: Callable[[SampleRecord], None] | None) -> Tally:
+    judge = None
     try:
-        return await execute(log, units, clients, options, on_record)
+        judge = open_judge(options.judge, options.judge_base_url, options.cache, options.concurrency)
+        token = set_judge(judge)  # the profiles of this run's samples read it (`current_judge`)
+        try:
+            return await execute(log, units, clients, options, on_record)
+        finally:
+            reset_judge(token)
     finally:
-        for client in clients.values():
+        for client in [*clients.values(), *([judge.client] if judge is not None else [])]:
             await client.aclose()
 
 
