@@ -22,7 +22,7 @@ from chronokg.graph.kglite_store import KgliteStore
 from chronokg.testing._replies import Reply, ScriptedRequest
 from chronokg.testing.openai_server import OpenAIServer
 
-TEXTS = Path(__file__).parent / "fixtures" / "tempomed" / "texts"
+TEXTS = Path(__file__).parent / "fixtures" / "tempomed_texts"
 KEPT = {"clinical_focus": "Duration of adjuvant imatinib after resection in high-risk tumours",
         "current_recommendation": "Give adjuvant imatinib for at least 36 months to high-risk patients.",
         "current_recommendation_raw_text": "give adjuvant imatinib for at least 36 months",
