@@ -118,6 +118,7 @@ def request_hash(request: ModelRequest) -> str:
 
 PROFILES: Registry[Profile] = Registry("evaluation profile")
 PROFILES.register("tempomed", "chronokg.eval.profiles.tempomed:PROFILE")
+PROFILES.register("micxr", "chronokg.eval.profiles.micxr:PROFILE")
 
 
 def profile_for(family: str, options: Mapping[str, Any] | None = None) -> Profile:
