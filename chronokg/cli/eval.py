@@ -38,6 +38,9 @@ def run_command(
                                                    "without it they use exact/alias match")] = None,
     judge_base_url: Annotated[str | None, typer.Option(help="Base URL of an openai-compat judge (default: "
                                                              "--base-url for an openai-compat/... judge)")] = None,
+    family_option: Annotated[list[str] | None, typer.Option(
+        "--family-option", "-O", help="A family's evaluation option as FAMILY.KEY=VALUE (VALUE read as JSON, "
+                                      "else text; repeat for several), e.g. micxr.stagewise=true")] = None,
 ) -> None:
     """Send the questions to the models, log every sample, score them, write predictions into the graph."""
     from chronokg.cli.progress import run_progress
@@ -55,7 +58,7 @@ def run_command(
             if not questions or not model:
                 raise ChronoKGError("give question files and at least one --model (or --resume RUN_DIR)")
             options = runner.RunOptions(protocol=protocol, samples=samples, concurrency=concurrency, limit=limit,
-                                        cache=cache, judge=judge,
+                                        cache=cache, judge=judge, family_options=_family_options(family_option or []),
                                         judge_base_url=judge_base_url or (
                                             base_url if (judge or "").startswith("openai-compat/") else None))
             entries = [runner.ModelEntry(spec=m, base_url=base_url if not m.startswith("baseline/") else None)
@@ -78,6 +81,26 @@ def run_command(
         if write:
             _write(folder, info, loaded)
     guarded(body)
+
+
+def _family_options(items: list[str]) -> dict[str, dict[str, Any]]:
+    """`FAMILY.KEY=VALUE` items as {family: {key: value}} (VALUE as JSON when it parses, else the text)."""
+    import json
+
+    from chronokg.errors import ChronoKGError
+
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        family, dot, key = name.strip().partition(".")
+        if not sep or not dot or not family or not key:
+            raise ChronoKGError(f"--family-option {item!r}: write FAMILY.KEY=VALUE (e.g. micxr.stagewise=true)")
+        try:
+            value: Any = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        out.setdefault(family, {})[key.strip()] = value
+    return out
 
 
 class _NoStore:

@@ -26,7 +26,7 @@ from chronokg.bench.question import Question, read_jsonl
 from chronokg.errors import ChronoKGError, InputError
 from chronokg.eval.judge import open_judge, reset_judge, set_judge
 from chronokg.eval.log import RunInfo, SampleLog, SampleRecord, Unit, latest, read_info, write_info
-from chronokg.eval.profile import Outcome, profile_for
+from chronokg.eval.profile import Outcome, Profile, profile_for
 from chronokg.models import ModelClient, get_model
 
 
@@ -46,6 +46,13 @@ class RunOptions(BaseModel):
     judge: str | None = Field(default=None, description="Judge model for families scored by an LLM judge "
                                                         "(BenchAge); none: their non-LLM scoring")
     judge_base_url: str | None = Field(default=None, description="Base URL of an openai-compat judge")
+    family_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Per-family evaluation options, passed to the family's profile "
+                                          "(e.g. {'micxr': {'stagewise': true}})")
+
+    def profile(self, family: str) -> Profile:
+        """The family's profile under these options."""
+        return profile_for(family, self.family_options.get(family))
 
 
 def file_hash(path: Path) -> str:
@@ -58,10 +65,13 @@ def file_hash(path: Path) -> str:
 
 def run_id(models: Sequence[ModelEntry], files: Sequence[dict[str, str]], options: RunOptions) -> str:
     """The same models, question files and options give the same run (so re-running resumes it)."""
-    key = json.dumps({"models": [m.model_dump() for m in models], "questions": [f["sha256"] for f in files],
-                      "protocol": options.protocol, "samples": options.samples, "limit": options.limit,
-                      **({"judge": options.judge} if options.judge else {})},
-                     sort_keys=True)
+    what: dict[str, Any] = {"models": [m.model_dump() for m in models], "questions": [f["sha256"] for f in files],
+                             "protocol": options.protocol, "samples": options.samples, "limit": options.limit}
+    if options.judge:
+        what["judge"] = options.judge
+    if options.family_options:  # only when given, so runs without them keep their ids
+        what["family_options"] = options.family_options
+    key = json.dumps(what, sort_keys=True)
     return "run-" + hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
@@ -118,8 +128,10 @@ def _record(question: Question, spec: str, sample: int, outcome: Outcome | None,
 def pending(questions: Sequence[Question], specs: Sequence[str], options: RunOptions,
             done: set[Unit]) -> list[tuple[Question, str, int]]:
     units = []
+    profiles: dict[str, Profile] = {}
     for q in questions:
-        n = profile_for(q.family).samples(q, options.protocol, options.samples)
+        profile = profiles.get(q.family) or profiles.setdefault(q.family, options.profile(q.family))
+        n = profile.samples(q, options.protocol, options.samples)
         for spec in specs:
             for s in range(n):
                 if (q.id, spec, s) not in done:
@@ -131,6 +143,7 @@ async def execute(log: SampleLog, units: Sequence[tuple[Question, str, int]], cl
                   options: RunOptions, on_record: Callable[[SampleRecord], None] | None = None) -> Tally:
     """Answer every unit with at most `options.concurrency` in flight; each record is logged as it completes."""
     tally = Tally()
+    profiles = {family: options.profile(family) for family in {q.family for q, _, _ in units}}
     queue: asyncio.Queue[tuple[Question, str, int]] = asyncio.Queue()
     for unit in units:
         queue.put_nowait(unit)
@@ -142,8 +155,8 @@ async def execute(log: SampleLog, units: Sequence[tuple[Question, str, int]], cl
             except asyncio.QueueEmpty:
                 return
             try:
-                outcome = await profile_for(question.family).answer(clients[spec], question, options.protocol,
-                                                                    sample)
+                outcome = await profiles[question.family].answer(clients[spec], question, options.protocol,
+                                                                 sample)
                 record = _record(question, spec, sample, outcome, None)
             except (ChronoKGError, OSError, TimeoutError, ValueError) as exc:
                 record = _record(question, spec, sample, None, f"{type(exc).__name__}: {exc}")
@@ -186,6 +199,8 @@ async def _run_all(log: SampleLog, units: list[tuple[Question, str, int]], clien
 def prepare(folder_root: Path, files: Sequence[Path], models: Sequence[ModelEntry], options: RunOptions,
             snapshot: str | None = None, store_uri: str | None = None) -> tuple[Path, RunInfo]:
     """The run folder and its `run.json` (an existing folder of the same run is resumed, a different one refused)."""
+    for family in options.family_options:  # bad family options fail before a folder is made
+        options.profile(family)
     described = [{"path": str(p), "sha256": file_hash(p)} for p in files]
     rid = run_id(models, described, options)
     folder = folder_root / rid
