@@ -287,3 +287,23 @@ def compare_command(
              columns=["family", "n", "accuracy_a", "accuracy_b", "difference", "a_only", "b_only", "p_mcnemar",
                       "ci95"])
     guarded(body)
+
+
+@eval_app.command("report")
+def report_command(
+    runs: Annotated[list[Path], typer.Argument(help="Run folders (several: side by side)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for report.md, report.html, metrics.json "
+                                                          "and plots/")],
+    model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Only these models")] = None,
+    title: Annotated[str, typer.Option(help="The report's title")] = "chronokg evaluation report",
+) -> None:
+    """A report of one or more runs: every metric as a table, the families' plots (PNG and SVG), one
+    self-contained HTML page (needs the reports extra: matplotlib)."""
+    from chronokg.reports import build_report
+
+    def body() -> None:
+        report = build_report(runs, out, model, title)
+        console.print(f"[green]wrote[/] {report.markdown}, {report.html} and {len(report.plots)} plots "
+                      f"(PNG and SVG) in {out / 'plots'}: {len(report.metrics)} metrics, "
+                      f"{len(report.series)} model columns")
+    guarded(body)
