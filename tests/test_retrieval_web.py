@@ -158,7 +158,7 @@ def test_missing_and_wrong_keys_are_clear_errors(server: SearchServer) -> None:
     with pytest.raises(ProviderError, match="searxng needs an instance"):
         SearxngSearch(Settings(searxng_url=None))
     bad = BraveSearch(Settings(brave_api_key=SecretStr("wrong")), endpoint=f"{server.url}/brave/res/v1/web/search")
-    with pytest.raises(ProviderError, match="refused the request.*401.*SUBSCRIPTION_TOKEN_INVALID"):
+    with pytest.raises(ProviderError, match=r"refused the request.*401.*SUBSCRIPTION_TOKEN_INVALID"):
         search(bad, QUESTION)
     wrong = GoogleSearch(Settings(google_api_key=SecretStr("wrong"), google_cse_id=server.google_cx),
                          endpoint=f"{server.url}/google/customsearch/v1")
@@ -183,7 +183,7 @@ def test_retries_429_and_5xx_then_answers(server: SearchServer) -> None:
 def test_gives_up_after_three_attempts(server: SearchServer) -> None:
     WAITS.clear()
     server.fail_next(500, times=3)
-    with pytest.raises(ProviderError, match="failed after 3 attempts.*HTTP 500"):
+    with pytest.raises(ProviderError, match=r"failed after 3 attempts.*HTTP 500"):
         search(make("searxng", server), QUESTION)
     assert len(WAITS) == 2
 
@@ -326,7 +326,9 @@ def test_seed_replaces_a_subgoals_facts_after_a_revision_chronokg_keeps_them(ser
     for protocol in ("seed", "chronokg"):
         with OpenAIServer(script=Scripted()) as model:
             result = answer(pipeline(server, model.url, protocol))
-        finals[protocol] = [s for s in result.steps if s.kind == "answer"][0].messages[1]["content"]
+        final = next(s for s in result.steps if s.kind == "answer")
+        assert final.messages is not None
+        finals[protocol] = final.messages[1]["content"]
     first = finals["seed"].split("\nSubgoal 2")[0]
     assert first.count("FACTS(") == 1  # Q-W3: the revision's facts replaced the first extraction's
     assert finals["chronokg"].split("\nSubgoal 2")[0].count("FACTS(") == 2
@@ -341,8 +343,8 @@ def test_subgoal_lines_without_colon(server: SearchServer) -> None:
     with OpenAIServer(script=Scripted(plan=plan)) as model:
         fixed = answer(pipeline(server, model.url, "chronokg"))
     assert fixed.status == "google"
-    assert [s.input["query"] for s in fixed.steps if s.kind == "search"][0] == \
-        "find who the Secretary-General of the United Nations is"
+    first_search = next(s for s in fixed.steps if s.kind == "search")
+    assert first_search.input["query"] == "find who the Secretary-General of the United Nations is"
 
 
 def test_wikipedia_path_answers_first_and_chunks_long_pages(server: SearchServer) -> None:
