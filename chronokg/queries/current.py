@@ -55,7 +55,9 @@ def _pick(rows: list[LatestRow], p: LatestParams) -> list[LatestRow]:
         if now:
             out.extend(r.model_copy(update={"current": True}) for r in now)
             continue
-        started = [r for r in versions if r.valid_from is None or r.valid_from <= day] or versions
+        started = [r for r in versions if r.valid_from is None or r.valid_from <= day]
+        if not started:
+            continue  # nothing of it had begun on the day: no answer rather than a future one
         newest = max((r.valid_from or dt.date.min) for r in started)
         out.extend(r.model_copy(update={"current": False}) for r in started
                    if (r.valid_from or dt.date.min) == newest)
