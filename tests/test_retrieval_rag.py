@@ -278,3 +278,19 @@ def test_embedding_worker_reports_a_missing_model(tmp_path: Path) -> None:
     with pytest.raises(ChronoKGError, match="no sentence-transformers model"):
         SentenceTransformerEmbedder(tmp_path).encode(["x"])
     assert os.path.isdir(str(shared_embedder().path))
+
+
+def test_an_index_that_grows_past_the_flat_range_becomes_ivf(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    store_path, folder = tmp_path / "s.kgl", tmp_path / "s.kgl.rag"
+    with KgliteStore(store_path) as store:
+        load_demo(store)
+        monkeypatch.setattr(indexing, "IVF_MIN_ROWS", 40)
+        assert indexing.update_index(store, folder).kind == "flat"
+        monkeypatch.setattr(indexing, "IVF_MIN_ROWS", 30)  # the store has 34 passages: past the (lowered) range
+        report = indexing.update_index(store, folder)
+    assert report.kind == "ivf" and report.added == 0
+    index = PassageIndex.open(folder)
+    assert index.meta.kind == "ivf" and index.meta.rows == 34
+    hits = Retriever(index, shared_embedder(), today=TODAY).retrieve(DEPTH, D(2012, 6, 1), 34)
+    assert hits and all(h.valid_at(D(2012, 6, 1)) for h in hits)

@@ -19,7 +19,7 @@ from rich.markup import escape
 from chronokg.cli.common import FormatOpt, OptDateOpt, console, guarded, opened, state
 from chronokg.cli.render import Format, emit
 
-KindOpt = Annotated[str, typer.Option("--kind", help="auto (flat below 200,000 passages, else ivf), flat or ivf")]
+KindOpt = Annotated[str, typer.Option("--kind", help="auto (flat below 50,000 passages, else ivf), flat or ivf")]
 
 
 def register(app: typer.Typer) -> None:

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 FORMAT = 1
-IVF_MIN_ROWS = 200_000  # below: exact flat search is fast enough (benchmarks/README.md)
+IVF_MIN_ROWS = 50_000  # below: exact flat search; from here IVF keeps p50 far under target (benchmarks/README.md)
 NPROBE_BASE = 8  # probes when every row is valid; divided by the valid share, capped at nlist
 EMBED_BATCH = 256
 INT_MIN = -(2**31)

@@ -8,7 +8,16 @@ from typing import Literal
 
 from chronokg.graph.store import GraphStore
 from chronokg.retrieval.embed import Embedder, shared_embedder
-from chronokg.retrieval.index import Kind, PassageIndex, SyncReport, build, from_vectors, replace_folder, write_lock
+from chronokg.retrieval.index import (
+    IVF_MIN_ROWS,
+    Kind,
+    PassageIndex,
+    SyncReport,
+    build,
+    from_vectors,
+    replace_folder,
+    write_lock,
+)
 from chronokg.retrieval.passages import KINDS, store_passages
 from chronokg.settings import Settings
 
@@ -31,7 +40,10 @@ def update_index(store: GraphStore, folder: Path, *, rebuild: bool = False, kind
             index.save()
         finally:
             index.close()
-        return report
+    if kind == "auto" and report.kind == "flat" and report.alive >= IVF_MIN_ROWS:
+        compact(folder, "ivf")  # grown past the exact index's range: re-index the stored vectors as IVF
+        report.kind = "ivf"
+    return report
 
 
 def compact(folder: Path, kind: Kind | Literal["auto"] = "auto") -> SyncReport:

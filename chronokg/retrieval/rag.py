@@ -17,7 +17,7 @@ import datetime as dt
 import re
 import threading
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from platformdirs import user_data_dir
 
@@ -31,6 +31,7 @@ from chronokg.settings import Settings
 Mode = Literal["time-aware", "atemporal"]
 Scope = Literal["current", "all"]
 PROVIDER = "passages"
+QUERY_CACHE = 20_000
 
 
 def index_dir(settings: Settings | None = None, store_uri: str | None = None) -> Path:
@@ -56,6 +57,7 @@ class Retriever:
         self.index = index
         self.embedder = embedder or shared_embedder()
         self.today = today
+        self._vectors: dict[str, Any] = {}  # query text -> vector: a question asked under several arms embeds once
         if self.embedder.name != index.meta.model:
             raise ChronoKGError(f"{index.folder} was built with {index.meta.model}, the query model is "
                                 f"{self.embedder.name}: rebuild the index or set CHRONOKG_EMBEDDING_MODEL")
@@ -79,7 +81,7 @@ class Retriever:
             raise ValueError("one as_of per query")
         if k < 1:
             raise ChronoKGError(f"k must be at least 1 (got {k})")
-        vectors = self.embedder.encode([q.strip() for q in queries])
+        vectors = self.encode([q.strip() for q in queries])
         days = [d if d is not None else (None if scope == "all" else self.today or dt.date.today()) for d in as_of]
         hits: list[list[tuple[int, float]]] = [[] for _ in queries]
         for d in dict.fromkeys(days):
@@ -89,6 +91,19 @@ class Retriever:
                 hits[i] = row
         stored = self.index.passages(sorted({r for row in hits for r, _ in row}))
         return [[self._result(stored[r], score, rank) for rank, (r, score) in enumerate(row, 1)] for row in hits]
+
+    def encode(self, texts: list[str]) -> Any:
+        """Query vectors, from the small cache where a text was embedded before."""
+        import numpy as np
+
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        if missing:
+            if len(self._vectors) + len(missing) > QUERY_CACHE:
+                self._vectors.clear()
+            for text, vector in zip(missing, self.embedder.encode(missing), strict=True):
+                self._vectors[text] = vector
+        return np.stack([self._vectors[t] for t in texts]) if texts else np.zeros((0, self.index.meta.dim),
+                                                                                   dtype=np.float32)
 
     def _result(self, p: object, score: float, rank: int) -> RetrievalResult:
         from chronokg.retrieval.passages import Passage
