@@ -114,21 +114,16 @@ class WebPipeline:
                            search_answer="", protocol=self.protocol, retrieved=today or dt.date.today())
         steps = result.steps  # appended to as the steps happen (pydantic copied any list given to it)
         wiki_not_found = False
-        if self.wiki_search is not None:
+        for provider, path in ((self.wiki_search, self._wiki_path), (self.chain_search, self._chain)):
+            if provider is None:
+                continue
             try:
-                text, urls = await self._wiki_path(question, steps)
-                result.status, result.search_answer, result.urls = self.wiki_search.name, text, urls
+                text, urls = await path(question, steps)
+                result.status, result.search_answer, result.urls = provider.name, text, urls
                 return result
             except _PathFailed as exc:
-                steps.append(Step(kind="path", input=self.wiki_search.name, error=str(exc)))
-                wiki_not_found = True
-        if self.chain_search is not None:
-            try:
-                text, urls = await self._chain(question, steps)
-                result.status, result.search_answer, result.urls = self.chain_search.name, text, urls
-                return result
-            except _PathFailed as exc:
-                steps.append(Step(kind="path", input=self.chain_search.name, error=str(exc)))
+                steps.append(Step(kind="path", input=provider.name, error=str(exc)))
+                wiki_not_found = wiki_not_found or provider is self.wiki_search
         if self.protocol == "seed" and wiki_not_found:
             result.search_answer = NOT_FOUND  # Q-W7: the seed writes the last payload's "Not found"
         return result
