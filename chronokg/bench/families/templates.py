@@ -13,8 +13,10 @@ from importlib import resources
 class TemplateSet:
     """The templates of one family: `template(NAME)` reads `prompts/<family>/<name>.txt`."""
 
-    def __init__(self, family: str, sha256: dict[str, str], title: str) -> None:
+    def __init__(self, family: str, sha256: dict[str, str], title: str,
+                 package: str = "chronokg.bench.families") -> None:
         self.family = family
+        self.package = package
         self.sha256 = sha256
         self.title = title
         self._texts: dict[str, str] = {}
@@ -24,7 +26,7 @@ class TemplateSet:
         if name not in self.sha256:
             raise KeyError(f"no {self.title} template {name!r} (known: {', '.join(self.sha256)})")
         if name not in self._texts:
-            path = resources.files("chronokg.bench.families") / "prompts" / self.family / f"{name.lower()}.txt"
+            path = resources.files(self.package) / "prompts" / self.family / f"{name.lower()}.txt"
             self._texts[name] = path.read_bytes().decode("utf-8")
         return self._texts[name]
 
