@@ -67,6 +67,12 @@ class Settings(BaseSettings):
     model_timeout_s: float = Field(default=300.0, gt=0, description="Per-request timeout (seconds)")
     vllm_start_timeout_s: float = Field(default=900.0, gt=0, description="How long to wait for `vllm serve`")
 
+    # --- tool server (chronokg serve) ------------------------------------------------------------
+    serve_tokens: SecretStr | None = Field(
+        default=None, description="Bearer tokens the tool server accepts (comma-separated); needed to bind beyond "
+        "loopback",
+    )
+
     def env_value(self, name: str) -> str | None:
         """The variable a models config entry names (`api_key_env`): read here, like every other one."""
         return os.environ.get(name) or None
