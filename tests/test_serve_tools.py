@@ -9,6 +9,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -26,6 +28,7 @@ from chronokg.serve import SearchParams, ToolHost
 from chronokg.serve.search import find_search
 from chronokg.serve.tools import json_schema, tool_name
 from chronokg.settings import Settings
+from tests.helpers import REPO
 from tests.serve_helpers import CARTESIAN, build_store, digest, hostile
 
 # A work budget so large that the time limit is what stops the cartesian product (by default the 10M budget
@@ -231,3 +234,19 @@ def test_search_is_registered_only_where_a_backend_has_an_index(served: tuple[Pa
 
 def test_tool_names_follow_the_python_api() -> None:
     assert tool_name("as-of") == "facts_as_of" and tool_name("changed-between") == "changed_between"
+
+
+def test_importing_the_cli_and_the_tools_loads_no_server_framework() -> None:
+    code = ("import sys, chronokg.cli, chronokg.serve\n"
+            "print([m for m in ('fastapi', 'uvicorn', 'mcp', 'starlette', 'kglite', 'httpx2') if m in sys.modules])")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert result.stdout.strip() == "[]"
+
+
+def test_a_missing_extra_is_one_clear_error(served: tuple[Path, str]) -> None:
+    code = ("import sys; sys.modules['fastapi'] = None\n"
+            "from chronokg.cli import main\n"
+            f"sys.argv = ['chronokg', '--store', 'kglite://{served[0]}', 'serve', 'http']\n"
+            "main()")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert result.returncode == 2 and "pip install 'chronokg[serve]'" in " ".join(result.stderr.split())

@@ -64,7 +64,7 @@ def create_app(host: ToolHost, *, tokens: list[str] | None = None, rate: float =
                                                                                       422, 429, 503)}
 
     @app.get("/health", response_model=Health, tags=["server"])
-    def health() -> Health:
+    async def health() -> Health:  # async: never waits behind tool calls for a thread
         pool = host.workers
         return Health(status="ok" if pool is None or pool.alive() == pool.size else "degraded",
                       engine=host.store.engine, tools=[t.name for t in host.tools()], search=host.search_note,
@@ -72,7 +72,7 @@ def create_app(host: ToolHost, *, tokens: list[str] | None = None, rate: float =
                       worker_restarts=pool.restarts if pool else None)
 
     @app.get("/tools", response_model=list[ToolSpec], tags=["server"])
-    def list_tools() -> list[ToolSpec]:
+    async def list_tools() -> list[ToolSpec]:
         """Every tool as an OpenAI tool-calling declaration (name, description, JSON schema of the arguments)."""
         return host.tool_specs()
 
