@@ -85,30 +85,37 @@ class ToolHost:
                              "read_only=True)): reads from outside never get a writer's handle")
         self.store = store
         self.limits = limits or ReadLimits()
-        self.search = search
-        self.search_note = search_note
         self._close_store = close_store
-        tools = [*query_tools(), CYPHER, *([SEARCH_TOOL] if search is not None else [])]
-        self._tools = {t.name: t for t in tools}
+        self._tools: dict[str, Tool] = {}
+        self.attach_search(search, search_note)
         self._local = threading.Lock()  # in-process engine calls (and forks) one at a time
         self._serial = store.engine == "kglite"  # Neo4j reads fork nothing: its driver is thread-safe
         self._pool: WorkerPool | None = None
 
     @classmethod
     def open(cls, uri: str | None = None, settings: Settings | None = None, *,
-             limits: ReadLimits | None = None) -> ToolHost:
-        """Open the store at `uri` (default: the settings' store) read-only, once, with the settings' limits."""
+             limits: ReadLimits | None = None, workers: int = 0) -> ToolHost:
+        """Open the store at `uri` (default: the settings' store) read-only, once, with the settings' limits;
+        fork `workers` read workers (see `start_workers`), then look for a search backend."""
         from chronokg.graph.open import open_store
 
         settings = settings or Settings()
         store = open_store(uri or settings.store, settings, read_only=True)
+        host = cls(store, limits=limits or ReadLimits.from_settings(settings), close_store=True)
         try:
-            search, note = find_search(store, settings)
+            host.start_workers(workers)  # before the search backend, which may start threads (a model)
+            host.attach_search(*find_search(store, settings))
         except BaseException:
-            store.close()
+            host.close()
             raise
-        return cls(store, limits=limits or ReadLimits.from_settings(settings), search=search, search_note=note,
-                   close_store=True)
+        return host
+
+    def attach_search(self, search: SearchBackend | None, note: str = "") -> None:
+        """Offer `search` (or no search tool, with `note` saying why)."""
+        self.search = search
+        self.search_note = note
+        tools = [*query_tools(), CYPHER, *([SEARCH_TOOL] if search is not None else [])]
+        self._tools = {t.name: t for t in tools}
 
     # --- the tools -----------------------------------------------------------------------------------
 

@@ -81,10 +81,4 @@ def open_host(settings: Settings, uri: str, *, workers: int, max_rows: int | Non
     limits = ReadLimits.from_settings(settings)
     limits = limits.model_copy(update={k: v for k, v in (("max_rows", max_rows), ("timeout_s", timeout_s))
                                        if v is not None})
-    host = ToolHost.open(uri, settings, limits=limits)
-    try:
-        host.start_workers(workers)
-    except BaseException:
-        host.close()
-        raise
-    return host
+    return ToolHost.open(uri, settings, limits=limits, workers=workers)

@@ -1,19 +1,19 @@
 """The `search` tool's hook: retrieval provides it, the tool server only finds it.
 
-`chronokg.retrieval` (sentence-transformers + faiss, an optional extra) registers
-nothing here at import; instead `SEARCH` names, lazily, a factory in it:
-
-    def search_backend(store: GraphStore, settings: Settings) -> SearchBackend | None
-
-which returns `None` when the store has no passage index. Where the module cannot be
-imported, lacks the factory, or returns `None`, the `search` tool is simply absent, and
+`SEARCH` names, lazily, factories `(store, settings) -> SearchBackend | None` that return
+`None` when the store has no index. The one registered here, `passages`, adapts the passage
+index of `chronokg.retrieval` (its `Retriever` over `index_dir(settings, store.uri)`, time-aware
+with `as_of`, today's passages without). Where the retrieval package or its extra cannot be
+imported, or the store has no index, the `search` tool is simply absent, and
 `ToolHost.search_note` says why (the health endpoint shows it).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -33,7 +33,7 @@ class SearchBackend(Protocol):
 SearchFactory = Callable[[GraphStore, Settings], "SearchBackend | None"]
 
 SEARCH: Registry[SearchFactory] = Registry("search backend")
-SEARCH.register("rag", "chronokg.retrieval:search_backend")
+SEARCH.register("passages", "chronokg.serve.search:passage_search")
 
 
 class SearchParams(BaseModel):
@@ -43,16 +43,36 @@ class SearchParams(BaseModel):
 
     query: str = Field(min_length=1, max_length=2000, description="What to look for, in words")
     as_of: dt.date | None = Field(default=None, description="Only passages valid on this day (YYYY-MM-DD); "
-                                                              "omit for any time")
+                                                              "omit for the passages valid today")
     k: int = Field(default=5, ge=1, le=50, description="How many passages to return")
 
 
 SEARCH_TOOL = Tool(
     "search",
-    "Passages (verbalised facts, recommendations, guideline text) most similar to QUERY, only those valid on "
-    "AS_OF when given. Rows: text, score, validity interval and source of each passage.",
+    "Passages (verbalised facts, recommendations, guideline text) most similar to the query, only those valid on "
+    "as_of (default: today). Rows: text, score, validity interval and source of each passage.",
     SearchParams, "search",
 )
+
+
+class _Passages:
+    """`chronokg.retrieval`'s Retriever as a search backend (it already returns `RetrievalResult`s)."""
+
+    def __init__(self, retriever: Any) -> None:
+        self.retriever = retriever
+
+    def search(self, query: str, as_of: dt.date | None, k: int) -> Sequence[BaseModel | Mapping[str, Any]]:
+        hits: Sequence[BaseModel] = self.retriever.retrieve(query, as_of, k)
+        return hits
+
+
+def passage_search(store: GraphStore, settings: Settings) -> SearchBackend | None:
+    """The store's passage index, or None where it has none (ImportError: retrieval or its extra is missing)."""
+    rag = importlib.import_module("chronokg.retrieval.rag")  # not a static import: retrieval is optional
+    folder = Path(rag.index_dir(settings, store.uri))
+    if not (folder / "meta.json").is_file():
+        return None
+    return _Passages(rag.Retriever.open(folder, settings))
 
 
 def find_search(store: GraphStore, settings: Settings,
