@@ -184,6 +184,13 @@ def test_the_rate_limit_is_per_token(served: tuple[Path, str], tmp_path: Path) -
         assert limited.json()["error"]["type"] == "rate_limited" and int(limited.headers["retry-after"]) >= 1
         assert second.post("/tools/cypher", json={"query": "RETURN 1 AS x"}).status_code == 200  # its own bucket
 
+        async def patient() -> list[bool]:  # HttpTools waits as Retry-After asks instead of failing
+            async with HttpTools(url, token=TOKENS[1]) as tools:
+                return [(await tools.call("cypher", {"query": "RETURN 1 AS x"})).ok for _ in range(4)]
+
+        start = time.monotonic()
+        assert asyncio.run(patient()) == [True] * 4 and time.monotonic() - start >= 1.0
+
 
 def test_the_http_client_gives_the_same_results(server: str) -> None:
     async def run() -> None:

@@ -9,6 +9,7 @@ test_serve_tools.py).
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 from pathlib import Path
 
 import httpx
@@ -21,7 +22,8 @@ from tests.serve_helpers import serve
 
 pytest.importorskip("chronokg.retrieval.rag", reason="chronokg.retrieval is not installed")
 pytest.importorskip("faiss", reason="the rag extra (faiss) is not installed")
-pytest.importorskip("sentence_transformers", reason="the rag extra (sentence-transformers) is not installed")
+if importlib.util.find_spec("sentence_transformers") is None:  # not imported here: it runs in retrieval's worker
+    pytest.skip("the rag extra (sentence-transformers) is not installed", allow_module_level=True)
 
 DEPTH = "How deep should chest compressions be for an adult in cardiac arrest?"
 

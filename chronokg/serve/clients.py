@@ -12,6 +12,7 @@ transport; only a transport failure (server down, bad token) raises `ToolTranspo
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
@@ -75,13 +76,15 @@ def _arguments(arguments: Arguments) -> Any:
 
 
 class HttpTools(_Closing):
-    """The tools of `chronokg serve http` at `base_url`."""
+    """The tools of `chronokg serve http` at `base_url`; a 429 is retried after the server's Retry-After."""
 
-    def __init__(self, base_url: str, *, token: str | None = None, timeout_s: float = 120.0) -> None:
+    def __init__(self, base_url: str, *, token: str | None = None, timeout_s: float = 120.0,
+                 rate_limit_retries: int = 5) -> None:
         import httpx
 
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._client = httpx.AsyncClient(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s)
+        self._retries = rate_limit_retries
 
     async def specs(self) -> list[ToolSpec]:
         response = await self._get("/tools")
@@ -91,14 +94,16 @@ class HttpTools(_Closing):
         import httpx
 
         body = _arguments(arguments)
-        try:
-            if isinstance(body, str):
-                response = await self._client.post(f"/tools/{name}", content=body.encode(),
+        content = (body if isinstance(body, str) else json.dumps(body)).encode()
+        for attempt in range(self._retries + 1):
+            try:
+                response = await self._client.post(f"/tools/{name}", content=content,
                                                    headers={"content-type": "application/json"})
-            else:
-                response = await self._client.post(f"/tools/{name}", json=body)
-        except httpx.HTTPError as exc:
-            raise ToolTransportError(f"tool server {self._client.base_url}: {exc}") from exc
+            except httpx.HTTPError as exc:
+                raise ToolTransportError(f"tool server {self._client.base_url}: {exc}") from exc
+            if response.status_code != 429 or attempt == self._retries:
+                break
+            await asyncio.sleep(_retry_after(response))  # the server's rate limit: wait as it asks
         payload = _json(response)
         if response.status_code == 200:
             return ToolResult.model_validate(payload)
@@ -121,6 +126,13 @@ class HttpTools(_Closing):
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def _retry_after(response: Any) -> float:
+    try:
+        return min(60.0, max(0.05, float(response.headers.get("retry-after", "1"))))
+    except ValueError:
+        return 1.0
 
 
 def _json(response: Any) -> Any:
