@@ -168,11 +168,13 @@ def _register_sources() -> None:
         ingest_wikidata,
         queries,
     )
+    from chronokg.cli import eval as eval_cli
 
     for module in (ingest_tempomed, ingest_wikidata, ingest_umls, ingest_cfr, ingest_chroknow, ingest_driftmed,
                    ingest_qasets, ingest_cxr, download_public):
         module.register(Groups(ingest_app, download_app, export_app, generate_app))
     queries.register(query_app)
+    eval_cli.register(app)
     bench.register(app, bench_app)
 
 
