@@ -85,6 +85,12 @@ class Settings(BaseSettings):
     wikipedia_api_url: str = Field(default="https://en.wikipedia.org/w/api.php", description="MediaWiki API")
     search_timeout_s: float = Field(default=10.0, gt=0, description="Seconds per web search or page request")
 
+    # --- tool server (chronokg serve) ------------------------------------------------------------
+    serve_tokens: SecretStr | None = Field(
+        default=None, description="Bearer tokens the tool server accepts (comma-separated); needed to bind beyond "
+        "loopback",
+    )
+
     def env_value(self, name: str) -> str | None:
         """The variable a models config entry names (`api_key_env`): read here, like every other one."""
         return os.environ.get(name) or None

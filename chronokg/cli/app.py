@@ -185,8 +185,15 @@ def _register_models() -> None:
     retrieve.register(app)
 
 
+def _register_serve() -> None:
+    from chronokg.cli import serve
+
+    serve.register(app)
+
+
 _register_sources()
 _register_models()
+_register_serve()
 
 
 def main() -> Any:

@@ -10,6 +10,7 @@ from typing import Annotated, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from chronokg.cli.render import Format
 from chronokg.errors import ChronoKGError
@@ -89,5 +90,5 @@ def guarded(fn: Callable[[], T]) -> T:
     try:
         return fn()
     except ChronoKGError as exc:
-        err.print(f"[bold red]error:[/] {exc}")
+        err.print(f"[bold red]error:[/] {escape(str(exc))}")  # a message may hold [brackets]: chronokg[serve]
         raise typer.Exit(2) from None

@@ -1,0 +1,357 @@
+"""Tool server under bounded loopback load: 50 concurrent clients for 30 s, beside in-process baselines.
+
+Issue 10, Must show: "The HTTP server under bounded loopback load (50 concurrent clients for 30 s):
+0 errors, p50/p99 printed". One run measures, on the same store and the same mix of calls:
+
+* in process, one caller, no workers (`ToolHost.call_tool`: the floor, the guard's fork included);
+* in process, N concurrent callers through the forked read workers (no HTTP: the workers' own limit);
+* `chronokg serve http` on loopback (a child process, started through the CLI, one bearer token per
+  client, the per-token rate limit on), N concurrent HTTP clients with keep-alive;
+* for comparison, why calls are serialised or sent to workers: 8 threads calling `guarded_read`
+  directly on one store, unserialised; a read that takes milliseconds is sometimes reported as past
+  its time limit (its forked child inherited an engine lock another thread held). Not counted as
+  the server's errors.
+
+The mix: facts_as_of, timeline, changed_between (one subject), recommended_on, trajectory, a
+guarded `cypher` read, and a `cypher` write attempt that must come back refused (403). An error is
+any other status, a transport failure, or a refused/failed call that should have answered. The
+store's content hash and file are checked before and after.
+
+    python benchmarks/bench_serve.py                      # 100,000 facts, 50 clients, 30 s
+    python benchmarks/bench_serve.py --quick              # 10,000 facts, 20 clients, 5 s
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from chronokg.demo.corpus import load_demo
+from chronokg.errors import QueryLimitExceeded
+from chronokg.graph.batch import GraphBatch
+from chronokg.graph.counts import content_digest
+from chronokg.graph.guard import ReadLimits, guarded_read
+from chronokg.graph.kglite_store import KgliteStore
+from chronokg.graph.model import Fact, Source
+from chronokg.graph.writer import write_batch
+from chronokg.serve import ToolHost
+from chronokg.serve.launch import default_workers
+
+REPO = Path(__file__).resolve().parents[1]
+PREDICATES = ("position_held", "employer", "residence")
+TOPICS = ("resuscitation", "hypertension", "aspirin")
+
+
+def build_store(path: Path, facts: int, seed: int) -> None:
+    """The demo corpus plus `facts` synthetic facts: N/10 subjects, versions chained over 1990-2024."""
+    rng = random.Random(seed)
+    with KgliteStore(path, durable="off") as store:
+        load_demo(store)
+        subjects = max(1, facts // 10)
+        batch = GraphBatch()
+        batch.source(Source(id="bench", kind="bench", caption="bench release"))
+        made = 0
+        for s in range(subjects):
+            for p, versions in zip(PREDICATES, (4, 3, 3), strict=True):
+                years = sorted(rng.sample(range(1990, 2024), versions))
+                for k, year in enumerate(years):
+                    end = dt.date(years[k + 1], 1, 1) if k + 1 < len(years) else None
+                    batch.fact(Fact(subject=f"e{s:07d}", predicate=p, object=f"e{rng.randrange(subjects):07d}",
+                                    valid_from=dt.date(year, 1, 1), valid_to=end, source_id="bench",
+                                    source_kind="bench"))
+                    made += 1
+            if made >= 100_000:
+                write_batch(store, batch)
+                batch, made = GraphBatch(), 0
+                batch.source(Source(id="bench", kind="bench", caption="bench release"))
+        write_batch(store, batch)
+
+
+def workload(rng: random.Random, subjects: int) -> tuple[str, dict[str, Any], int]:
+    """One call of the mix: (tool, arguments, expected HTTP status)."""
+    subject = f"e{rng.randrange(subjects):07d}"
+    day = dt.date(rng.randrange(1990, 2025), rng.randrange(1, 13), 1).isoformat()
+    kind = rng.randrange(7)
+    if kind == 0:
+        return "facts_as_of", {"date": day, "subject": subject}, 200
+    if kind == 1:
+        return "timeline", {"subject": subject, "predicate": rng.choice(PREDICATES)}, 200
+    if kind == 2:
+        return "changed_between", {"from": "2000-01-01", "to": day, "subject": subject}, 200
+    if kind == 3:
+        return "recommended_on", {"date": f"{rng.randrange(2000, 2025)}-06-01", "topic": rng.choice(TOPICS)}, 200
+    if kind == 4:
+        return "trajectory", {"guideline": "aha-ecc-2015"}, 200
+    if kind == 5:
+        return "cypher", {"query": "MATCH (f:Fact {subject_id: $s}) RETURN f.predicate AS p, f.object_id AS o, "
+                                   "f.valid_from AS since ORDER BY since", "params": {"s": subject}}, 200
+    return "cypher", {"query": "MATCH (f:Fact {subject_id: $s}) DETACH DELETE f", "params": {"s": subject}}, 403
+
+
+@dataclass
+class Phase:
+    name: str
+    latencies: list[float] = field(default_factory=list)
+    statuses: Counter[int] = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def row(self) -> str:
+        lat = sorted(self.latencies)
+        p50 = statistics.median(lat) * 1000 if lat else float("nan")
+        p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000 if lat else float("nan")
+        rate = len(lat) / self.seconds if self.seconds else 0.0
+        return f"{self.name:<46} {len(lat):>8,} {rate:>9,.0f} {p50:>8.1f} {p99:>8.1f} {len(self.errors):>7}"
+
+
+def check(phase: Phase, status: int, expected: int, body: dict[str, Any] | None, what: str) -> None:
+    phase.statuses[status] += 1
+    if status != expected:
+        phase.errors.append(f"{what}: HTTP {status} (expected {expected}): {str(body)[:200]}")
+    elif expected == 403 and (body or {}).get("error", {}).get("type") != "refused":
+        phase.errors.append(f"{what}: 403 without a refusal: {str(body)[:200]}")
+
+
+def status_of(result: Any) -> int:
+    if result.ok:
+        return 200
+    return {"refused": 403, "limit_exceeded": 422, "invalid_arguments": 422, "unknown_tool": 404,
+            "query_failed": 400, "unavailable": 503}.get(result.error.type, 500)
+
+
+def in_process_serial(host: ToolHost, subjects: int, seconds: float, seed: int) -> Phase:
+    phase = Phase("in process, 1 caller, no workers")
+    rng = random.Random(seed)
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        name, args, expected = workload(rng, subjects)
+        t0 = time.perf_counter()
+        result = host.call_tool(name, args)
+        phase.latencies.append(time.perf_counter() - t0)
+        check(phase, status_of(result), expected, {"error": result.error.model_dump()} if result.error else None,
+              name)
+    phase.seconds = time.perf_counter() - start
+    return phase
+
+
+async def in_process_concurrent(host: ToolHost, subjects: int, clients: int, seconds: float, seed: int,
+                                name: str) -> Phase:
+    phase = Phase(name)
+    end = time.perf_counter() + seconds
+
+    async def one(k: int) -> None:
+        rng = random.Random(seed + k)
+        while time.perf_counter() < end:
+            tool, args, expected = workload(rng, subjects)
+            t0 = time.perf_counter()
+            result = await host.acall_tool(tool, args)
+            phase.latencies.append(time.perf_counter() - t0)
+            check(phase, status_of(result), expected,
+                  {"error": result.error.model_dump()} if result.error else None, tool)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(one(k) for k in range(clients)))
+    phase.seconds = time.perf_counter() - start
+    return phase
+
+
+async def over_http(url: str, tokens: list[str], subjects: int, seconds: float, seed: int, name: str) -> Phase:
+    phase = Phase(name)
+    end = time.perf_counter() + seconds
+
+    async def one(k: int) -> None:
+        rng = random.Random(seed + k)
+        async with httpx.AsyncClient(base_url=url, timeout=60,
+                                     headers={"Authorization": f"Bearer {tokens[k]}"}) as http:
+            while time.perf_counter() < end:
+                tool, args, expected = workload(rng, subjects)
+                t0 = time.perf_counter()
+                try:
+                    response = await http.post(f"/tools/{tool}", json=args)
+                except httpx.HTTPError as exc:
+                    phase.errors.append(f"{tool}: {type(exc).__name__}: {exc}")
+                    continue
+                phase.latencies.append(time.perf_counter() - t0)
+                check(phase, response.status_code, expected, response.json(), tool)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(one(k) for k in range(len(tokens))))
+    phase.seconds = time.perf_counter() - start
+    return phase
+
+
+def unserialised(path: Path, subjects: int, seconds: float, threads: int) -> tuple[int, int, float]:
+    """`guarded_read` from `threads` threads at once, no lock: (reads, spurious time-limit errors, worst s)."""
+    limits = ReadLimits(timeout_s=3.0)
+    query = "MATCH (f:Fact {subject_id: $s}) RETURN f.predicate AS p, f.valid_from AS v ORDER BY v"
+    counts = Counter[str]()
+    worst = [0.0]
+    end = time.perf_counter() + seconds
+    with KgliteStore(path, read_only=True) as store:
+        def run(k: int) -> None:
+            rng = random.Random(k)
+            while time.perf_counter() < end:
+                t0 = time.perf_counter()
+                try:
+                    guarded_read(store, query, {"s": f"e{rng.randrange(subjects):07d}"}, limits)
+                    counts["ok"] += 1
+                except QueryLimitExceeded:
+                    counts["limit"] += 1
+                    worst[0] = max(worst[0], time.perf_counter() - t0)
+
+        pool = [threading.Thread(target=run, args=(k,)) for k in range(threads)]
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+    return counts["ok"] + counts["limit"], counts["limit"], worst[0]
+
+
+def start_server(store: Path, workers: int, token_file: Path, rate: float) -> tuple[subprocess.Popen[str], str]:
+    cmd = [sys.executable, "-m", "chronokg.cli", "--store", f"kglite://{store}", "serve", "http", "--port", "0",
+           "--workers", str(workers), "--rate", str(rate), "--burst", str(int(rate * 2)),
+           "--token-file", str(token_file)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHRONOKG_")}
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**env, "PYTHONPATH": str(REPO)})
+    found: list[str] = []
+    ready = threading.Event()
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            m = re.search(r"(http://127\.0\.0\.1:\d+)", line)
+            if m and not ready.is_set():
+                found.append(m.group(1))
+                ready.set()
+            elif not ready.is_set():
+                sys.stderr.write(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    if not ready.wait(120):
+        proc.kill()
+        raise SystemExit("the server did not start")
+    return proc, found[0]
+
+
+def pss_mib(pid: int) -> float:
+    """Proportional set size: shared (copy-on-write) pages are split among the processes sharing them."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def server_memory(pid: int) -> tuple[float, int]:
+    children = [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    return pss_mib(pid) + sum(pss_mib(c) for c in children), len(children)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--facts", type=int, default=100_000)
+    ap.add_argument("--clients", type=int, default=50)
+    ap.add_argument("--seconds", type=float, default=30.0, help="length of the HTTP phase")
+    ap.add_argument("--baseline-seconds", type=float, default=10.0, help="length of each in-process phase")
+    ap.add_argument("--workers", type=int, default=default_workers())
+    ap.add_argument("--rate", type=float, default=100.0, help="per-token rate limit of the server (requests/s)")
+    ap.add_argument("--store", type=Path, help="reuse a store built by an earlier run (--keep)")
+    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--unsafe-seconds", type=float, default=10.0, help="length of the unserialised comparison "
+                    "(0: skip)")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    if args.quick:
+        args.facts, args.clients, args.seconds, args.baseline_seconds, args.unsafe_seconds = 10_000, 20, 5.0, 3.0, 3.0
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-serve-"))
+    path = args.store or tmp / "store.kgl"
+    try:
+        if args.store is None:
+            t0 = time.perf_counter()
+            build_store(path, args.facts, args.seed)
+            print(f"store: {args.facts:,} facts + the demo corpus, built in {time.perf_counter() - t0:.1f} s")
+        with KgliteStore(path, read_only=True) as store:
+            before = content_digest(store)
+            subjects = len(store.run("MATCH (f:Fact {source_id: 'bench'}) RETURN DISTINCT f.subject_id AS s"))
+        stamp = path.stat().st_mtime_ns
+
+        phases: list[Phase] = []
+        limits = ReadLimits()
+        with ToolHost(KgliteStore(path, read_only=True), limits=limits, close_store=True) as host:
+            phases.append(in_process_serial(host, subjects, args.baseline_seconds, args.seed))
+        with ToolHost(KgliteStore(path, read_only=True), limits=limits, close_store=True) as host:
+            host.start_workers(args.workers)
+            phases.append(asyncio.run(in_process_concurrent(
+                host, subjects, args.clients, args.baseline_seconds, args.seed,
+                f"in process, {args.clients} callers, {args.workers} workers")))
+
+        token_file = tmp / "tokens.txt"
+        tokens = [f"bench-client-{k:03d}-{os.urandom(8).hex()}" for k in range(args.clients)]
+        token_file.write_text("\n".join(tokens))
+        proc, url = start_server(path, args.workers, token_file, args.rate)
+        try:
+            phase = asyncio.run(over_http(url, tokens, subjects, args.seconds, args.seed,
+                                          f"HTTP loopback, {args.clients} clients, {args.workers} workers"))
+            phases.append(phase)
+            memory, children = server_memory(proc.pid)
+            health = httpx.get(f"{url}/health", timeout=10).json()
+        finally:
+            proc.terminate()
+            proc.wait(30)
+
+        unsafe = unserialised(path, subjects, args.unsafe_seconds, 8) if args.unsafe_seconds > 0 else None
+        with KgliteStore(path, read_only=True) as store:
+            unchanged = content_digest(store) == before and path.stat().st_mtime_ns == stamp
+
+        print(f"\nmachine: {os.cpu_count()} CPUs; store {path.stat().st_size / 2**20:.1f} MiB; "
+              f"read limits: {limits.timeout_s:g} s, {limits.max_rows:,} rows; mix: 7 calls (1 in 7 a refused "
+              "write)\n")
+        print(f"{'phase':<46} {'calls':>8} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7}")
+        print("-" * 90)
+        for p in phases:
+            print(p.row())
+        http = phases[-1]
+        print(f"\nHTTP statuses: {dict(sorted(http.statuses.items()))} (403 = the refused write attempts, expected)")
+        print(f"server memory (PSS, server + {children} workers): {memory:,.0f} MiB; health: {health['status']}, "
+              f"workers alive {health['workers_alive']}/{health['workers']}, restarts {health['worker_restarts']}")
+        if unsafe is not None:
+            print(f"for comparison, guarded_read from 8 threads without the lock: {unsafe[0]:,} reads, {unsafe[1]} "
+                  f"wrongly stopped at the 3 s time limit (worst {unsafe[2]:.1f} s)")
+        print(f"store content hash and file unchanged: {'yes' if unchanged else 'NO'}")
+        errors = [e for p in phases for e in p.errors]
+        print(f"target: 0 errors over HTTP: {'met' if not http.errors else 'NOT met'}")
+        for e in errors[:10]:
+            print("  error:", e)
+        if errors or not unchanged:
+            raise SystemExit(1)
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            print(f"kept {tmp}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""`chronokg serve http|mcp`: the agent tools over HTTP (FastAPI) or MCP.
+
+FastAPI, uvicorn and the MCP SDK are imported inside the commands (the `serve` extra),
+so `import chronokg.cli` stays light.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from chronokg.cli.common import err, guarded, state
+from chronokg.errors import ChronoKGError
+from chronokg.settings import Settings
+
+HostOpt = Annotated[str, typer.Option("--host", help="Address to listen on; beyond loopback, bearer tokens are "
+                                                     "required")]
+WorkersOpt = Annotated[int | None, typer.Option(
+    "--workers", min=0, help="Forked read workers (embedded engine): reads that run at once [default: CPUs, 2-8]")]
+RateOpt = Annotated[float, typer.Option("--rate", min=0, help="Requests a second per token (0: no limit); "
+                                                              "without tokens, for all callers together")]
+BurstOpt = Annotated[int, typer.Option("--burst", min=1, help="Requests a token may send at once before --rate "
+                                                              "applies")]
+BodyOpt = Annotated[int, typer.Option("--max-body-kb", min=1, help="Largest request body")]
+TokenFileOpt = Annotated[Path | None, typer.Option("--token-file", help="Bearer tokens, one a line (added to "
+                                                                        "$CHRONOKG_SERVE_TOKENS)")]
+RowsOpt = Annotated[int | None, typer.Option("--max-rows", min=1, help="Rows a tool returns at most [default: "
+                                                                       "$CHRONOKG_READ_MAX_ROWS or 10000]")]
+TimeoutOpt = Annotated[float | None, typer.Option("--timeout", min=0.001, help="Time limit of one read in seconds "
+                                                                               "[default: $CHRONOKG_READ_TIMEOUT_S "
+                                                                               "or 10]")]
+
+
+class Transport(StrEnum):
+    stdio = "stdio"
+    http = "http"
+
+
+def register(app: typer.Typer) -> None:
+    serve_app = typer.Typer(help="Serve the read-only agent tools (queries, guarded Cypher, search) over HTTP or "
+                                 "MCP.", no_args_is_help=True)
+    app.add_typer(serve_app, name="serve")
+    serve_app.command("http")(http)
+    serve_app.command("mcp")(mcp)
+
+
+def _need_extra() -> None:
+    try:
+        import fastapi  # noqa: F401
+        import mcp  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise ChronoKGError(f"the tool server needs its extra: pip install 'chronokg[serve]' ({exc})") from None
+
+
+def http(
+    host: HostOpt = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free one)")] = 8765,
+    workers: WorkersOpt = None,
+    rate: RateOpt = 20.0,
+    burst: BurstOpt = 40,
+    max_body_kb: BodyOpt = 1024,
+    token_file: TokenFileOpt = None,
+    max_rows: RowsOpt = None,
+    timeout: TimeoutOpt = None,
+) -> None:
+    """Every tool as POST /tools/NAME, GET /tools (OpenAI schemas), /health and the OpenAPI page (/docs)."""
+    def body() -> None:
+        _need_extra()
+        from chronokg.serve.http import create_app
+        from chronokg.serve.launch import bind, check_bind, default_workers, load_tokens, open_host, run_uvicorn
+
+        settings = Settings()
+        tokens = load_tokens(settings, token_file)
+        check_bind(host, tokens)
+        sock = bind(host, port)
+        n = default_workers() if workers is None else workers
+        with open_host(settings, state.store_uri or settings.store, workers=n, max_rows=max_rows,
+                       timeout_s=timeout) as tools:
+            app = create_app(tools, tokens=tokens, rate=rate, burst=burst, max_body_bytes=max_body_kb * 1024)
+            run_uvicorn(app, sock, on_ready=lambda url: err.print(
+                f"chronokg tools: serving {url} ({len(tools.tools())} tools, {n} read workers, "
+                f"{'bearer tokens' if tokens else 'no auth: loopback only'}); docs at {url}/docs", soft_wrap=True))
+    guarded(body)
+
+
+def mcp(
+    transport: Annotated[Transport, typer.Option(help="stdio (a client starts this command) or streamable http")]
+    = Transport.stdio,
+    host: HostOpt = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port for --transport http (0: any free one)")] = 8766,
+    workers: WorkersOpt = None,
+    rate: RateOpt = 20.0,
+    burst: BurstOpt = 40,
+    max_body_kb: BodyOpt = 1024,
+    token_file: TokenFileOpt = None,
+    max_rows: RowsOpt = None,
+    timeout: TimeoutOpt = None,
+) -> None:
+    """The tools over MCP: stdio (default) or streamable HTTP at /mcp."""
+    def body() -> None:
+        _need_extra()
+        import anyio
+
+        from chronokg.serve.launch import bind, check_bind, default_workers, load_tokens, open_host, run_uvicorn
+        from chronokg.serve.mcp_server import run_stdio, streamable_http_app
+
+        settings = Settings()
+        uri = state.store_uri or settings.store
+        if transport is Transport.stdio:
+            # one client, one call at a time: no workers needed (calls are serialised in process)
+            with open_host(settings, uri, workers=workers or 0, max_rows=max_rows, timeout_s=timeout) as tools:
+                anyio.run(run_stdio, tools)
+            return
+        tokens = load_tokens(settings, token_file)
+        check_bind(host, tokens)
+        sock = bind(host, port)
+        n = default_workers() if workers is None else workers
+        with open_host(settings, uri, workers=n, max_rows=max_rows, timeout_s=timeout) as tools:
+            app = streamable_http_app(tools, bind=host, tokens=tokens, rate=rate, burst=burst,
+                                      max_body_bytes=max_body_kb * 1024)
+            run_uvicorn(app, sock, lifespan="on", on_ready=lambda url: err.print(
+                f"chronokg tools: MCP at {url}/mcp ({len(tools.tools())} tools, {n} read workers, "
+                f"{'bearer tokens' if tokens else 'no auth: loopback only'})", soft_wrap=True))
+    guarded(body)

@@ -1,0 +1,164 @@
+"""What every HTTP request passes before a tool sees it: bearer token, rate limit, body size.
+
+One plain ASGI middleware in front of both the FastAPI app and the MCP streamable-HTTP
+app, so both servers refuse the same way, with the same JSON error body
+(`{"error": {"type": ..., "message": ...}}`).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import math
+import time
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+MAX_BUCKETS = 10_000  # distinct callers remembered by the rate limiter
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding `host` keeps the server on this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass
+class RateLimiter:
+    """A token bucket per caller: `rate` requests a second on average, bursts of `burst`; rate 0: no limit."""
+
+    rate: float
+    burst: int
+    _buckets: dict[str, tuple[float, float]] = field(default_factory=dict)  # caller -> (tokens, at)
+
+    def take(self, caller: str, now: float | None = None) -> float:
+        """0 if the caller may go on, else the seconds until it may."""
+        if self.rate <= 0:
+            return 0.0
+        now = time.monotonic() if now is None else now
+        tokens, at = self._buckets.get(caller, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - at) * self.rate)
+        if tokens < 1.0:
+            self._buckets[caller] = (tokens, now)
+            return (1.0 - tokens) / self.rate
+        if len(self._buckets) >= MAX_BUCKETS and caller not in self._buckets:
+            self._buckets.clear()  # forgetting callers only ever gives them a fresh burst
+        self._buckets[caller] = (tokens - 1.0, now)
+        return 0.0
+
+
+class Gate:
+    """ASGI middleware: bearer tokens (when any are set), a rate limit per token, a request size limit.
+
+    `open_paths` (health, the OpenAPI page) need no token but are rate-limited like the rest.
+    Without tokens (only allowed on loopback) every caller shares one anonymous bucket.
+    """
+
+    def __init__(self, app: ASGIApp, *, tokens: Iterable[str] = (), rate: float = 20.0, burst: int = 40,
+                 max_body_bytes: int = 1 << 20, open_paths: Iterable[str] = ()) -> None:
+        self.app = app
+        self.tokens = [t.encode() for t in tokens if t]
+        self.limiter = RateLimiter(rate, burst)
+        self.max_body = max_body_bytes
+        self.open_paths = frozenset(open_paths)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        caller = "anonymous"
+        if self.tokens and scope.get("path") not in self.open_paths:
+            token = _bearer(scope)
+            if token is None or not any(hmac.compare_digest(token, t) for t in self.tokens):
+                await _error(send, 401, "unauthorized", "a valid bearer token is required (Authorization: Bearer "
+                             "TOKEN)" if token is None else "the bearer token is not valid",
+                             [(b"www-authenticate", b'Bearer realm="chronokg"')])
+                return
+            caller = "token:" + _fingerprint(token)
+        wait = self.limiter.take(caller)
+        if wait > 0:
+            await _error(send, 429, "rate_limited", f"too many requests: at most {self.limiter.rate:g} a second "
+                         f"(bursts of {self.limiter.burst}); retry in {wait:.2f} s",
+                         [(b"retry-after", str(max(1, math.ceil(wait))).encode())])
+            return
+        declared = _content_length(scope)
+        if declared is not None and declared > self.max_body:
+            await _error(send, 413, "too_large", f"the request body is {declared:,} bytes (at most "
+                         f"{self.max_body:,})")
+            return
+        if scope.get("method") in {"POST", "PUT", "PATCH"}:
+            chunks: list[bytes] = []
+            size = 0
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return  # the client went away
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > self.max_body:
+                    await _error(send, 413, "too_large", f"the request body is over {self.max_body:,} bytes")
+                    return
+                chunks.append(chunk)
+                if not message.get("more_body"):
+                    break
+            receive = _replay(b"".join(chunks), receive)
+        await self.app(scope, receive, send)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def _bearer(scope: Scope) -> bytes | None:
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            kind, _, token = bytes(value).partition(b" ")
+            if kind.lower() == b"bearer" and token.strip():
+                return token.strip()
+    return None
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", []):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+def _fingerprint(token: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(token).hexdigest()[:16]
+
+
+async def _error(send: Send, status: int, type_: str, message: str,
+                 headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = json.dumps({"error": {"type": type_, "message": message}}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *(headers or [])]})
+    await send({"type": "http.response.body", "body": body})

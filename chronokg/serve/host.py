@@ -1,0 +1,187 @@
+"""`ToolHost`: the store opened read-only once, the tools over it, and how a call reaches it.
+
+In process (the evaluation runner's `--agent tools`):
+
+    with ToolHost.open("kglite:///data/store.kgl") as host:
+        specs = host.tool_specs()                     # list[chronokg.models.ToolSpec]
+        result = host.call_tool("facts_as_of", {"date": "2016-06-01", "subject": "Q646148"})
+        result.content()                              # the JSON text the model reads
+
+Calls never raise for a bad call: a refused query, a limit, unknown tools and invalid
+arguments come back as `ToolResult(ok=False, error=...)`, which the HTTP server turns
+into a 4xx and the MCP server into an error result. In process, calls run one at a
+time (a lock): the guard forks per read, and a fork must not happen while another
+thread is inside the engine (see `chronokg.serve.workers`). A server calls
+`start_workers(n)` first, and calls then run in forked workers, `n` at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, cast
+
+from pydantic import BaseModel
+
+from chronokg.errors import ChronoKGError, QueryLimitExceeded, QueryRefused, StoreError
+from chronokg.graph.guard import ReadLimits, guarded_read
+from chronokg.graph.store import GraphStore
+from chronokg.models.types import ToolSpec
+from chronokg.queries.spec import QUERIES, QueryError
+from chronokg.serve.search import SEARCH_TOOL, SearchBackend, SearchParams, find_search
+from chronokg.serve.tools import CYPHER, CypherParams, Tool, ToolError, ToolResult, jsonable, query_tools
+from chronokg.serve.workers import WorkerPool
+from chronokg.settings import Settings
+
+
+def run_tool(store: GraphStore, tool: Tool, args: BaseModel, limits: ReadLimits,
+             search: SearchBackend | None = None) -> ToolResult:
+    """Run one validated call; every read goes through `guarded_read` (the query tools' Cypher too)."""
+    start = time.monotonic()
+    truncated, total = False, None
+    try:
+        if tool.kind == "cypher":
+            cypher = cast(CypherParams, args)
+            result = guarded_read(store, cypher.query, cypher.params, limits)
+            rows, truncated, total = jsonable(result.rows), result.truncated, result.total_rows
+        elif tool.kind == "query":
+            spec = QUERIES.get(str(tool.query))
+            text, params = spec.build(args)
+            result = guarded_read(store, text, params, limits)
+            typed = [spec.row.model_validate(r) for r in result.rows]
+            rows = jsonable(spec.post(typed, args) if spec.post is not None else typed)
+            truncated, total = result.truncated, result.total_rows
+        else:
+            if search is None:
+                raise ToolError("unavailable", "search is not available on this server")
+            wanted = cast(SearchParams, args)
+            rows = jsonable(list(search.search(wanted.query, wanted.as_of, wanted.k)))
+    except ToolError as exc:
+        return ToolResult.failed(tool.name, exc)
+    except QueryLimitExceeded as exc:
+        return ToolResult.failed(tool.name, ToolError("limit_exceeded", exc.reason))
+    except QueryRefused as exc:
+        return ToolResult.failed(tool.name, ToolError("refused", exc.reason))
+    except QueryError as exc:
+        return ToolResult.failed(tool.name, ToolError("invalid_arguments", str(exc)))
+    except StoreError as exc:
+        return ToolResult.failed(tool.name, ToolError("query_failed", str(exc)))
+    except ChronoKGError as exc:
+        return ToolResult.failed(tool.name, ToolError("query_failed", str(exc)))
+    return ToolResult(tool=tool.name, rows=rows, truncated=truncated, total_rows=total,
+                      elapsed_s=round(time.monotonic() - start, 6))
+
+
+class ToolHost:
+    """The tools over one read-only store; see the module docstring."""
+
+    def __init__(self, store: GraphStore, *, limits: ReadLimits | None = None, search: SearchBackend | None = None,
+                 search_note: str = "", close_store: bool = False) -> None:
+        if not store.read_only:
+            raise StoreError(f"{store.uri}: the tool server needs a store opened read-only (open_store(..., "
+                             "read_only=True)): reads from outside never get a writer's handle")
+        self.store = store
+        self.limits = limits or ReadLimits()
+        self._close_store = close_store
+        self._tools: dict[str, Tool] = {}
+        self.attach_search(search, search_note)
+        self._local = threading.Lock()  # in-process engine calls (and forks) one at a time
+        self._serial = store.engine == "kglite"  # Neo4j reads fork nothing: its driver is thread-safe
+        self._pool: WorkerPool | None = None
+
+    @classmethod
+    def open(cls, uri: str | None = None, settings: Settings | None = None, *,
+             limits: ReadLimits | None = None, workers: int = 0) -> ToolHost:
+        """Open the store at `uri` (default: the settings' store) read-only, once, with the settings' limits;
+        fork `workers` read workers (see `start_workers`), then look for a search backend."""
+        from chronokg.graph.open import open_store
+
+        settings = settings or Settings()
+        store = open_store(uri or settings.store, settings, read_only=True)
+        host = cls(store, limits=limits or ReadLimits.from_settings(settings), close_store=True)
+        try:
+            host.start_workers(workers)  # before the search backend, which may start threads (a model)
+            host.attach_search(*find_search(store, settings))
+        except BaseException:
+            host.close()
+            raise
+        return host
+
+    def attach_search(self, search: SearchBackend | None, note: str = "") -> None:
+        """Offer `search` (or no search tool, with `note` saying why)."""
+        self.search = search
+        self.search_note = note
+        tools = [*query_tools(), CYPHER, *([SEARCH_TOOL] if search is not None else [])]
+        self._tools = {t.name: t for t in tools}
+
+    # --- the tools -----------------------------------------------------------------------------------
+
+    def tools(self) -> list[Tool]:
+        return list(self._tools.values())
+
+    def tool_specs(self) -> list[ToolSpec]:
+        """Every tool as an OpenAI tool-calling declaration."""
+        return [t.spec() for t in self._tools.values()]
+
+    def tool(self, name: str) -> Tool:
+        try:
+            return self._tools[name]
+        except KeyError:
+            known = ", ".join(sorted(self._tools))
+            raise ToolError("unknown_tool", f"no tool {name!r} (tools: {known})") from None
+
+    # --- calls ---------------------------------------------------------------------------------------
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> ToolResult:
+        """Validate and run one call (blocking); failures come back as `ToolResult(ok=False)`."""
+        try:
+            tool = self.tool(name)
+            args = tool.validate(arguments)
+        except ToolError as exc:
+            return ToolResult.failed(name, exc)
+        if self._pool is not None and tool.kind != "search":
+            return self._pool.call(tool.name, args)
+        with self._local if self._serial else contextlib.nullcontext():
+            return run_tool(self.store, tool, args, self.limits, self.search)
+
+    async def acall_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> ToolResult:
+        """`call_tool` from async code: it runs in a worker thread, so the event loop never blocks."""
+        import anyio.to_thread
+
+        return await anyio.to_thread.run_sync(self.call_tool, name, arguments)
+
+    def _run_local(self, name: str, args: BaseModel) -> ToolResult:
+        """What a forked worker runs (it has the store to itself)."""
+        return run_tool(self.store, self._tools[name], args, self.limits, None)
+
+    def start_workers(self, n: int, *, call_timeout_s: float | None = None) -> None:
+        """Run store calls in `n` forked workers from now on (call before starting any thread of a server).
+
+        On an engine that does not fork per read (Neo4j: a READ session per read), calls run in the
+        caller's thread instead and need no workers.
+        """
+        if self._pool is not None or n < 1 or self.store.engine != "kglite":
+            return
+        timeout = call_timeout_s or self.limits.timeout_s + 30
+        self._pool = WorkerPool(self._run_local, n, call_timeout_s=timeout, fork_lock=self._local)
+
+    @property
+    def workers(self) -> WorkerPool | None:
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+        if self._close_store:
+            self.store.close()
+
+    def __enter__(self) -> ToolHost:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()

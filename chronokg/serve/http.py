@@ -1,0 +1,107 @@
+"""`chronokg serve http`: every tool as `POST /tools/NAME` (FastAPI), behind the gate.
+
+The request body is the tool's arguments (a JSON object, described in the OpenAPI page
+by the tool's own schema); the answer is a `ToolResult`. A call that fails is a 4xx
+with `{"error": {"type", "message"}}` naming why: a refused query is 403, a query
+stopped by a limit 422, invalid arguments 422, an unknown tool 404, a query the engine
+cannot run 400, a busy or broken read worker 503. Validation happens in one place
+(`Tool.validate`), so the messages match the in-process and MCP calls.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+
+from chronokg.models.types import ToolSpec
+from chronokg.serve.gate import ASGIApp, Gate
+from chronokg.serve.host import ToolHost
+from chronokg.serve.tools import ErrorType, Tool, ToolFailure, ToolResult
+
+STATUS: dict[ErrorType, int] = {
+    "unknown_tool": 404, "invalid_arguments": 422, "refused": 403, "limit_exceeded": 422, "query_failed": 400,
+    "unavailable": 503, "internal": 500,
+}
+OPEN_PATHS = ("/health", "/docs", "/openapi.json", "/docs/oauth2-redirect", "/redoc")
+
+
+class ErrorBody(BaseModel):
+    """The body of every 4xx/5xx answer."""
+
+    error: ToolFailure
+
+
+class Health(BaseModel):
+    status: str
+    engine: str
+    tools: list[str]
+    search: str
+    workers: int | None = None
+    workers_alive: int | None = None
+    worker_restarts: int | None = None
+
+
+def result_response(result: ToolResult) -> JSONResponse:
+    if result.error is None:
+        return JSONResponse(result.model_dump(mode="json"))
+    return JSONResponse({"error": result.error.model_dump()}, status_code=STATUS[result.error.type])
+
+
+def create_app(host: ToolHost, *, tokens: list[str] | None = None, rate: float = 20.0, burst: int = 40,
+               max_body_bytes: int = 1 << 20) -> ASGIApp:
+    """The FastAPI app for `host`, wrapped in the gate (tokens, rate limit, body size)."""
+    app = FastAPI(
+        title="chronokg tools", version="1",
+        description="Read-only tools over a bitemporal fact graph, for agents: the named queries, guarded Cypher "
+                    "and (where an index exists) time-aware passage search. The same tools are offered over MCP "
+                    "(`chronokg serve mcp`) and in process (`chronokg.serve.ToolHost`).",
+    )
+    errors: dict[int | str, dict[str, Any]] = {code: {"model": ErrorBody} for code in (400, 401, 403, 404, 413,
+                                                                                      422, 429, 503)}
+
+    @app.get("/health", response_model=Health, tags=["server"])
+    async def health() -> Health:  # async: never waits behind tool calls for a thread
+        pool = host.workers
+        return Health(status="ok" if pool is None or pool.alive() == pool.size else "degraded",
+                      engine=host.store.engine, tools=[t.name for t in host.tools()], search=host.search_note,
+                      workers=pool.size if pool else None, workers_alive=pool.alive() if pool else None,
+                      worker_restarts=pool.restarts if pool else None)
+
+    @app.get("/tools", response_model=list[ToolSpec], tags=["server"])
+    async def list_tools() -> list[ToolSpec]:
+        """Every tool as an OpenAI tool-calling declaration (name, description, JSON schema of the arguments)."""
+        return host.tool_specs()
+
+    for tool in host.tools():
+        _add_tool_route(app, host, tool, errors)
+
+    @app.post("/tools/{name}", include_in_schema=False)
+    async def unknown_tool(name: str) -> JSONResponse:
+        return result_response(await host.acall_tool(name, {}))  # names the tools there are
+
+    return Gate(app, tokens=tokens or [], rate=rate, burst=burst, max_body_bytes=max_body_bytes,
+                open_paths=OPEN_PATHS)
+
+
+def _add_tool_route(app: FastAPI, host: ToolHost, tool: Tool, errors: dict[int | str, dict[str, Any]]) -> None:
+    name = tool.name
+
+    async def call(request: Request) -> JSONResponse:
+        raw = await request.body()
+        try:
+            arguments = json.loads(raw) if raw.strip() else {}
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return JSONResponse({"error": {"type": "invalid_arguments", "message": f"{name}: the body is not JSON "
+                                           f"({exc})"}}, status_code=422)
+        return result_response(await host.acall_tool(name, arguments))
+
+    app.add_api_route(
+        f"/tools/{name}", call, methods=["POST"], name=name, summary=name, description=tool.description,
+        response_model=ToolResult, responses=errors, tags=[tool.kind],
+        openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+            "schema": tool.schema()}}}},
+    )

@@ -1,0 +1,69 @@
+"""`chronokg serve mcp`: the same tools over the Model Context Protocol (the official `mcp` SDK, 2.x).
+
+stdio for a client that starts the server itself (one client, calls one at a time in
+process), streamable HTTP for a shared server (forked read workers, behind the same
+gate as the HTTP server). A failed call is a tool result with `isError` and the error
+as JSON text, so the model can read why and try again; an unknown tool is a protocol
+error, as the MCP specification asks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+
+from chronokg.serve.gate import ASGIApp, Gate, is_loopback
+from chronokg.serve.host import ToolHost
+
+INSTRUCTIONS = (
+    "Read-only tools over a bitemporal fact graph: what was true on a date (facts_as_of), a subject's history "
+    "(timeline), what guidelines recommended on a date (recommended_on), what changed between two dates "
+    "(changed_between), a guideline's supersession chain (trajectory), your own read-only Cypher (cypher) and, "
+    "where an index exists, time-aware passage search (search). Dates are YYYY-MM-DD."
+)
+
+
+def build_server(host: ToolHost) -> Server[Any]:
+    """An MCP server whose tools are `host`'s (listed from the same declarations as the HTTP endpoints)."""
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[
+            types.Tool(name=t.name, description=t.description, input_schema=t.schema(),
+                       annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False,
+                                                         idempotent_hint=True, open_world_hint=False))
+            for t in host.tools()
+        ])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        result = await host.acall_tool(params.name, params.arguments or {})
+        if result.error is not None and result.error.type == "unknown_tool":
+            raise MCPError(types.INVALID_PARAMS, result.error.message)
+        return types.CallToolResult(content=[types.TextContent(text=result.content())],
+                                    structured_content=result.model_dump(mode="json"), is_error=not result.ok)
+
+    return Server("chronokg", version="1", instructions=INSTRUCTIONS, on_list_tools=list_tools,
+                  on_call_tool=call_tool)
+
+
+async def run_stdio(host: ToolHost) -> None:
+    """Serve one client over this process's stdin and stdout until it closes them."""
+    server = build_server(host)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def streamable_http_app(host: ToolHost, *, bind: str, tokens: list[str] | None = None, rate: float = 20.0,
+                        burst: int = 40, max_body_bytes: int = 1 << 20, path: str = "/mcp") -> ASGIApp:
+    """The streamable-HTTP MCP app at `path`, behind the gate; DNS-rebinding protection on loopback."""
+    server = build_server(host)
+    security = None
+    if not is_loopback(bind):  # the SDK protects loopback binds itself; beyond, the bearer token does
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    app = server.streamable_http_app(streamable_http_path=path, host=bind, transport_security=security,
+                                     max_request_body_size=max_body_bytes)
+    return Gate(app, tokens=tokens or [], rate=rate, burst=burst, max_body_bytes=max_body_bytes)

