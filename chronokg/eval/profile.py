@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +78,14 @@ class Profile:
         re-score a chronokg run; None when the family has no such format."""
         return None
 
+    def seed_results(self, items: Iterable[tuple[Question, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every (question, record) of a run in the seed's result format; by default `seed_result` of each, in
+        the run's order. A family whose result rows are numbered or ordered overrides it."""
+        for question, record in items:
+            result = self.seed_result(question, record)
+            if result is not None:
+                yield result
+
     def chosen_fact(self, question: Question, answer: str | None) -> str | None:
         """The id of the fact the chosen option states, if any (linked from the prediction in the graph)."""
         return None
@@ -108,6 +117,7 @@ def request_hash(request: ModelRequest) -> str:
 
 PROFILES: Registry[Profile] = Registry("evaluation profile")
 PROFILES.register("tempomed", "chronokg.eval.profiles.tempomed:PROFILE")
+PROFILES.register("conflictmedqa", "chronokg.eval.profiles.conflictmedqa:PROFILE")
 
 
 def profile_for(family: str) -> Profile:

@@ -3,6 +3,7 @@ paired comparisons of two runs."""
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,22 +46,30 @@ def metrics(samples: Sequence[SampleRecord], models: Sequence[str] | None = None
 
 
 def export_seed(folder: Path, out: Path) -> dict[Path, int]:
-    """The run's samples in each seed's own result format (a file per family and model, as the seed names them)."""
+    """The run's samples in each seed's own result format (a file per family and model, as the seed names them):
+    `.csv` names as CSV, others as one JSON list."""
     info, samples = run_samples(folder)
     by_id = {q.id: q for q in run_questions(info)}
-    files: dict[str, list[dict[str, Any]]] = {}
+    by_family: dict[str, list[tuple[Question, SampleRecord]]] = {}
     for record in samples:
         question = by_id.get(record.question_id)
-        if question is None:
-            continue
-        result = profile_for(question.family).seed_result(question, record)
-        if result is not None:
-            files.setdefault(f"{question.family}/{result[0]}", []).append(result[1])
+        if question is not None:
+            by_family.setdefault(question.family, []).append((question, record))
+    files: dict[str, list[dict[str, Any]]] = {}
+    for family, items in by_family.items():
+        for name, row in profile_for(family).seed_results(items):
+            files.setdefault(f"{family}/{name}", []).append(row)
     written = {}
     for name, records in files.items():
         path = out / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(records, indent=2, ensure_ascii=False), encoding="utf-8")
+        if name.endswith(".csv"):  # a header of every key in first-seen order, as pandas writes and reads it
+            with path.open("w", encoding="utf-8", newline="") as fh:
+                writer = csv.DictWriter(fh, fieldnames=list(dict.fromkeys(k for r in records for k in r)))
+                writer.writeheader()
+                writer.writerows(records)
+        else:
+            path.write_text(json.dumps(records, indent=2, ensure_ascii=False), encoding="utf-8")
         written[path] = len(records)
     return written
 
