@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from chronokg.bench.question import Question
+from chronokg.errors import ChronoKGError
 from chronokg.models import ChatMessage, Completion, GenerateConfig, ModelClient, ModelRequest
 from chronokg.registry import Registry
 
@@ -43,6 +44,14 @@ class Profile:
     """The default: one chat request with the question's system and user messages, seed settings."""
 
     family = ""
+
+    def with_options(self, options: Mapping[str, Any]) -> Profile:
+        """This profile under a run's options for its family (`RunOptions.family_options`), e.g. a protocol
+        variant that takes several calls; a profile that takes none refuses any."""
+        if options:
+            raise ChronoKGError(f"the {self.family or 'default'} evaluation profile takes no options "
+                                f"(given: {', '.join(sorted(options))})")
+        return self
 
     def samples(self, question: Question, protocol: str, requested: int) -> int:
         """How many samples of this question to take (the seed's protocol may fix it)."""
@@ -86,6 +95,10 @@ class Profile:
             if result is not None:
                 yield result
 
+    def seed_file(self, name: str, records: list[dict[str, Any]]) -> Any:
+        """The content of seed-format file `name` from its records (default: the JSON list of them)."""
+        return records
+
     def chosen_fact(self, question: Question, answer: str | None) -> str | None:
         """The id of the fact the chosen option states, if any (linked from the prediction in the graph)."""
         return None
@@ -118,9 +131,11 @@ def request_hash(request: ModelRequest) -> str:
 PROFILES: Registry[Profile] = Registry("evaluation profile")
 PROFILES.register("tempomed", "chronokg.eval.profiles.tempomed:PROFILE")
 PROFILES.register("conflictmedqa", "chronokg.eval.profiles.conflictmedqa:PROFILE")
+PROFILES.register("benchage", "chronokg.eval.profiles.benchage:PROFILE")
+PROFILES.register("micxr", "chronokg.eval.profiles.micxr:PROFILE")
 
 
-def profile_for(family: str) -> Profile:
-    if family in PROFILES:
-        return PROFILES.get(family)
-    return Profile()
+def profile_for(family: str, options: Mapping[str, Any] | None = None) -> Profile:
+    """The family's profile, under `options` (a run's options for that family) when given."""
+    profile = PROFILES.get(family) if family in PROFILES else Profile()
+    return profile.with_options(options) if options else profile

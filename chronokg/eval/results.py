@@ -47,7 +47,7 @@ def metrics(samples: Sequence[SampleRecord], models: Sequence[str] | None = None
 
 def export_seed(folder: Path, out: Path) -> dict[Path, int]:
     """The run's samples in each seed's own result format (a file per family and model, as the seed names them):
-    `.csv` names as CSV, others as one JSON list."""
+    `.csv` names as CSV, others as JSON (the profile's `seed_file` content)."""
     info, samples = run_samples(folder)
     by_id = {q.id: q for q in run_questions(info)}
     by_family: dict[str, list[tuple[Question, SampleRecord]]] = {}
@@ -63,13 +63,15 @@ def export_seed(folder: Path, out: Path) -> dict[Path, int]:
     for name, records in files.items():
         path = out / name
         path.parent.mkdir(parents=True, exist_ok=True)
+        family, _, inner = name.partition("/")
         if name.endswith(".csv"):  # a header of every key in first-seen order, as pandas writes and reads it
             with path.open("w", encoding="utf-8", newline="") as fh:
                 writer = csv.DictWriter(fh, fieldnames=list(dict.fromkeys(k for r in records for k in r)))
                 writer.writeheader()
                 writer.writerows(records)
         else:
-            path.write_text(json.dumps(records, indent=2, ensure_ascii=False), encoding="utf-8")
+            content = profile_for(family).seed_file(inner, records)
+            path.write_text(json.dumps(content, indent=2, ensure_ascii=False), encoding="utf-8")
         written[path] = len(records)
     return written
 
