@@ -508,3 +508,67 @@ def test_the_papers_own_numbers() -> None:
     assert overall == pytest.approx(TABLE5_LLAMA3_8B_BASE, abs=5e-4)
     mean_of_factors = sum(values[IKCR].groups["factor"].values()) / 11
     assert round(mean_of_factors, 3) == 0.455 != TABLE5_LLAMA3_8B_BASE[0]
+
+
+# --- the report's plots ------------------------------------------------------------------------------------------
+
+
+def test_report_draws_ecda_and_ikcr_by_slice(evaluated: dict[str, Any]) -> None:
+    """`chronokg eval report` on the baselines' run: ECDA (adh, rej, their mean) and IKCR by factor, change
+    category and disease group, as PNG and SVG; the always-NO model's IKCR is said to be undefined, not drawn 0."""
+    from matplotlib.image import imread
+
+    from chronokg.reports import build_report
+    from chronokg.reports.families.conflictmedqa import rows, value_at
+
+    report = build_report([evaluated["folder"]], evaluated["tmp"] / "report")
+    assert {"overview", "conflictmedqa-ecda", "conflictmedqa-ikcr"} <= set(report.plots)
+    for name in ("conflictmedqa-ecda", "conflictmedqa-ikcr"):
+        pixels = imread(report.out / "plots" / f"{name}.png")
+        assert pixels.shape[0] > 400 and pixels.shape[1] > 800
+        assert f"](plots/{name}.png)" in report.markdown.read_text(encoding="utf-8")
+    ikcr_svg = (report.out / "plots" / "conflictmedqa-ikcr.svg").read_text(encoding="utf-8")
+    assert "n/a" in ikcr_svg and "baseline/constant:NO" in ikcr_svg
+    ecda_svg = (report.out / "plots" / "conflictmedqa-ecda.svg").read_text(encoding="utf-8")
+    assert "disease group: infectious" in ecda_svg and "change category: Clinical Context" in ecda_svg
+    # The rows the plots draw: overall, 11 factors, 5 categories, 2 groups; the values are the metrics'.
+    adh = metric(evaluated, ECDA_ADH, "baseline/random:3")
+    labels = rows([adh])
+    assert len(labels) == 1 + 11 + 5 + 2 and labels[0] == ("", "overall")
+    assert value_at(adh, labels[0]) == adh.value
+    assert value_at(adh, ("factor", "No Bias")) == adh.groups["factor"]["No Bias"]
+    assert value_at(metric(evaluated, IKCR, "baseline/constant:NO"), ("factor", "No Bias")) is None
+
+
+def test_the_seeds_own_prediction_csvs_are_scored_back(evaluated: dict[str, Any], tmp_path: Path) -> None:
+    """`chronokg eval score` reads the seed's prediction CSVs: the export (with `chronokg_id`) and the CSV the
+    seed itself writes (`id, bias_type, scenario, prediction` only: rows found by scenario and factor within the
+    file's version) both give back the run's answers; an unknown scenario is one error naming the file and row,
+    and nothing is written."""
+    from chronokg.errors import InputError
+
+    tmp = evaluated["tmp"]
+    qfile = tmp / "questions.jsonl"
+    model = "baseline/random:3"
+    exported = export_seed(evaluated["folder"], tmp_path / "out")
+    answers = {s.question_id: s.answer for s in evaluated["samples"] if s.model == model}
+    for label in ("correct", "wrong"):
+        (path,) = [p for p in exported if p.name == f"conflictmedqa_{label}_predictions.csv"
+                   and p.parent.name == "baseline_random_3"]
+        with path.open(newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+        seed_made = tmp_path / f"seed_{label}_predictions.csv"  # what predict_scenarios.py writes: no chronokg id
+        with seed_made.open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, fieldnames=["id", "bias_type", "scenario", "prediction"])
+            writer.writeheader()
+            writer.writerows({k: r[k] for k in ("id", "bias_type", "scenario", "prediction")} for r in rows)
+        for source in (path, seed_made):
+            folder = score_outputs(qfile, source, "external", "seed", tmp_path / "scored" / source.stem)
+            got = {r.question_id: r.answer for r in latest(folder / "samples.jsonl").values()}
+            assert len(got) == len(rows) == len(answers) // 2
+            assert got == {r["chronokg_id"]: answers[r["chronokg_id"]] for r in rows}, source.name
+    broken = tmp_path / "broken_correct_predictions.csv"
+    broken.write_text("id,bias_type,scenario,prediction\n1,No Bias,a scenario nobody wrote,YES\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"broken_correct_predictions\.csv.*1"):
+        score_outputs(qfile, broken, "external", "seed", tmp_path / "scored-broken")
+    assert not (tmp_path / "scored-broken").exists()

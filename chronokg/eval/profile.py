@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from chronokg.bench.question import Question
@@ -94,6 +95,12 @@ class Profile:
             result = self.seed_result(question, record)
             if result is not None:
                 yield result
+
+    def seed_question_ids(self, source: Path, rows: Sequence[Mapping[str, Any]],
+                          questions: Sequence[Question]) -> list[str | None]:
+        """For rows of the seed's own result file `source` that name no chronokg id: the id of the question each
+        answers, among this family's `questions` (None where it cannot tell). By default none."""
+        return [None] * len(rows)
 
     def seed_file(self, name: str, records: list[dict[str, Any]]) -> Any:
         """The content of seed-format file `name` from its records (default: the JSON list of them)."""

@@ -76,14 +76,14 @@ def export_seed(folder: Path, out: Path) -> dict[Path, int]:
     return written
 
 
-def score_outputs(questions: Path, predictions: Path, model: str, protocol: str, log_root: Path) -> Path:
-    """A run folder for outputs produced elsewhere: `{id, output}` JSON lines (or a JSON list of records with
-    `chronokg_id`/`id` and `model_answer`/`output`, such as a seed's result file of chronokg questions)."""
-    qs = {q.id: q for q in load_questions([questions], None)}
+def _prediction_items(predictions: Path) -> list[Any]:
+    """The records of a predictions file: CSV rows (a seed's result CSV), one JSON list, or JSON lines."""
     text = predictions.read_text(encoding="utf-8")
+    if predictions.suffix.lower() == ".csv":
+        return list(csv.DictReader(text.splitlines()))
     try:
         loaded = json.loads(text)
-        items = loaded if isinstance(loaded, list) else [loaded]
+        return loaded if isinstance(loaded, list) else [loaded]
     except json.JSONDecodeError:
         items = []
         for n, line in enumerate(text.splitlines(), start=1):
@@ -92,6 +92,45 @@ def score_outputs(questions: Path, predictions: Path, model: str, protocol: str,
                     items.append(json.loads(line))
                 except json.JSONDecodeError as exc:
                     raise InputError(predictions, f"line {n}", f"broken JSON: {exc.msg}") from None
+        return items
+
+
+def _question_ids(predictions: Path, items: Sequence[Any], qs: dict[str, Question]) -> list[str | None]:
+    """The question of each record: its `chronokg_id` or `id` when that names one, else what a family's profile
+    finds for the seed's own rows (`Profile.seed_question_ids`: e.g. a ConflictMedQA scenario and its factor)."""
+    ids: list[str | None] = []
+    for item in items:
+        found = None
+        if isinstance(item, dict):
+            found = next((str(item[k]) for k in ("chronokg_id", "id") if str(item.get(k)) in qs), None)
+        ids.append(found)
+    missing = [n for n, qid in enumerate(ids) if qid is None and isinstance(items[n], dict)]
+    if missing:
+        for family in sorted({q.family for q in qs.values()}):
+            members = [q for q in qs.values() if q.family == family]
+            got = profile_for(family).seed_question_ids(predictions, [items[n] for n in missing], members)
+            for n, qid in zip(missing, got, strict=True):
+                ids[n] = ids[n] or qid
+    return ids
+
+
+def score_outputs(questions: Path, predictions: Path, model: str, protocol: str, log_root: Path) -> Path:
+    """A run folder for outputs produced elsewhere: `{id, output}` JSON lines, or a JSON list or CSV of records
+    with `chronokg_id`/`id` and `output`/`model_answer`/`prediction` (a seed's result file of chronokg
+    questions, including rows that name only what the seed knows, which the family's profile resolves)."""
+    qs = {q.id: q for q in load_questions([questions], None)}
+    items = _prediction_items(predictions)
+    ids = _question_ids(predictions, items, qs)
+    planned: list[tuple[Question, int, str]] = []  # checked whole before anything is written
+    for n, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            raise InputError(predictions, n, "expected an object with id and output")
+        qid = ids[n - 1]
+        output = next((item[k] for k in ("output", "model_answer", "prediction") if item.get(k) is not None), None)
+        if qid is None or output is None:
+            named = item.get("chronokg_id", item.get("id"))
+            raise InputError(predictions, n, f"no question {named!r} in {questions.name}, or no output")
+        planned.append((qs[qid], int(item.get("sample") or 0), str(output)))
     options = RunOptions(protocol=protocol)
     described = [{"path": str(questions), "sha256": file_hash(questions)},
                  {"path": str(predictions), "sha256": file_hash(predictions)}]
@@ -103,22 +142,14 @@ def score_outputs(questions: Path, predictions: Path, model: str, protocol: str,
     log = SampleLog(folder / "samples.jsonl")
     done = set(latest(folder / "samples.jsonl"))
     try:
-        for n, item in enumerate(items, start=1):
-            if not isinstance(item, dict):
-                raise InputError(predictions, n, "expected an object with id and output")
-            qid = item.get("id") or item.get("chronokg_id")
-            output = item.get("output", item.get("model_answer"))
-            if qid not in qs or output is None:
-                raise InputError(predictions, n, f"no question {qid!r} in {questions.name}, or no output")
-            question = qs[str(qid)]
-            sample = int(item.get("sample", 0))
+        for question, sample, output in planned:
             if (question.id, model, sample) in done:
                 continue
             profile = profile_for(question.family)
-            answer = profile.extract(question, str(output), protocol)
+            answer = profile.extract(question, output, protocol)
             correct, score, fields = profile.score(question, answer, protocol)
             log.write(SampleRecord(question_id=question.id, model=model, sample=sample, family=question.family,
-                                   variant=question.variant, output=str(output), answer=answer, correct=correct,
+                                   variant=question.variant, output=output, answer=answer, correct=correct,
                                    score=score, fields=fields))
     finally:
         log.close()

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from chronokg.bench.families.conflictmedqa import FACTORS, factor
@@ -194,6 +195,22 @@ class ConflictMedQAProfile(Profile):
         for _, (name, row) in sorted(rows, key=lambda r: r[0]):
             counters[name] = counters.get(name, 0) + 1
             yield name, {**row, "id": counters[name]}
+
+    def seed_question_ids(self, source: Path, rows: Sequence[Mapping[str, Any]],
+                          questions: Sequence[Question]) -> list[str | None]:
+        """Rows of a prediction CSV the seed wrote for the family's exported scenario files (`id`, `bias_type`,
+        `scenario`, `prediction`): its `id` numbers rows of that file only, so a row is found by its scenario
+        text and factor, within the version the file name says (`…correct…` / `…wrong…`, as the seed names
+        its output after its input); a row that matches no question, or several, stays None."""
+        name = source.name.lower()
+        version = UP_TO_DATE if "correct" in name else OUTDATED if "wrong" in name else None
+        index: dict[tuple[str, str], list[str]] = {}
+        for q in questions:
+            m = q.metadata
+            if version is None or m.get("version") == version:
+                index.setdefault((str(m.get("factor_name")), str(m.get("scenario"))), []).append(q.id)
+        found = [index.get((str(r.get("bias_type")), str(r.get("scenario"))), []) for r in rows]
+        return [ids[0] if len(ids) == 1 else None for ids in found]
 
     # --- the retrieval arm ------------------------------------------------------------------------------------
 
