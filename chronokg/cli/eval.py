@@ -252,8 +252,8 @@ def export_command(
 @eval_app.command("score")
 def score_command(
     questions: Annotated[Path, typer.Argument(help="The questions (canonical JSONL)")],
-    predictions: Annotated[Path, typer.Argument(help="{id, output} JSON lines, or a JSON list of records with "
-                                                     "chronokg_id and model_answer")],
+    predictions: Annotated[Path, typer.Argument(help="{id, output} JSON lines, a JSON list of records with "
+                                                     "chronokg_id and model_answer, or a seed's result CSV")],
     model: Annotated[str, typer.Option(help="A name for the model that produced them")] = "external",
     protocol: Annotated[str, typer.Option(help="seed or chronokg extraction")] = "seed",
     log_dir: Annotated[Path, typer.Option(help="Where the run folder goes")] = Path("runs"),

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from chronokg.bench.question import Question
@@ -87,6 +88,20 @@ class Profile:
         re-score a chronokg run; None when the family has no such format."""
         return None
 
+    def seed_results(self, items: Iterable[tuple[Question, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every (question, record) of a run in the seed's result format; by default `seed_result` of each, in
+        the run's order. A family whose result rows are numbered or ordered overrides it."""
+        for question, record in items:
+            result = self.seed_result(question, record)
+            if result is not None:
+                yield result
+
+    def seed_question_ids(self, source: Path, rows: Sequence[Mapping[str, Any]],
+                          questions: Sequence[Question]) -> list[str | None]:
+        """For rows of the seed's own result file `source` that name no chronokg id: the id of the question each
+        answers, among this family's `questions` (None where it cannot tell). By default none."""
+        return [None] * len(rows)
+
     def seed_file(self, name: str, records: list[dict[str, Any]]) -> Any:
         """The content of seed-format file `name` from its records (default: the JSON list of them)."""
         return records
@@ -122,6 +137,7 @@ def request_hash(request: ModelRequest) -> str:
 
 PROFILES: Registry[Profile] = Registry("evaluation profile")
 PROFILES.register("tempomed", "chronokg.eval.profiles.tempomed:PROFILE")
+PROFILES.register("conflictmedqa", "chronokg.eval.profiles.conflictmedqa:PROFILE")
 PROFILES.register("benchage", "chronokg.eval.profiles.benchage:PROFILE")
 PROFILES.register("micxr", "chronokg.eval.profiles.micxr:PROFILE")
 

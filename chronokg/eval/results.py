@@ -3,6 +3,7 @@ paired comparisons of two runs."""
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,36 +46,44 @@ def metrics(samples: Sequence[SampleRecord], models: Sequence[str] | None = None
 
 
 def export_seed(folder: Path, out: Path) -> dict[Path, int]:
-    """The run's samples in each seed's own result format (a file per family and model, as the seed names them)."""
+    """The run's samples in each seed's own result format (a file per family and model, as the seed names them):
+    `.csv` names as CSV, others as JSON (the profile's `seed_file` content)."""
     info, samples = run_samples(folder)
     by_id = {q.id: q for q in run_questions(info)}
-    files: dict[str, list[dict[str, Any]]] = {}
+    by_family: dict[str, list[tuple[Question, SampleRecord]]] = {}
     for record in samples:
         question = by_id.get(record.question_id)
-        if question is None:
-            continue
-        result = profile_for(question.family).seed_result(question, record)
-        if result is not None:
-            files.setdefault(f"{question.family}/{result[0]}", []).append(result[1])
+        if question is not None:
+            by_family.setdefault(question.family, []).append((question, record))
+    files: dict[str, list[dict[str, Any]]] = {}
+    for family, items in by_family.items():
+        for name, row in profile_for(family).seed_results(items):
+            files.setdefault(f"{family}/{name}", []).append(row)
     written = {}
     for name, records in files.items():
         path = out / name
         path.parent.mkdir(parents=True, exist_ok=True)
         family, _, inner = name.partition("/")
-        content = profile_for(family).seed_file(inner, records)
-        path.write_text(json.dumps(content, indent=2, ensure_ascii=False), encoding="utf-8")
+        if name.endswith(".csv"):  # a header of every key in first-seen order, as pandas writes and reads it
+            with path.open("w", encoding="utf-8", newline="") as fh:
+                writer = csv.DictWriter(fh, fieldnames=list(dict.fromkeys(k for r in records for k in r)))
+                writer.writeheader()
+                writer.writerows(records)
+        else:
+            content = profile_for(family).seed_file(inner, records)
+            path.write_text(json.dumps(content, indent=2, ensure_ascii=False), encoding="utf-8")
         written[path] = len(records)
     return written
 
 
-def score_outputs(questions: Path, predictions: Path, model: str, protocol: str, log_root: Path) -> Path:
-    """A run folder for outputs produced elsewhere: `{id, output}` JSON lines (or a JSON list of records with
-    `chronokg_id`/`id` and `model_answer`/`output`, such as a seed's result file of chronokg questions)."""
-    qs = {q.id: q for q in load_questions([questions], None)}
+def _prediction_items(predictions: Path) -> list[Any]:
+    """The records of a predictions file: CSV rows (a seed's result CSV), one JSON list, or JSON lines."""
     text = predictions.read_text(encoding="utf-8")
+    if predictions.suffix.lower() == ".csv":
+        return list(csv.DictReader(text.splitlines()))
     try:
         loaded = json.loads(text)
-        items = loaded if isinstance(loaded, list) else [loaded]
+        return loaded if isinstance(loaded, list) else [loaded]
     except json.JSONDecodeError:
         items = []
         for n, line in enumerate(text.splitlines(), start=1):
@@ -83,6 +92,45 @@ def score_outputs(questions: Path, predictions: Path, model: str, protocol: str,
                     items.append(json.loads(line))
                 except json.JSONDecodeError as exc:
                     raise InputError(predictions, f"line {n}", f"broken JSON: {exc.msg}") from None
+        return items
+
+
+def _question_ids(predictions: Path, items: Sequence[Any], qs: dict[str, Question]) -> list[str | None]:
+    """The question of each record: its `chronokg_id` or `id` when that names one, else what a family's profile
+    finds for the seed's own rows (`Profile.seed_question_ids`: e.g. a ConflictMedQA scenario and its factor)."""
+    ids: list[str | None] = []
+    for item in items:
+        found = None
+        if isinstance(item, dict):
+            found = next((str(item[k]) for k in ("chronokg_id", "id") if str(item.get(k)) in qs), None)
+        ids.append(found)
+    missing = [n for n, qid in enumerate(ids) if qid is None and isinstance(items[n], dict)]
+    if missing:
+        for family in sorted({q.family for q in qs.values()}):
+            members = [q for q in qs.values() if q.family == family]
+            got = profile_for(family).seed_question_ids(predictions, [items[n] for n in missing], members)
+            for n, qid in zip(missing, got, strict=True):
+                ids[n] = ids[n] or qid
+    return ids
+
+
+def score_outputs(questions: Path, predictions: Path, model: str, protocol: str, log_root: Path) -> Path:
+    """A run folder for outputs produced elsewhere: `{id, output}` JSON lines, or a JSON list or CSV of records
+    with `chronokg_id`/`id` and `output`/`model_answer`/`prediction` (a seed's result file of chronokg
+    questions, including rows that name only what the seed knows, which the family's profile resolves)."""
+    qs = {q.id: q for q in load_questions([questions], None)}
+    items = _prediction_items(predictions)
+    ids = _question_ids(predictions, items, qs)
+    planned: list[tuple[Question, int, str]] = []  # checked whole before anything is written
+    for n, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            raise InputError(predictions, n, "expected an object with id and output")
+        qid = ids[n - 1]
+        output = next((item[k] for k in ("output", "model_answer", "prediction") if item.get(k) is not None), None)
+        if qid is None or output is None:
+            named = item.get("chronokg_id", item.get("id"))
+            raise InputError(predictions, n, f"no question {named!r} in {questions.name}, or no output")
+        planned.append((qs[qid], int(item.get("sample") or 0), str(output)))
     options = RunOptions(protocol=protocol)
     described = [{"path": str(questions), "sha256": file_hash(questions)},
                  {"path": str(predictions), "sha256": file_hash(predictions)}]
@@ -94,22 +142,14 @@ def score_outputs(questions: Path, predictions: Path, model: str, protocol: str,
     log = SampleLog(folder / "samples.jsonl")
     done = set(latest(folder / "samples.jsonl"))
     try:
-        for n, item in enumerate(items, start=1):
-            if not isinstance(item, dict):
-                raise InputError(predictions, n, "expected an object with id and output")
-            qid = item.get("id") or item.get("chronokg_id")
-            output = item.get("output", item.get("model_answer"))
-            if qid not in qs or output is None:
-                raise InputError(predictions, n, f"no question {qid!r} in {questions.name}, or no output")
-            question = qs[str(qid)]
-            sample = int(item.get("sample", 0))
+        for question, sample, output in planned:
             if (question.id, model, sample) in done:
                 continue
             profile = profile_for(question.family)
-            answer = profile.extract(question, str(output), protocol)
+            answer = profile.extract(question, output, protocol)
             correct, score, fields = profile.score(question, answer, protocol)
             log.write(SampleRecord(question_id=question.id, model=model, sample=sample, family=question.family,
-                                   variant=question.variant, output=str(output), answer=answer, correct=correct,
+                                   variant=question.variant, output=output, answer=answer, correct=correct,
                                    score=score, fields=fields))
     finally:
         log.close()
