@@ -77,6 +77,10 @@ class Profile:
         re-score a chronokg run; None when the family has no such format."""
         return None
 
+    def seed_file(self, name: str, records: list[dict[str, Any]]) -> Any:
+        """The content of seed-format file `name` from its records (default: the JSON list of them)."""
+        return records
+
     def chosen_fact(self, question: Question, answer: str | None) -> str | None:
         """The id of the fact the chosen option states, if any (linked from the prediction in the graph)."""
         return None
@@ -108,6 +112,7 @@ def request_hash(request: ModelRequest) -> str:
 
 PROFILES: Registry[Profile] = Registry("evaluation profile")
 PROFILES.register("tempomed", "chronokg.eval.profiles.tempomed:PROFILE")
+PROFILES.register("chroknow", "chronokg.eval.profiles.chroknow:PROFILE")
 
 
 def profile_for(family: str) -> Profile:

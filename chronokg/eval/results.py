@@ -60,7 +60,9 @@ def export_seed(folder: Path, out: Path) -> dict[Path, int]:
     for name, records in files.items():
         path = out / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(records, indent=2, ensure_ascii=False), encoding="utf-8")
+        family, _, inner = name.partition("/")
+        content = profile_for(family).seed_file(inner, records)
+        path.write_text(json.dumps(content, indent=2, ensure_ascii=False), encoding="utf-8")
         written[path] = len(records)
     return written
 
