@@ -33,6 +33,14 @@ def run_command(
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions of each file")] = None,
     cache: Annotated[bool, typer.Option("--cache/--no-cache", help="Use the model response cache")] = True,
     write: Annotated[bool, typer.Option("--write/--no-write", help="Write the predictions into the graph")] = True,
+    judge: Annotated[str | None, typer.Option(help="Judge model for the families an LLM judge scores (BenchAge: "
+                                                   "the seed's judge prompt, temperature 0, max_tokens 1); "
+                                                   "without it they use exact/alias match")] = None,
+    judge_base_url: Annotated[str | None, typer.Option(help="Base URL of an openai-compat judge (default: "
+                                                             "--base-url for an openai-compat/... judge)")] = None,
+    family_option: Annotated[list[str] | None, typer.Option(
+        "--family-option", "-O", help="A family's evaluation option as FAMILY.KEY=VALUE (VALUE read as JSON, "
+                                      "else text; repeat for several), e.g. micxr.stagewise=true")] = None,
 ) -> None:
     """Send the questions to the models, log every sample, score them, write predictions into the graph."""
     from chronokg.cli.progress import run_progress
@@ -50,7 +58,9 @@ def run_command(
             if not questions or not model:
                 raise ChronoKGError("give question files and at least one --model (or --resume RUN_DIR)")
             options = runner.RunOptions(protocol=protocol, samples=samples, concurrency=concurrency, limit=limit,
-                                        cache=cache)
+                                        cache=cache, judge=judge, family_options=_family_options(family_option or []),
+                                        judge_base_url=judge_base_url or (
+                                            base_url if (judge or "").startswith("openai-compat/") else None))
             entries = [runner.ModelEntry(spec=m, base_url=base_url if not m.startswith("baseline/") else None)
                        for m in model]
             files = list(questions)
@@ -71,6 +81,26 @@ def run_command(
         if write:
             _write(folder, info, loaded)
     guarded(body)
+
+
+def _family_options(items: list[str]) -> dict[str, dict[str, Any]]:
+    """`FAMILY.KEY=VALUE` items as {family: {key: value}} (VALUE as JSON when it parses, else the text)."""
+    import json
+
+    from chronokg.errors import ChronoKGError
+
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        family, dot, key = name.strip().partition(".")
+        if not sep or not dot or not family or not key:
+            raise ChronoKGError(f"--family-option {item!r}: write FAMILY.KEY=VALUE (e.g. micxr.stagewise=true)")
+        try:
+            value: Any = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        out.setdefault(family, {})[key.strip()] = value
+    return out
 
 
 class _NoStore:
@@ -295,4 +325,24 @@ def compare_command(
         emit(console, compare(a, b, model_a, model_b), Format.table, title="paired comparison",
              columns=["family", "n", "accuracy_a", "accuracy_b", "difference", "a_only", "b_only", "p_mcnemar",
                       "ci95"])
+    guarded(body)
+
+
+@eval_app.command("report")
+def report_command(
+    runs: Annotated[list[Path], typer.Argument(help="Run folders (several: side by side)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for report.md, report.html, metrics.json "
+                                                          "and plots/")],
+    model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Only these models")] = None,
+    title: Annotated[str, typer.Option(help="The report's title")] = "chronokg evaluation report",
+) -> None:
+    """A report of one or more runs: every metric as a table, the families' plots (PNG and SVG), one
+    self-contained HTML page (needs the reports extra: matplotlib)."""
+    from chronokg.reports import build_report
+
+    def body() -> None:
+        report = build_report(runs, out, model, title)
+        console.print(f"[green]wrote[/] {report.markdown}, {report.html} and {len(report.plots)} plots "
+                      f"(PNG and SVG) in {out / 'plots'}: {len(report.metrics)} metrics, "
+                      f"{len(report.series)} model columns")
     guarded(body)

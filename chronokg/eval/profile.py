@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from chronokg.bench.question import Question
+from chronokg.errors import ChronoKGError
 from chronokg.models import ChatMessage, Completion, GenerateConfig, ModelClient, ModelRequest
 from chronokg.registry import Registry
 
@@ -42,6 +44,14 @@ class Profile:
     """The default: one chat request with the question's system and user messages, seed settings."""
 
     family = ""
+
+    def with_options(self, options: Mapping[str, Any]) -> Profile:
+        """This profile under a run's options for its family (`RunOptions.family_options`), e.g. a protocol
+        variant that takes several calls; a profile that takes none refuses any."""
+        if options:
+            raise ChronoKGError(f"the {self.family or 'default'} evaluation profile takes no options "
+                                f"(given: {', '.join(sorted(options))})")
+        return self
 
     def samples(self, question: Question, protocol: str, requested: int) -> int:
         """How many samples of this question to take (the seed's protocol may fix it)."""
@@ -113,9 +123,11 @@ def request_hash(request: ModelRequest) -> str:
 PROFILES: Registry[Profile] = Registry("evaluation profile")
 PROFILES.register("tempomed", "chronokg.eval.profiles.tempomed:PROFILE")
 PROFILES.register("chroknow", "chronokg.eval.profiles.chroknow:PROFILE")
+PROFILES.register("benchage", "chronokg.eval.profiles.benchage:PROFILE")
+PROFILES.register("micxr", "chronokg.eval.profiles.micxr:PROFILE")
 
 
-def profile_for(family: str) -> Profile:
-    if family in PROFILES:
-        return PROFILES.get(family)
-    return Profile()
+def profile_for(family: str, options: Mapping[str, Any] | None = None) -> Profile:
+    """The family's profile, under `options` (a run's options for that family) when given."""
+    profile = PROFILES.get(family) if family in PROFILES else Profile()
+    return profile.with_options(options) if options else profile

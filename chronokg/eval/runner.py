@@ -24,8 +24,9 @@ from pydantic import BaseModel, Field
 import chronokg
 from chronokg.bench.question import Question, read_jsonl
 from chronokg.errors import ChronoKGError, InputError
+from chronokg.eval.judge import open_judge, reset_judge, set_judge
 from chronokg.eval.log import RunInfo, SampleLog, SampleRecord, Unit, latest, read_info, write_info
-from chronokg.eval.profile import Outcome, profile_for
+from chronokg.eval.profile import Outcome, Profile, profile_for
 from chronokg.models import ModelClient, get_model
 
 
@@ -42,6 +43,16 @@ class RunOptions(BaseModel):
     concurrency: int = Field(default=32, ge=1, description="Samples in flight at once, all models together")
     limit: int | None = Field(default=None, ge=1, description="Only the first N questions of each file")
     cache: bool = Field(default=True, description="Use the response cache (a resumed run gets cached answers)")
+    judge: str | None = Field(default=None, description="Judge model for families scored by an LLM judge "
+                                                        "(BenchAge); none: their non-LLM scoring")
+    judge_base_url: str | None = Field(default=None, description="Base URL of an openai-compat judge")
+    family_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Per-family evaluation options, passed to the family's profile "
+                                          "(e.g. {'micxr': {'stagewise': true}})")
+
+    def profile(self, family: str) -> Profile:
+        """The family's profile under these options."""
+        return profile_for(family, self.family_options.get(family))
 
 
 def file_hash(path: Path) -> str:
@@ -54,9 +65,13 @@ def file_hash(path: Path) -> str:
 
 def run_id(models: Sequence[ModelEntry], files: Sequence[dict[str, str]], options: RunOptions) -> str:
     """The same models, question files and options give the same run (so re-running resumes it)."""
-    key = json.dumps({"models": [m.model_dump() for m in models], "questions": [f["sha256"] for f in files],
-                      "protocol": options.protocol, "samples": options.samples, "limit": options.limit},
-                     sort_keys=True)
+    what: dict[str, Any] = {"models": [m.model_dump() for m in models], "questions": [f["sha256"] for f in files],
+                             "protocol": options.protocol, "samples": options.samples, "limit": options.limit}
+    if options.judge:
+        what["judge"] = options.judge
+    if options.family_options:  # only when given, so runs without them keep their ids
+        what["family_options"] = options.family_options
+    key = json.dumps(what, sort_keys=True)
     return "run-" + hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
@@ -113,8 +128,10 @@ def _record(question: Question, spec: str, sample: int, outcome: Outcome | None,
 def pending(questions: Sequence[Question], specs: Sequence[str], options: RunOptions,
             done: set[Unit]) -> list[tuple[Question, str, int]]:
     units = []
+    profiles: dict[str, Profile] = {}
     for q in questions:
-        n = profile_for(q.family).samples(q, options.protocol, options.samples)
+        profile = profiles.get(q.family) or profiles.setdefault(q.family, options.profile(q.family))
+        n = profile.samples(q, options.protocol, options.samples)
         for spec in specs:
             for s in range(n):
                 if (q.id, spec, s) not in done:
@@ -126,6 +143,7 @@ async def execute(log: SampleLog, units: Sequence[tuple[Question, str, int]], cl
                   options: RunOptions, on_record: Callable[[SampleRecord], None] | None = None) -> Tally:
     """Answer every unit with at most `options.concurrency` in flight; each record is logged as it completes."""
     tally = Tally()
+    profiles = {family: options.profile(family) for family in {q.family for q, _, _ in units}}
     queue: asyncio.Queue[tuple[Question, str, int]] = asyncio.Queue()
     for unit in units:
         queue.put_nowait(unit)
@@ -137,8 +155,8 @@ async def execute(log: SampleLog, units: Sequence[tuple[Question, str, int]], cl
             except asyncio.QueueEmpty:
                 return
             try:
-                outcome = await profile_for(question.family).answer(clients[spec], question, options.protocol,
-                                                                    sample)
+                outcome = await profiles[question.family].answer(clients[spec], question, options.protocol,
+                                                                 sample)
                 record = _record(question, spec, sample, outcome, None)
             except (ChronoKGError, OSError, TimeoutError, ValueError) as exc:
                 record = _record(question, spec, sample, None, f"{type(exc).__name__}: {exc}")
@@ -165,16 +183,24 @@ def open_clients(models: Sequence[ModelEntry], options: RunOptions, questions: S
 
 async def _run_all(log: SampleLog, units: list[tuple[Question, str, int]], clients: dict[str, ModelClient],
                    options: RunOptions, on_record: Callable[[SampleRecord], None] | None) -> Tally:
+    judge = None
     try:
-        return await execute(log, units, clients, options, on_record)
+        judge = open_judge(options.judge, options.judge_base_url, options.cache, options.concurrency)
+        token = set_judge(judge)  # the profiles of this run's samples read it (`current_judge`)
+        try:
+            return await execute(log, units, clients, options, on_record)
+        finally:
+            reset_judge(token)
     finally:
-        for client in clients.values():
+        for client in [*clients.values(), *([judge.client] if judge is not None else [])]:
             await client.aclose()
 
 
 def prepare(folder_root: Path, files: Sequence[Path], models: Sequence[ModelEntry], options: RunOptions,
             snapshot: str | None = None, store_uri: str | None = None) -> tuple[Path, RunInfo]:
     """The run folder and its `run.json` (an existing folder of the same run is resumed, a different one refused)."""
+    for family in options.family_options:  # bad family options fail before a folder is made
+        options.profile(family)
     described = [{"path": str(p), "sha256": file_hash(p)} for p in files]
     rid = run_id(models, described, options)
     folder = folder_root / rid

@@ -10,6 +10,7 @@ cannot be counted by Cypher (a classifier over a sequence of answers) declare `c
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -67,6 +68,7 @@ def register(spec: MetricSpec) -> MetricSpec:
     return spec
 
 
+@functools.cache
 def all_metrics() -> Registry[MetricSpec]:
     """Every metric (importing every module of the package once registers them)."""
     import importlib

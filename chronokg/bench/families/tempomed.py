@@ -321,6 +321,11 @@ def _probes(ctx: Context, options: TempoMedOptions, pair: PairRow) -> Iterator[Q
     """Yes/no/"I do not know" probes for both statements of a pair over the target years."""
     first, last = options.probe_years
     base = ctx.rows("decision-at", {"decision": pair.decision, "date": dt.date(first, 1, 1)})
+    if sum(1 for r in base if r.kind == "recommendation") != 2:
+        # The paper probes differences of two-version trajectories: with a third version of the decision, the
+        # statement in force after the sweep's middle is neither of the pair's, and no pattern applies.
+        ctx.notes.append(f"{pair.pair}: no probes (its decision has more than two versions)")
+        return
     topic = _reference(pair.topic, pair.clinical_focus, default="relevant topic")
     org = _reference(pair.organization, default="relevant organization")
     for source, text, year_of in (("prior", pair.prior_text, pair.prior_year),
