@@ -517,3 +517,26 @@ def test_chroknow_prompt_against_the_loopback_server(tmp_path: Path) -> None:
         write_predictions(rw, pinfo, questions, records)
     with KgliteStore(path, read_only=True) as ro:
         assert PROMPT_GAIN.from_graph(ro, pinfo.run_id, spec).model_dump() == gain.model_dump()
+
+
+# --- report plots -------------------------------------------------------------------------------------------
+
+
+def test_report_plots_chroknow_categories(evaluated: dict[str, Any], tmp_path: Path) -> None:
+    """`eval report` draws the ChroKnow plots from the seed run of five baselines (PNG and SVG); the per-year
+    counts they draw are the metric's, summed over domains and splits (checked against the metric)."""
+    from chronokg.reports import build_report
+    from chronokg.reports.families.chroknow import by_template_year
+
+    report = build_report([evaluated["seed"]["folder"]], tmp_path / "report")
+    for name in ("chroknow-correct_by_year", "chroknow-categories_by_year", "chroknow-fact_categories"):
+        assert (report.out / "plots" / f"{name}.png").read_bytes().startswith(b"\x89PNG")
+        assert "<svg" in (report.out / "plots" / f"{name}.svg").read_text(encoding="utf-8")
+    years = YEAR_SPLIT.compute(evaluated["seed"]["samples"], "baseline/oracle")
+    table = by_template_year(years.groups)
+    assert set(table) == {"generation", "mcqa", "tf"}
+    for template, per_year in table.items():
+        for year, counts in per_year.items():
+            cells = [g[str(year)] for k, g in years.groups.items() if k.startswith(template + "/") and str(year) in g]
+            assert counts == {c: sum(cell[c] for cell in cells) for c in counts}
+    assert sum(sum(c.values()) for t in table.values() for c in t.values()) == years.details["n"]
