@@ -540,3 +540,29 @@ def test_report_plots_chroknow_categories(evaluated: dict[str, Any], tmp_path: P
             cells = [g[str(year)] for k, g in years.groups.items() if k.startswith(template + "/") and str(year) in g]
             assert counts == {c: sum(cell[c] for cell in cells) for c in counts}
     assert sum(sum(c.values()) for t in table.values() for c in t.values()) == years.details["n"]
+
+
+def test_cli_chroknow_prompt_over_a_baseline_run(evaluated: dict[str, Any], tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """`chronokg eval chroknow-prompt RUN` on the seed run: frozen-at-2019 has no Partial_known fact (its facts
+    are Known, Cut-off or Unknown), so every sampled fact keeps its category and the gain is 0; latest-only
+    likewise. The pass's run folder holds one record per sampled fact and resumes without new work."""
+    from typer.testing import CliRunner
+
+    from chronokg.cli.app import app
+
+    monkeypatch.setenv("CHRONOKG_STORE", f"kglite://{evaluated['path']}")
+    args = ["eval", "chroknow-prompt", str(evaluated["seed"]["folder"]), "--fraction", "1", "--no-write",
+            "--log-dir", str(tmp_path), "--model", f"baseline/frozen:{FROZEN}", "--no-cache"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    folder = next(tmp_path.glob("run-*"))
+    records = list(latest(folder / "samples.jsonl").values())
+    cats = per_fact(evaluated, "seed", f"baseline/frozen:{FROZEN}")
+    generation = Counter(c for (t, _), c in cats.items() if t == "generation")
+    assert len(records) == sum(generation.values()) and all(r.ok for r in records)
+    assert Counter(r.fields["before"] for r in records) == generation
+    assert all(r.fields["after"] == r.fields["before"] and r.fields["calls"] == 0 for r in records)
+    assert "chroknow.prompt_gain" in result.output
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0 and f"{len(records):,} already done" in again.output
