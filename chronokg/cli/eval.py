@@ -169,6 +169,45 @@ def _summary(folder: Path) -> None:
     console.print(table)
 
 
+@eval_app.command("chroknow-prompt")
+def chroknow_prompt_command(
+    run: Annotated[Path, typer.Argument(help="A finished ChroKnow knowledge-check run folder")],
+    template: Annotated[str, typer.Option(help="Whose categories pick the facts: generation, mcqa or tf")] = (
+        "generation"),
+    fraction: Annotated[float, typer.Option(min=0.0001, max=1.0, help="Share of each category's facts sampled "
+                                                                      "(the seed's 10 %)")] = 0.1,
+    prev_span: Annotated[int, typer.Option(min=1, help="Earlier years traversed per target year")] = 3,
+    next_span: Annotated[int, typer.Option(min=1, help="Later years traversed per target year")] = 3,
+    seed: Annotated[int, typer.Option(help="Seed of the fact sample")] = 0,
+    model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Only these models of the run")] = None,
+    log_dir: Annotated[Path | None, typer.Option(help="Where the pass's run folder goes (default: beside RUN)")] = (
+        None),
+    concurrency: Annotated[int, typer.Option(min=1, help="Facts traversed at once")] = 8,
+    cache: Annotated[bool, typer.Option("--cache/--no-cache", help="Use the model response cache")] = True,
+    write: Annotated[bool, typer.Option("--write/--no-write", help="Write the predictions into the graph")] = True,
+) -> None:
+    """ChroKnowPrompt over a run: traverse neighbouring years for a sample of each model's Partial_known facts;
+    writes a run folder whose metric `chroknow.prompt_gain` is the gain in Known."""
+    from chronokg.eval import chroknow_prompt as ckp
+    from chronokg.eval.results import metrics, run_questions, run_samples
+
+    def body() -> None:
+        source, samples = run_samples(run)
+        questions = run_questions(source)
+        options = ckp.PromptOptions(template=template, fraction=fraction, prev_span=prev_span, next_span=next_span,
+                                    seed=seed, concurrency=concurrency, cache=cache)
+        folder, info = ckp.prepare(run, log_dir, options)
+        with _maybe_store() as store:
+            info, counts = ckp.run_pass(folder, info, samples, questions, store, model)
+        console.print(f"ChroKnowPrompt run [bold]{info.run_id}[/] in {folder}: {info.status} "
+                      f"({counts['facts']:,} sampled facts, {counts['skipped']:,} already done)")
+        _, records = run_samples(folder)
+        _metrics_table([v for v in metrics(records) if v.metric == "chroknow.prompt_gain"])
+        if write:
+            _write(folder, info, questions)
+    guarded(body)
+
+
 @eval_app.command("metrics")
 def metrics_command(
     run: Annotated[Path, typer.Argument(help="A run folder")],

@@ -109,6 +109,10 @@ class Baseline:
         params = dict(key.params)
         if date is not None and "date" in params:
             params["date"] = date.isoformat()
+        elif date is not None and "from" in params and "to" in params:  # a window key (ChroKnow's facts-during)
+            start, end = (parse_date(str(params[k]))[0] for k in ("from", "to"))
+            if not start <= date < end:  # answer as of the day `date` instead
+                params["from"], params["to"] = date.isoformat(), (date + dt.timedelta(days=1)).isoformat()
         memo = (key.query, repr(sorted(params.items())))
         if memo not in self._evidence:
             rows = all_queries().get(key.query).run(self.store, params)

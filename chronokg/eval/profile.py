@@ -138,6 +138,7 @@ def request_hash(request: ModelRequest) -> str:
 PROFILES: Registry[Profile] = Registry("evaluation profile")
 PROFILES.register("tempomed", "chronokg.eval.profiles.tempomed:PROFILE")
 PROFILES.register("conflictmedqa", "chronokg.eval.profiles.conflictmedqa:PROFILE")
+PROFILES.register("chroknow", "chronokg.eval.profiles.chroknow:PROFILE")
 PROFILES.register("benchage", "chronokg.eval.profiles.benchage:PROFILE")
 PROFILES.register("micxr", "chronokg.eval.profiles.micxr:PROFILE")
 

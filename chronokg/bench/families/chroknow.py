@@ -666,6 +666,7 @@ def _questions(ctx: Context, b: Build, options: ChroKnowOptions) -> Iterator[Que
                 continue
             prompt, uses = tf
             target = "true" if uses == G else "false"
+            choices = [Choice(label="true", text="true", role="yes"), Choice(label="false", text="false", role="no")]
             meta.update(expected=target, statement=b.obj(item) if uses == G else b.dis(item, uses),
                         statement_aliases=texts_of((item.gold(year) or [None])[0] if uses == G
                                                    else item.distractors[uses].value))
