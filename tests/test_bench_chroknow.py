@@ -511,9 +511,8 @@ def test_word_span_widens_to_whole_words() -> None:
 def test_model_written_distractors_are_checked_against_the_graph(store: KgliteStore) -> None:
     server_mod = pytest.importorskip("chronokg.testing.openai_server")
     pytest.importorskip("chronokg.models")
-    from chronokg.testing._replies import Reply
-
     from chronokg.bench.llm import open_model
+    from chronokg.testing._replies import Reply
 
     def script(request: Any) -> Reply:
         text = request.last_user_text
