@@ -165,9 +165,10 @@ def _remove_kglite_files(path: Path) -> None:
 
 def _register_commands() -> None:
     """`query run|list|cypher` and the bench commands (light modules); sources and families are lazy groups."""
-    from chronokg.cli import bench, queries
+    from chronokg.cli import bench, export, queries
 
     queries.register(query_app)
+    export.register(export_app)
     bench.register(app, bench_app)
 
 
