@@ -52,10 +52,11 @@ class Section:
     target: tuple[str, float] | None = None  # (stage, seconds)
 
     def timed(self, name: str, fn: Callable[[], Any], note: Callable[[Any], str] | None = None) -> Any:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         value = fn()
+        used = time.process_time() - cpu
         self.stages.append(Stage(name, time.perf_counter() - start, note(value) if note else ""))
-        print(f"  {name:<22} {self.stages[-1].seconds:9.2f} s  {self.stages[-1].note}", flush=True)
+        print(f"  {name:<22} {self.stages[-1].seconds:9.2f} s  (CPU {used:.2f} s)  {self.stages[-1].note}", flush=True)
         return value
 
     def seconds(self, name: str) -> float:
@@ -73,11 +74,47 @@ def counted(section: Section, questions: list[Any]) -> None:
 
 
 def run_tempomed(args: argparse.Namespace) -> Section:
-    """TODO(TempoMed engineer): the TempoMed section (issue 8: "all TempoMed items and probes for 721 records in
-    <= 10 s, on this machine, no LLM"). Load the 721 released records (`chronokg.ingest.tempomed.load`), time
-    `generate("tempomed", ..., {"probes": True})`, fill `Section` (stages, `counted`, target ("generate",
-    TEMPOMED_TARGET_S)) and return it, as `run_micxr` does."""
-    raise NotImplementedError("the TempoMed section of bench_generate.py is not written yet")
+    """All TempoMed items and year-sweep probes for `--records` MCQ records (721, the released set).
+
+    The shared sample holds 559 of the 721 released records; the rest are copies of real records with new
+    PMIDs and idx (said in the output), so the store holds 721 change pairs of realistic size.
+    """
+    from chronokg.bench import snapshot
+    from chronokg.bench.family import generate
+    from chronokg.bench.verify import verify_questions
+    from chronokg.graph.kglite_store import KgliteStore
+    from chronokg.ingest import tempomed
+    from chronokg.ingest.common import read_json_blocks
+
+    section = Section("tempomed", target=("generate", TEMPOMED_TARGET_S))
+    data = Path(args.tempomed)
+    source = next(data.glob("*.jsonl"))
+    records = [obj for _, _, obj in read_json_blocks(source)]
+    real = len(records)
+    k = 0
+    while len(records) < args.records:
+        copy = dict(records[k % real])
+        copy.update(idx=100_000 + k, PMID_current=str(90_000_000 + 2 * k), PMID_prior=str(90_000_001 + 2 * k))
+        records.append(copy)
+        k += 1
+    root = Path(tempfile.mkdtemp(prefix="bench-generate-tempomed-"))
+    try:
+        path = root / "records.jsonl"
+        path.write_text("\n\n".join(json.dumps(r, indent=2) for r in records) + "\n", encoding="utf-8")
+        print(f"TempoMed: {len(records)} MCQ records ({real} real, {len(records) - real} copies with new PMIDs)")
+        store = KgliteStore(":memory:")
+        section.timed("load", lambda: tempomed.load(store, [path]), lambda s: f"{s.records} records")
+        snap = snapshot.current(store)
+        questions, _ = section.timed("generate", lambda: generate("tempomed", store, snap, {"probes": True}),
+                                     lambda r: f"{len(r[0]):,} items and probes")
+        report = section.timed("verify", lambda: verify_questions(store, questions),
+                               lambda r: f"{r.keys:,} keys re-run, {len(r.changed)} changed")
+        if report.changed:
+            raise SystemExit(f"{len(report.changed)} answer keys changed right after generation")
+        counted(section, questions)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return section
 
 
 # --- MI-CXR --------------------------------------------------------------------------------------------------
@@ -161,6 +198,9 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], Section]] = {"tempomed": run_
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--family", choices=["tempomed", "micxr", "all"], default="all")
+    ap.add_argument("--tempomed", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" /
+                                              "tempomed-bench"), help="the TempoMed-Bench sample folder")
+    ap.add_argument("--records", type=int, default=721, help="TempoMed MCQ records (the released set has 721)")
     ap.add_argument("--patients", type=int, default=10_000, help="MI-CXR: synthetic patients (default 10,000)")
     ap.add_argument("--findings", type=int, default=5, help="MI-CXR: findings per patient (4+ for multi-entity GTS)")
     ap.add_argument("--seed", type=int, default=0)

@@ -33,6 +33,7 @@ def store_questions(store: GraphStore, questions: Iterable[Question], progress: 
             generator=json.dumps(q.generator, sort_keys=True), metadata=json.dumps(q.metadata, sort_keys=True,
                                                                                      default=str),
         )
+        batch.node(schema.SNAPSHOT, q.snapshot)  # known by id even when the snapshot was not recorded
         batch.edge(schema.GENERATED_AT, schema.QUESTION, q.id, schema.SNAPSHOT, q.snapshot)
         for fact in q.facts:
             batch.edge(schema.TESTS, schema.QUESTION, q.id, schema.FACT, fact)

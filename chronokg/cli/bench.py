@@ -130,7 +130,8 @@ def provider() -> dict[str, Callable[[], Command]]:
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
-    """`snapshot`, `bench verify`, `bench export` (the `generate FAMILY` commands come from `provider`)."""
+    """`snapshot`, `bench verify`, `bench export`, `bench trajectory` (`generate FAMILY` comes from `provider`)."""
+    register_trajectory(bench_app)
 
     @app.command("snapshot")
     def snapshot_command(
@@ -189,4 +190,44 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             for family, items in by_family.items():
                 for file, count in write_seed(family, items, out).items():
                     console.print(f"[green]wrote[/] {count:,} records to {file}")
+        guarded(body)
+
+
+def register_trajectory(bench_app: typer.Typer) -> None:
+    @bench_app.command("trajectory")
+    def trajectory(
+        manifest: Annotated[Path, typer.Argument(help="JSON manifest of two or more guideline versions (topic, "
+                                                      "organization, versions: pmid, year, title, path)")],
+        model: Annotated[str, typer.Option(help="Model spec for extraction and verification")],
+        out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the trajectory and difference files and "
+                                                              "the questions (questions.jsonl)")],
+        base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server")] = None,
+    ) -> None:
+        """A new TempoMed trajectory from guideline text, end to end: the seed's difference extraction and
+        verification, the files its loader reads, loaded as a new release, and questions for what was added."""
+        from chronokg.bench import snapshot
+        from chronokg.bench.families.tempomed_texts import build, release_date
+        from chronokg.bench.family import generate
+        from chronokg.bench.graph import store_questions
+        from chronokg.bench.llm import open_model
+        from chronokg.bench.question import write_jsonl
+        from chronokg.cli.render import load_summary
+        from chronokg.ingest import tempomed
+
+        def body() -> None:
+            built = build(manifest, open_model(model, base_url), out)
+            console.print(f"{built.extracted} differences extracted, {built.kept} verified (score 1) and kept; "
+                          f"wrote {built.trajectory.name} and {len(built.diffs)} difference file(s)")
+            if not built.diffs:
+                err.print("[yellow]note:[/] no verified difference: nothing to load or ask")
+                return
+            with opened() as store:
+                before = snapshot.record(store)
+                summary = tempomed.load(store, [built.trajectory, *built.diffs], release_date=release_date())
+                load_summary(console, summary)
+                questions, _ = generate("tempomed", store, snapshot.record(store), {},
+                                        since=snapshot.added_since(store, before))
+                store_questions(store, questions)
+            n = write_jsonl(out / "questions.jsonl", questions)
+            console.print(f"[green]wrote[/] {n:,} questions for the new change pairs to {out / 'questions.jsonl'}")
         guarded(body)

@@ -4,9 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
 
 
 class RichProgress:
@@ -31,3 +43,43 @@ def progress_bar(console: Console) -> Iterator[RichProgress]:
         console=console, transient=True,
     ) as progress:
         yield RichProgress(progress)
+
+
+class RateColumn(ProgressColumn):
+    """Items per second."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("" if speed is None else f"{speed:,.1f}/s", style="progress.data.speed")
+
+
+class RunProgress:
+    """The evaluation runner's progress: samples done with rate and ETA, tokens, failures, accuracy so far."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._task: TaskID | None = None
+        self._done = self._ok = self._failed = self._tokens = 0
+
+    def begin(self, pending: int, done: int) -> None:
+        self._task = self._progress.add_task("samples", total=pending, stats="")
+        if done:
+            self._progress.console.print(f"resuming: {done:,} samples already done")
+
+    def record(self, record: Any) -> None:
+        self._done += 1
+        self._ok += bool(record.correct)
+        self._failed += 0 if record.error is None else 1
+        self._tokens += record.prompt_tokens + record.completion_tokens
+        if self._task is not None:
+            stats = f"{self._tokens:,} tokens · {self._failed:,} failed · {self._ok / self._done:.1%} correct"
+            self._progress.update(self._task, advance=1, stats=stats)
+
+
+@contextmanager
+def run_progress(console: Console) -> Iterator[RunProgress]:
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(), TimeRemainingColumn(),
+        TextColumn("{task.fields[stats]}"), console=console, transient=False,
+    ) as progress:
+        yield RunProgress(progress)

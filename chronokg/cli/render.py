@@ -23,8 +23,10 @@ class Format(StrEnum):
 def _cell(value: Any, width: int | None) -> str:
     if value is None:
         return "—"
-    if isinstance(value, list):
-        value = ", ".join(map(str, value))
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list | tuple):
+        value = ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in value)
     text = str(value)
     if width and len(text) > width:
         return text[: width - 1] + "…"

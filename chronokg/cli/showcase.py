@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 
+from pydantic import BaseModel
 from rich.console import Console
 from rich.panel import Panel
 
@@ -45,6 +47,65 @@ def run_showcase(store: GraphStore, console: Console) -> None:
         emit(console, rows, Format.table, title=f"known at {known or 'now'}",
              columns=["object_caption", "valid_from", "valid_to", "known_from", "known_to"])
 
+    show_benchmark(store, console, show)
+
     show("stats()", "Counts per label and relationship type.")
     emit(console, [r for r in catalog.stats(store) if r.kind != "source"], Format.table,
          columns=["kind", "name", "count"])
+
+
+def show_benchmark(store: GraphStore, console: Console, show: Callable[[str, str], None]) -> None:
+    """Generate a TempoMed-style benchmark from the demo's change pairs, verify it, and evaluate baselines."""
+    import tempfile
+    from pathlib import Path
+
+    from chronokg.bench import snapshot
+    from chronokg.bench.family import generate
+    from chronokg.bench.question import write_jsonl
+    from chronokg.bench.verify import verify_questions
+    from chronokg.eval import runner
+    from chronokg.eval.log import latest
+    from chronokg.metrics.tempomed import ACCURACY, ACCURACY_BY_YEAR, CONSISTENCY
+
+    show("generate tempomed", "Questions computed from the graph: each change pair gives up-to-date and "
+                              "historical MCQs (template stems, distractors from other trajectories) and "
+                              "year-sweep probes; every answer is a named query (decision-at).")
+    questions, _ = generate("tempomed", store, snapshot.current(store),
+                            {"protocol": "chronokg", "probes": True, "probe_years": (2000, 2024)})
+    sample = next(q for q in questions if q.variant.startswith("mcq") and q.metadata["target"] == "historical")
+    console.print(Panel(sample.input.strip(), title=f"{sample.variant} · target {sample.target} · key "
+                                                    f"{sample.answer_key.query}{sample.answer_key.params}",
+                        width=min(console.width, 110)))
+    report = verify_questions(store, questions)
+    console.print(f"{len(questions)} questions; bench verify: {report.keys} answer keys re-run, "
+                  f"{len(report.changed)} changed")
+
+    show("eval run (reference baselines)", "An oracle, a model that knows only today, and a model frozen at "
+                                           "2012: the metrics show the signature of each.")
+    with tempfile.TemporaryDirectory() as tmp:
+        qfile = Path(tmp) / "demo.jsonl"
+        write_jsonl(qfile, questions)
+        models = [runner.ModelEntry(spec=m) for m in ("baseline/oracle", "baseline/latest-only",
+                                                       "baseline/frozen:2012")]
+        folder, info = runner.prepare(Path(tmp) / "runs", [qfile], models, runner.RunOptions(protocol="chronokg"))
+        runner.run(folder, info, runner.load_questions([qfile], None), store)
+        samples = [r for r in latest(folder / "samples.jsonl").values() if r.ok]
+    rows = []
+    for m in models:
+        acc = ACCURACY.compute(samples, m.spec).groups
+        years = ACCURACY_BY_YEAR.compute(samples, m.spec).details
+        patterns = CONSISTENCY.compute(samples, m.spec).groups
+        top = max(patterns, key=lambda k: patterns[k]["count"])
+        rows.append(DemoRow(model=m.spec, up_to_date=acc["up_to_date"]["accuracy"],
+                            historical=acc["historical"]["accuracy"], probes=acc["probe"]["accuracy"],
+                            cutoff_estimate=years.get("cutoff_estimate"), most_common_pattern=top))
+    emit(console, rows, Format.table)
+
+
+class DemoRow(BaseModel):
+    model: str
+    up_to_date: float | None
+    historical: float | None
+    probes: float | None
+    cutoff_estimate: int | None
+    most_common_pattern: str

@@ -22,6 +22,8 @@ STUDY: Final = "Study"
 OBSERVATION: Final = "Observation"
 SNAPSHOT: Final = "Snapshot"  # the source releases a benchmark was generated from
 QUESTION: Final = "Question"  # a generated benchmark item (chronokg.bench)
+RUN: Final = "Run"  # an evaluation run (chronokg.eval)
+PREDICTION: Final = "Prediction"  # one sample of one model on one question in a run
 
 # Relationship types.
 SUBJECT: Final = "SUBJECT"  # (Fact)->(Entity)
@@ -38,10 +40,13 @@ LOADED_FROM: Final = "LOADED_FROM"  # (Guideline|Trajectory|...)->(Source)
 TESTS: Final = "TESTS"  # (Question)->(Fact) the facts its answer key reads
 DERIVED_FROM: Final = "DERIVED_FROM"  # (Question)->(ChangePair|Trajectory|Study|SourceQuestion|...)
 GENERATED_AT: Final = "GENERATED_AT"  # (Question)->(Snapshot)
+ANSWERS: Final = "ANSWERS"  # (Prediction)->(Question)
+IN_RUN: Final = "IN_RUN"  # (Prediction)->(Run)
+CHOSE: Final = "CHOSE"  # (Prediction)->(Fact) the fact the option it chose states
 
 KEYED_LABELS: Final = (
     SOURCE, ENTITY, FACT, ORGANIZATION, GUIDELINE, TRAJECTORY, CHANGE_PAIR, SOURCE_QUESTION,
-    PATIENT, STUDY, OBSERVATION, SNAPSHOT, QUESTION,
+    PATIENT, STUDY, OBSERVATION, SNAPSHOT, QUESTION, RUN, PREDICTION,
 )
 
 # Properties every node of a label may carry. The embedded engine rejects a
@@ -78,5 +83,6 @@ def index_ddl() -> list[str]:
         "CREATE INDEX fact_predicate IF NOT EXISTS FOR (f:Fact) ON (f.predicate)",
         "CREATE INDEX fact_source IF NOT EXISTS FOR (f:Fact) ON (f.source_id)",
         "CREATE INDEX fact_source_kind IF NOT EXISTS FOR (f:Fact) ON (f.source_kind)",
+        "CREATE INDEX prediction_run IF NOT EXISTS FOR (p:Prediction) ON (p.run_id)",
         "CREATE RANGE INDEX fact_valid_from IF NOT EXISTS FOR (f:Fact) ON (f.valid_from)",
     ]

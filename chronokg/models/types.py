@@ -95,6 +95,9 @@ class ModelRequest(_Frozen):
     prompt: str | None = None
     config: GenerateConfig = Field(default_factory=GenerateConfig)
     epoch: int = Field(default=0, ge=0)
+    metadata: dict[str, Any] | None = Field(
+        default=None, description="Never sent and not part of the cache key: context for in-process clients "
+                                  "(the evaluation runner's reference baselines read the question id here)")
 
     @model_validator(mode="after")
     def _one_input(self) -> ModelRequest:

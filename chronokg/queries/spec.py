@@ -8,6 +8,7 @@ parameters) can be re-run by anyone.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -83,6 +84,7 @@ def run_query(store: GraphStore, name: str, params: Mapping[str, Any] | BaseMode
     return spec.run(store, params if not isinstance(params, BaseModel) else params.model_dump())
 
 
+@functools.cache
 def _load_catalog() -> None:
     """The specs register themselves when their modules are imported: import every module of the package once
     (a new module of queries needs no other registration)."""

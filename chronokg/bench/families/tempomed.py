@@ -321,6 +321,11 @@ def _probes(ctx: Context, options: TempoMedOptions, pair: PairRow) -> Iterator[Q
     """Yes/no/"I do not know" probes for both statements of a pair over the target years."""
     first, last = options.probe_years
     base = ctx.rows("decision-at", {"decision": pair.decision, "date": dt.date(first, 1, 1)})
+    if sum(1 for r in base if r.kind == "recommendation") != 2:
+        # The paper probes differences of two-version trajectories: with a third version of the decision, the
+        # statement in force after the sweep's middle is neither of the pair's, and no pattern applies.
+        ctx.notes.append(f"{pair.pair}: no probes (its decision has more than two versions)")
+        return
     topic = _reference(pair.topic, pair.clinical_focus, default="relevant topic")
     org = _reference(pair.organization, default="relevant organization")
     for source, text, year_of in (("prior", pair.prior_text, pair.prior_year),
@@ -430,7 +435,7 @@ def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
             yield "items.json", {
                 "year_previous": m.get("year_previous"), "year_current": m.get("year_current"),
                 "target_guideline_year": m.get("target_guideline_year"), "question_variant": m.get("question_variant"),
-                "question": _stem_of(q.input), "choices": {c.label: c.text for c in q.choices},
+                "question": stem_of(q.input), "choices": {c.label: c.text for c in q.choices},
                 "option_order": m.get("option_order"), "gold": q.target, "shuffle_method": m.get("shuffle_method"),
                 "display_to_original_option": m.get("display_to_original_option"),
                 "original_to_display_option": m.get("original_to_display_option"),
@@ -447,7 +452,7 @@ def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
                 "statement_text": m.get("statement_text"),
                 "question_target_year": m.get("question_target_year"), "target_year": m.get("target_year"),
                 "latest_guideline_year": m.get("latest_guideline_year"), "available": True,
-                "Question": _stem_of(q.input),
+                "Question": stem_of(q.input),
                 "Answer": {"Choice_A": "Yes", "Choice_B": "No", "Choice_C": "I do not know", "Correct": q.target},
                 "chronokg_id": q.id,
             }
@@ -455,7 +460,7 @@ def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
         yield "questions.jsonl", record
 
 
-def _stem_of(prompt: str) -> str:
+def stem_of(prompt: str) -> str:
     """The question text inside a seed prompt (between "Question:" and the first blank line after it)."""
     return prompt.split("Question:\n", 1)[-1].split("\n\n", 1)[0]
 

@@ -1,0 +1,309 @@
+"""`chronokg eval run|metrics|export|score|report`: evaluation runs from the command line."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from chronokg.cli.common import console, err, guarded, opened
+
+eval_app = typer.Typer(help="Evaluate models on generated benchmarks: run, score, metrics, reports.",
+                       no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(eval_app, name="eval")
+
+
+@eval_app.command("run")
+def run_command(
+    questions: Annotated[list[Path] | None, typer.Argument(help="Question files (canonical JSONL)")] = None,
+    model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Model spec (repeat for several): "
+                                                    "openai/..., openai-compat/..., vllm/..., baseline/...")] = None,
+    base_url: Annotated[str | None, typer.Option(help="Base URL of the OpenAI-compatible server of the "
+                                                      "openai-compat models")] = None,
+    log_dir: Annotated[Path, typer.Option(help="Where run folders go")] = Path("runs"),
+    resume: Annotated[Path | None, typer.Option(help="Continue the run in this folder")] = None,
+    protocol: Annotated[str, typer.Option(help="seed (published settings and extraction) or chronokg")] = "seed",
+    samples: Annotated[int, typer.Option(min=1, help="Samples per question")] = 1,
+    concurrency: Annotated[int, typer.Option(min=1, help="Samples in flight at once")] = 32,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions of each file")] = None,
+    cache: Annotated[bool, typer.Option("--cache/--no-cache", help="Use the model response cache")] = True,
+    write: Annotated[bool, typer.Option("--write/--no-write", help="Write the predictions into the graph")] = True,
+    judge: Annotated[str | None, typer.Option(help="Judge model for the families an LLM judge scores (BenchAge: "
+                                                   "the seed's judge prompt, temperature 0, max_tokens 1); "
+                                                   "without it they use exact/alias match")] = None,
+    judge_base_url: Annotated[str | None, typer.Option(help="Base URL of an openai-compat judge (default: "
+                                                             "--base-url for an openai-compat/... judge)")] = None,
+    family_option: Annotated[list[str] | None, typer.Option(
+        "--family-option", "-O", help="A family's evaluation option as FAMILY.KEY=VALUE (VALUE read as JSON, "
+                                      "else text; repeat for several), e.g. micxr.stagewise=true")] = None,
+) -> None:
+    """Send the questions to the models, log every sample, score them, write predictions into the graph."""
+    from chronokg.cli.progress import run_progress
+    from chronokg.errors import ChronoKGError
+    from chronokg.eval import runner
+    from chronokg.eval.log import read_info
+
+    def body() -> None:
+        if resume is not None:
+            info = read_info(resume)
+            folder = resume
+            files = [Path(q["path"]) for q in info.questions]
+            options = runner.RunOptions.model_validate(info.options)
+        else:
+            if not questions or not model:
+                raise ChronoKGError("give question files and at least one --model (or --resume RUN_DIR)")
+            options = runner.RunOptions(protocol=protocol, samples=samples, concurrency=concurrency, limit=limit,
+                                        cache=cache, judge=judge, family_options=_family_options(family_option or []),
+                                        judge_base_url=judge_base_url or (
+                                            base_url if (judge or "").startswith("openai-compat/") else None))
+            entries = [runner.ModelEntry(spec=m, base_url=base_url if not m.startswith("baseline/") else None)
+                       for m in model]
+            files = list(questions)
+        loaded = runner.load_questions(files, options.limit)
+        store_cm = _maybe_store()
+        with store_cm as store:
+            if resume is None:
+                from chronokg.bench import snapshot
+
+                folder, info = runner.prepare(log_dir, files, entries, options,
+                                              snapshot=snapshot.current(store) if store is not None else None,
+                                              store_uri=store.uri if store is not None else None)
+            with run_progress(console) as progress:
+                info, _ = runner.run(folder, info, loaded, store, on_start=progress.begin,
+                                     on_record=progress.record)
+        console.print(f"run [bold]{info.run_id}[/] in {folder}: {info.status}")
+        _summary(folder)
+        if write:
+            _write(folder, info, loaded)
+    guarded(body)
+
+
+def _family_options(items: list[str]) -> dict[str, dict[str, Any]]:
+    """`FAMILY.KEY=VALUE` items as {family: {key: value}} (VALUE as JSON when it parses, else the text)."""
+    import json
+
+    from chronokg.errors import ChronoKGError
+
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        family, dot, key = name.strip().partition(".")
+        if not sep or not dot or not family or not key:
+            raise ChronoKGError(f"--family-option {item!r}: write FAMILY.KEY=VALUE (e.g. micxr.stagewise=true)")
+        try:
+            value: Any = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        out.setdefault(family, {})[key.strip()] = value
+    return out
+
+
+class _NoStore:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _maybe_store() -> Any:
+    """The store, read-only, if there is one (baselines and snapshots need it; a model run does not)."""
+    from chronokg.errors import StoreError
+
+    try:
+        cm = opened(read_only=True)
+        store = cm.__enter__()
+    except StoreError as exc:
+        err.print(f"[yellow]note:[/] no store to read ({exc}); running without one")
+        return _NoStore()
+
+    class _Open:
+        def __enter__(self) -> Any:
+            return store
+
+        def __exit__(self, *exc: object) -> None:
+            cm.__exit__(None, None, None)
+
+    return _Open()
+
+
+def _write(folder: Path, info: Any, questions: list[Any]) -> None:
+    from chronokg.errors import StoreError
+    from chronokg.eval.graph import write_predictions
+    from chronokg.eval.log import latest
+
+    try:
+        with opened() as store:
+            report = write_predictions(store, info, questions, latest(folder / "samples.jsonl").values())
+        console.print(f"predictions in the graph: {report.created.get('Prediction', 0):,} new, "
+                      f"{report.unchanged.get('Prediction', 0):,} already there")
+    except StoreError as exc:
+        err.print(f"[yellow]note:[/] predictions not written to the graph: {exc}")
+
+
+def _summary(folder: Path) -> None:
+    from rich.table import Table
+
+    from chronokg.eval.log import latest
+
+    per: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
+    for r in latest(folder / "samples.jsonl").values():
+        row = per[r.model]
+        row[0] += 1
+        row[1] += bool(r.correct) if r.ok else 0
+        row[2] += 0 if r.ok else 1
+        row[3] += r.prompt_tokens
+        row[4] += r.completion_tokens
+    table = Table(title="summary", header_style="bold cyan")
+    for c in ("model", "samples", "correct", "accuracy", "failed", "tokens in", "tokens out"):
+        table.add_column(c, justify="left" if c == "model" else "right")
+    for spec, (n, ok, failed, tin, tout) in sorted(per.items()):
+        done = n - failed
+        table.add_row(spec, f"{n:,}", f"{ok:,}", f"{ok / done:.1%}" if done else "—", f"{failed:,}", f"{tin:,}",
+                      f"{tout:,}")
+    console.print(table)
+
+
+@eval_app.command("metrics")
+def metrics_command(
+    run: Annotated[Path, typer.Argument(help="A run folder")],
+    model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Only these models")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
+    from_graph: Annotated[bool, typer.Option(help="Count over the run's Prediction nodes in the store (Cypher) "
+                                                  "instead of its samples")] = False,
+) -> None:
+    """Every metric of a run, per model (the seeds' metrics, and chronokg's own)."""
+    import json
+
+    from chronokg.eval.results import metrics, run_samples
+
+    def body() -> None:
+        info, samples = run_samples(run)
+        if from_graph:
+            with opened(read_only=True) as store:
+                values = metrics(samples, model, store, info.run_id)
+        else:
+            values = metrics(samples, model)
+        if fmt == "json":
+            print(json.dumps([v.model_dump(mode="json") for v in values], ensure_ascii=False, indent=2))
+            return
+        _metrics_table(values)
+    guarded(body)
+
+
+def _short(value: Any, depth: int = 0) -> str:
+    """A metric's value or groups on one line: numbers to 3 decimals, nested groups in brackets."""
+    if isinstance(value, bool) or value is None:
+        return "—" if value is None else str(value)
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, dict):
+        if depth == 1:
+            for key in ("accuracy", "share", "count"):
+                if key in value and not isinstance(value[key], dict):
+                    return _short(value[key], 2)
+        parts = [f"{k} {_short(v, depth + 1)}" for k, v in value.items()
+                 if not isinstance(v, list) and not (isinstance(v, str) and depth)]
+        text = ", ".join(p for p in parts if not p.endswith(" —") and p.strip())
+        return f"({text})" if depth else text
+    return str(value)
+
+
+def _metrics_table(values: list[Any]) -> None:
+    from rich.table import Table
+
+    table = Table(title="metrics", header_style="bold cyan", show_lines=False)
+    for c in ("metric", "model", "value", "by group"):
+        table.add_column(c, overflow="fold")
+    for v in values:
+        extra = ""
+        if "cutoff_estimate" in v.details:
+            extra = f" (cutoff ≈ {v.details['cutoff_estimate']}, Mann-Kendall p = " + (
+                f"{v.details['mann_kendall']['p']:.3g})" if "mann_kendall" in v.details else "—)")
+        table.add_row(v.metric, v.model, _short(v.value), _short(v.groups) + extra)
+    console.print(table)
+
+
+@eval_app.command("export")
+def export_command(
+    run: Annotated[Path, typer.Argument(help="A run folder")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the seed-format result files")],
+    fmt: Annotated[str, typer.Option("--format", help="seed")] = "seed",
+) -> None:
+    """The run's predictions in each seed's own result format (the seed's scripts can re-score them)."""
+    from chronokg.errors import ChronoKGError
+    from chronokg.eval.results import export_seed
+
+    def body() -> None:
+        if fmt != "seed":
+            raise ChronoKGError("--format must be seed")
+        for path, n in export_seed(run, out).items():
+            console.print(f"[green]wrote[/] {n:,} records to {path}")
+    guarded(body)
+
+
+@eval_app.command("score")
+def score_command(
+    questions: Annotated[Path, typer.Argument(help="The questions (canonical JSONL)")],
+    predictions: Annotated[Path, typer.Argument(help="{id, output} JSON lines, or a JSON list of records with "
+                                                     "chronokg_id and model_answer")],
+    model: Annotated[str, typer.Option(help="A name for the model that produced them")] = "external",
+    protocol: Annotated[str, typer.Option(help="seed or chronokg extraction")] = "seed",
+    log_dir: Annotated[Path, typer.Option(help="Where the run folder goes")] = Path("runs"),
+) -> None:
+    """Score outputs produced elsewhere as a run (then `eval metrics`, `eval report` work on it)."""
+    from chronokg.eval.results import metrics, run_samples, score_outputs
+
+    def body() -> None:
+        folder = score_outputs(questions, predictions, model, protocol, log_dir)
+        console.print(f"scored run in {folder}")
+        _, samples = run_samples(folder)
+        _metrics_table(metrics(samples))
+    guarded(body)
+
+
+@eval_app.command("compare")
+def compare_command(
+    run_a: Annotated[Path, typer.Argument(help="First run folder")],
+    run_b: Annotated[Path, typer.Argument(help="Second run folder (may be the same)")],
+    model_a: Annotated[str, typer.Option(help="Model of the first run")],
+    model_b: Annotated[str, typer.Option(help="Model of the second run")],
+) -> None:
+    """Paired comparison of two models on the questions both answered: McNemar and a paired bootstrap."""
+    from chronokg.cli.render import Format, emit
+    from chronokg.eval.results import compare, run_samples
+
+    def body() -> None:
+        _, a = run_samples(run_a)
+        _, b = run_samples(run_b)
+        emit(console, compare(a, b, model_a, model_b), Format.table, title="paired comparison",
+             columns=["family", "n", "accuracy_a", "accuracy_b", "difference", "a_only", "b_only", "p_mcnemar",
+                      "ci95"])
+    guarded(body)
+
+
+@eval_app.command("report")
+def report_command(
+    runs: Annotated[list[Path], typer.Argument(help="Run folders (several: side by side)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for report.md, report.html, metrics.json "
+                                                          "and plots/")],
+    model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Only these models")] = None,
+    title: Annotated[str, typer.Option(help="The report's title")] = "chronokg evaluation report",
+) -> None:
+    """A report of one or more runs: every metric as a table, the families' plots (PNG and SVG), one
+    self-contained HTML page (needs the reports extra: matplotlib)."""
+    from chronokg.reports import build_report
+
+    def body() -> None:
+        report = build_report(runs, out, model, title)
+        console.print(f"[green]wrote[/] {report.markdown}, {report.html} and {len(report.plots)} plots "
+                      f"(PNG and SVG) in {out / 'plots'}: {len(report.metrics)} metrics, "
+                      f"{len(report.series)} model columns")
+    guarded(body)

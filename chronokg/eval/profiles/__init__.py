@@ -1,0 +1,1 @@
+"""One evaluation profile per benchmark family (see `chronokg.eval.profile`)."""

@@ -1,0 +1,124 @@
+"""TempoMed-Bench: how its MCQs and year-sweep probes are asked, extracted and scored.
+
+Seed (GuanZihan/TempoMed-Bench, MIT): generation `P/utils/model_utils.py:59-63` (vLLM: temperature 0,
+top_p 0.9, max_tokens 4096; the system prompt is part of each question); MCQ extraction
+`pubmed_evaluation_5_option.py:539-565`, option groups by original label `:392-414`; probe extraction
+`heatmap_exp/pubmed_inspect_questions.py:1142-1155`. Under `--protocol chronokg` the fixed extractors of
+`chronokg.eval.extract` are used.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from chronokg.bench.families.tempomed import stem_of
+from chronokg.bench.question import Question
+from chronokg.eval import extract
+from chronokg.eval.profile import Profile
+from chronokg.models import GenerateConfig
+
+GROUPS = {"A": "current_guideline", "B": "prior_guideline", "C": "interference", "D": "interference",
+          "E": "unknown"}
+
+
+def is_probe(question: Question) -> bool:
+    return question.variant.startswith("probe/")
+
+
+def when_correct(question: Question, answer: str | None) -> str:
+    """Three-way (plus "later"): the chosen option's recommendation was in force on the target date (correct),
+    only before it (stale), only after it (later), or never in this decision's history (never). Read from the
+    intervals in the question's answer-key evidence (`decision-at`)."""
+    chosen = next((c.text for c in question.choices if c.label == answer), None)
+    day = question.target_date
+    for row in question.answer_key.evidence:
+        if row.get("kind") != "recommendation" or row.get("text") != chosen or day is None:
+            continue
+        start, end = row.get("valid_from"), row.get("valid_to")
+        iso = day.isoformat()
+        if (start is None or start <= iso) and (end is None or end > iso):
+            return "correct"
+        if end is not None and end <= iso:
+            return "stale"
+        return "later"
+    return "never"
+
+
+class TempoMedProfile(Profile):
+    family = "tempomed"
+
+    def config(self, question: Question, protocol: str, sample: int) -> GenerateConfig:
+        return GenerateConfig(temperature=0.0, top_p=0.9, max_tokens=4096)
+
+    def extract(self, question: Question, output: str, protocol: str) -> str | None:
+        if is_probe(question):
+            return (extract.tempomed_probe_seed if protocol == "seed" else extract.tempomed_probe_fixed)(output)
+        labels = [c.label for c in question.choices]
+        rule = extract.tempomed_mcq_seed if protocol == "seed" else extract.tempomed_mcq_fixed
+        return rule(output, labels)
+
+    def score(self, question: Question, answer: str | None, protocol: str) -> tuple[bool | None, float | None,
+                                                                                   dict[str, Any]]:
+        m = question.metadata
+        correct = answer is not None and answer == question.target
+        if is_probe(question):
+            fields = {"kind": "probe", "pair": m.get("pair_id"), "statement_source": m.get("statement_source"),
+                      "statement_year": m.get("statement_guideline_year"), "target_year": m.get("target_year"),
+                      "prediction": answer, "protocol": protocol}
+        else:
+            original = (m.get("display_to_original_option") or {}).get(answer or "")
+            fields = {"kind": "mcq", "target": m.get("target"), "year_current": m.get("year_current"),
+                      "year_prior": m.get("year_previous"), "target_year": m.get("target_guideline_year"),
+                      "perturbation": m.get("shuffle_method"), "record": m.get("idx"),
+                      "original": original, "group": GROUPS.get(original or "", "invalid"),
+                      "status": when_correct(question, answer),
+                      "pair": next((r.split(":", 1)[1] for r in question.derived_from if r.startswith("ChangePair:")),
+                                   None)}
+        return correct, float(correct), fields
+
+    def chosen_fact(self, question: Question, answer: str | None) -> str | None:
+        """Option A states the current recommendation, B the prior one (the question's facts, in that order)."""
+        if is_probe(question) or answer is None:
+            return None
+        original = (question.metadata.get("display_to_original_option") or {}).get(answer)
+        index = {"A": 0, "B": 1}.get(original or "")
+        return question.facts[index] if index is not None and index < len(question.facts) else None
+
+    def seed_result(self, question: Question, record: Any) -> tuple[str, dict[str, Any]] | None:
+        """The seed's result records: `evaluation_results_5_option_<model>_augmented.json` (MCQs, the keys of
+        `pubmed_evaluation_5_option.py:339-408`) and `<model>/evaluation_results.json` (probes)."""
+        m = question.metadata
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", record.model)
+        if is_probe(question):
+            return f"{slug}/evaluation_results.json", {
+                "pair_id": m.get("pair_id"), "difference_idx": m.get("difference_idx"),
+                "statement_source": m.get("statement_source"),
+                "statement_guideline_year": m.get("statement_guideline_year"),
+                "question_target_year": m.get("question_target_year"), "Question": question.input,
+                "Answer": {"Correct": question.target}, "model_spec": record.model, "prompt": question.input,
+                "model_answer": record.output, "prediction": record.answer,
+                "correct": record.answer == question.target, "chronokg_id": question.id}
+        original = (m.get("display_to_original_option") or {}).get(record.answer or "")
+        return f"evaluation_results_{len(question.choices)}_option_{slug}_augmented.json", {
+            "year_previous": m.get("year_previous"), "year_current": m.get("year_current"),
+            "target_guideline_year": m.get("target_guideline_year"), "question_variant": m.get("question_variant"),
+            "question": stem_of(question.input),
+            "choices": {c.label: c.text for c in question.choices}, "option_order": m.get("option_order"),
+            "gold": question.target, "shuffle_method": m.get("shuffle_method"),
+            "display_to_original_option": m.get("display_to_original_option"),
+            "original_to_display_option": m.get("original_to_display_option"),
+            "current_guideline_option": m.get("current_guideline_option"),
+            "prior_guideline_option": m.get("prior_guideline_option"),
+            "interference_options": m.get("interference_options"), "unknown_option": m.get("unknown_option"),
+            "idx": m.get("idx"), "model_answer": record.output, "prediction": record.answer,
+            "prediction_original_option": original, "prediction_group": GROUPS.get(original or "", "invalid"),
+            "correct": record.answer == question.target, "chronokg_id": question.id}
+
+    def render(self, question: Question, label: str) -> str:
+        if is_probe(question):  # the seed's probe extractor reads C only from a first line that is "C"
+            return f"{label}\n##Explanation: reference baseline"
+        return f"##Explanation: reference baseline\n##Answer: {label}"
+
+
+PROFILE = TempoMedProfile()

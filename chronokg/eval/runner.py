@@ -1,0 +1,248 @@
+"""The evaluation runner: questions x models x samples, concurrently, logged one sample at a time, resumable.
+
+    chronokg eval run tempomed.jsonl --model openai-compat/llama --base-url http://gpu:8000 --log-dir runs
+
+Re-running the same command (or `--resume RUN_DIR`) continues a run: samples that succeeded are skipped,
+failed ones are tried again, a torn last line is dropped, and nothing is ever counted twice. Answers a
+response cache already holds cost nothing, so a run killed at any moment loses almost no work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+import chronokg
+from chronokg.bench.question import Question, read_jsonl
+from chronokg.errors import ChronoKGError, InputError
+from chronokg.eval.judge import open_judge, reset_judge, set_judge
+from chronokg.eval.log import RunInfo, SampleLog, SampleRecord, Unit, latest, read_info, write_info
+from chronokg.eval.profile import Outcome, Profile, profile_for
+from chronokg.models import ModelClient, get_model
+
+
+class ModelEntry(BaseModel):
+    """A model of a run: its spec and where it is served (the rest comes from the models file / settings)."""
+
+    spec: str
+    base_url: str | None = None
+
+
+class RunOptions(BaseModel):
+    protocol: str = Field(default="seed", description="seed (the benchmarks' published settings) or chronokg")
+    samples: int = Field(default=1, ge=1, description="Samples per question (a family may fix its own)")
+    concurrency: int = Field(default=32, ge=1, description="Samples in flight at once, all models together")
+    limit: int | None = Field(default=None, ge=1, description="Only the first N questions of each file")
+    cache: bool = Field(default=True, description="Use the response cache (a resumed run gets cached answers)")
+    judge: str | None = Field(default=None, description="Judge model for families scored by an LLM judge "
+                                                        "(BenchAge); none: their non-LLM scoring")
+    judge_base_url: str | None = Field(default=None, description="Base URL of an openai-compat judge")
+    family_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Per-family evaluation options, passed to the family's profile "
+                                          "(e.g. {'micxr': {'stagewise': true}})")
+
+    def profile(self, family: str) -> Profile:
+        """The family's profile under these options."""
+        return profile_for(family, self.family_options.get(family))
+
+
+def file_hash(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return "sha256:" + h.hexdigest()
+
+
+def run_id(models: Sequence[ModelEntry], files: Sequence[dict[str, str]], options: RunOptions) -> str:
+    """The same models, question files and options give the same run (so re-running resumes it)."""
+    what: dict[str, Any] = {"models": [m.model_dump() for m in models], "questions": [f["sha256"] for f in files],
+                             "protocol": options.protocol, "samples": options.samples, "limit": options.limit}
+    if options.judge:
+        what["judge"] = options.judge
+    if options.family_options:  # only when given, so runs without them keep their ids
+        what["family_options"] = options.family_options
+    key = json.dumps(what, sort_keys=True)
+    return "run-" + hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def load_questions(files: Sequence[Path], limit: int | None) -> list[Question]:
+    out: list[Question] = []
+    seen: set[str] = set()
+    for path in files:
+        for taken, q in enumerate(read_jsonl(path)):
+            if limit is not None and taken >= limit:
+                break
+            if q.id not in seen:
+                seen.add(q.id)
+                out.append(q)
+    if not out:
+        raise InputError(", ".join(map(str, files)), None, "no questions")
+    return out
+
+
+@dataclass
+class Tally:
+    """Running counts the progress display shows."""
+
+    done: int = 0
+    failed: int = 0
+    correct: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+
+    def add(self, record: SampleRecord) -> None:
+        self.done += 1
+        if record.error:
+            self.failed += 1
+            self.errors[record.error.split(":", 1)[0]] += 1
+        elif record.correct:
+            self.correct += 1
+        self.prompt_tokens += record.prompt_tokens
+        self.completion_tokens += record.completion_tokens
+
+
+def _record(question: Question, spec: str, sample: int, outcome: Outcome | None, error: str | None) -> SampleRecord:
+    if outcome is None:
+        return SampleRecord(question_id=question.id, model=spec, sample=sample, family=question.family,
+                            variant=question.variant, error=error)
+    return SampleRecord(
+        question_id=question.id, model=spec, sample=sample, family=question.family, variant=question.variant,
+        request_hash=outcome.request_hash, output=outcome.output, steps=outcome.steps, answer=outcome.answer,
+        correct=outcome.correct, score=outcome.score, fields=outcome.fields, prompt_tokens=outcome.prompt_tokens,
+        completion_tokens=outcome.completion_tokens, latency_s=outcome.latency_s, retries=outcome.retries,
+        cached=outcome.cached,
+    )
+
+
+def pending(questions: Sequence[Question], specs: Sequence[str], options: RunOptions,
+            done: set[Unit]) -> list[tuple[Question, str, int]]:
+    units = []
+    profiles: dict[str, Profile] = {}
+    for q in questions:
+        profile = profiles.get(q.family) or profiles.setdefault(q.family, options.profile(q.family))
+        n = profile.samples(q, options.protocol, options.samples)
+        for spec in specs:
+            for s in range(n):
+                if (q.id, spec, s) not in done:
+                    units.append((q, spec, s))
+    return units
+
+
+async def execute(log: SampleLog, units: Sequence[tuple[Question, str, int]], clients: dict[str, ModelClient],
+                  options: RunOptions, on_record: Callable[[SampleRecord], None] | None = None) -> Tally:
+    """Answer every unit with at most `options.concurrency` in flight; each record is logged as it completes."""
+    tally = Tally()
+    profiles = {family: options.profile(family) for family in {q.family for q, _, _ in units}}
+    queue: asyncio.Queue[tuple[Question, str, int]] = asyncio.Queue()
+    for unit in units:
+        queue.put_nowait(unit)
+
+    async def worker() -> None:
+        while True:
+            try:
+                question, spec, sample = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            try:
+                outcome = await profiles[question.family].answer(clients[spec], question, options.protocol,
+                                                                 sample)
+                record = _record(question, spec, sample, outcome, None)
+            except (ChronoKGError, OSError, TimeoutError, ValueError) as exc:
+                record = _record(question, spec, sample, None, f"{type(exc).__name__}: {exc}")
+            log.write(record)
+            tally.add(record)
+            if on_record is not None:
+                on_record(record)
+
+    await asyncio.gather(*(worker() for _ in range(min(options.concurrency, max(1, len(units))))))
+    return tally
+
+
+def open_clients(models: Sequence[ModelEntry], options: RunOptions, questions: Sequence[Question],
+                 store: Any = None) -> dict[str, ModelClient]:
+    clients: dict[str, ModelClient] = {}
+    for m in models:
+        client = get_model(m.spec, base_url=m.base_url, cache=options.cache, concurrency=options.concurrency)
+        bind = getattr(client, "bind", None)
+        if bind is not None:  # the reference baselines: they answer from the questions and the store
+            bind(questions=questions, store=store, protocol=options.protocol)
+        clients[m.spec] = client
+    return clients
+
+
+async def _run_all(log: SampleLog, units: list[tuple[Question, str, int]], clients: dict[str, ModelClient],
+                   options: RunOptions, on_record: Callable[[SampleRecord], None] | None) -> Tally:
+    judge = None
+    try:
+        judge = open_judge(options.judge, options.judge_base_url, options.cache, options.concurrency)
+        token = set_judge(judge)  # the profiles of this run's samples read it (`current_judge`)
+        try:
+            return await execute(log, units, clients, options, on_record)
+        finally:
+            reset_judge(token)
+    finally:
+        for client in [*clients.values(), *([judge.client] if judge is not None else [])]:
+            await client.aclose()
+
+
+def prepare(folder_root: Path, files: Sequence[Path], models: Sequence[ModelEntry], options: RunOptions,
+            snapshot: str | None = None, store_uri: str | None = None) -> tuple[Path, RunInfo]:
+    """The run folder and its `run.json` (an existing folder of the same run is resumed, a different one refused)."""
+    for family in options.family_options:  # bad family options fail before a folder is made
+        options.profile(family)
+    described = [{"path": str(p), "sha256": file_hash(p)} for p in files]
+    rid = run_id(models, described, options)
+    folder = folder_root / rid
+    if (folder / "run.json").exists():
+        info = read_info(folder)
+        if [q["sha256"] for q in info.questions] != [d["sha256"] for d in described]:
+            raise ChronoKGError(f"{folder} holds a run of other question files")
+        info.status = "running"
+        return folder, info
+    folder.mkdir(parents=True, exist_ok=True)
+    info = RunInfo(run_id=rid, models=[m.model_dump() for m in models], questions=described,
+                   protocol=options.protocol, samples=options.samples, options=options.model_dump(),
+                   snapshot=snapshot, store=store_uri, chronokg=chronokg.__version__,
+                   started=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+    write_info(folder, info)
+    return folder, info
+
+
+def run(folder: Path, info: RunInfo, questions: Sequence[Question], store: Any = None,
+        on_start: Callable[[int, int], None] | None = None,
+        on_record: Callable[[SampleRecord], None] | None = None) -> tuple[RunInfo, Tally]:
+    """Answer every pending unit of the run in `folder`; returns the updated run description and the tally."""
+    options = RunOptions.model_validate(info.options)
+    models = [ModelEntry.model_validate(m) for m in info.models]
+    path = folder / "samples.jsonl"
+    log = SampleLog(path)  # repairs a torn last line first
+    try:
+        done = {unit for unit, rec in latest(path).items() if rec.ok}
+        units = pending(questions, [m.spec for m in models], options, done)
+        if on_start is not None:
+            on_start(len(units), len(done))
+        clients = open_clients(models, options, questions, store)
+        tally = asyncio.run(_run_all(log, units, clients, options, on_record))
+    finally:
+        log.close()
+    records = latest(path)
+    ok = [r for r in records.values() if r.ok]
+    info.totals = {
+        "samples": len(ok), "failed": len(records) - len(ok), "correct": sum(1 for r in ok if r.correct),
+        "prompt_tokens": sum(r.prompt_tokens for r in ok), "completion_tokens": sum(r.completion_tokens for r in ok),
+    }
+    info.status = "complete" if len(ok) == len(records) and len(records) >= len(units) + len(done) else "incomplete"
+    info.finished = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    write_info(folder, info)
+    return info, tally

@@ -1,0 +1,104 @@
+"""A metric, declared once: a pure function over a run's samples, and the same metric as Cypher over the
+`Prediction` nodes of the run in the graph (tests check that both give the same value).
+
+Each metric splits into per-group *counts* (what Cypher can compute: `cypher(run, model)` returns rows
+of group keys and counts) and `finish(rows)`, which turns counts into the reported values (rates,
+intervals, trend tests). The pure path computes the same rows in Python from the samples
+(`count(samples)`), so the two paths differ only in where the counting happens. Metrics whose inputs
+cannot be counted by Cypher (a classifier over a sequence of answers) declare `cypher=None` and say why.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from chronokg.eval.log import SampleRecord
+from chronokg.graph.store import GraphStore
+from chronokg.registry import Registry
+
+Rows = list[dict[str, Any]]
+
+
+class MetricValue(BaseModel):
+    """A metric's result for one model: one value or a table of values by group, with details."""
+
+    metric: str
+    model: str
+    value: float | None = None
+    groups: dict[str, Any] = Field(default_factory=dict)
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str
+    family: str | None  # None: any family
+    help: str
+    higher_is_better: bool | None
+    count: Callable[[Sequence[SampleRecord]], Rows]
+    finish: Callable[[Rows], tuple[float | None, dict[str, Any], dict[str, Any]]]
+    cypher: Callable[[str, str], tuple[str, dict[str, Any]]] | None = None
+
+    def compute(self, samples: Sequence[SampleRecord], model: str) -> MetricValue:
+        """The pure path: count in Python, then finish."""
+        mine = [s for s in samples if s.model == model and s.ok and (self.family is None or s.family == self.family)]
+        value, groups, details = self.finish(self.count(mine))
+        return MetricValue(metric=self.name, model=model, value=value, groups=groups, details=details)
+
+    def from_graph(self, store: GraphStore, run_id: str, model: str) -> MetricValue:
+        """The Cypher path: count over the run's Prediction nodes, then the same finish."""
+        if self.cypher is None:
+            raise ValueError(f"metric {self.name} has no Cypher form")
+        text, params = self.cypher(run_id, model)
+        rows = store.run(text, params)
+        value, groups, details = self.finish(rows)
+        return MetricValue(metric=self.name, model=model, value=value, groups=groups, details=details)
+
+
+METRICS: Registry[MetricSpec] = Registry("metric")
+
+
+def register(spec: MetricSpec) -> MetricSpec:
+    METRICS.register(spec.name, spec)
+    return spec
+
+
+@functools.cache
+def all_metrics() -> Registry[MetricSpec]:
+    """Every metric (importing every module of the package once registers them)."""
+    import importlib
+    import pkgutil
+
+    import chronokg.metrics as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name not in {"spec", "stats", "patterns"}:
+            importlib.import_module(f"chronokg.metrics.{info.name}")
+    return METRICS
+
+
+def for_family(families: Iterable[str]) -> list[MetricSpec]:
+    wanted = set(families)
+    return [m for _, m in all_metrics().items() if m.family is None or m.family in wanted]
+
+
+def count_by(samples: Sequence[SampleRecord], keys: Sequence[str], where: Callable[[SampleRecord], bool]) -> Rows:
+    """Rows of (group keys..., n, correct) over the samples that pass `where` (the pure twin of a GROUP BY)."""
+    table: dict[tuple[Any, ...], list[int]] = {}
+    for s in samples:
+        if not where(s):
+            continue
+        key = tuple(s.fields.get(k) for k in keys)
+        cell = table.setdefault(key, [0, 0])
+        cell[0] += 1
+        cell[1] += bool(s.correct)
+    return [{**dict(zip(keys, key, strict=True)), "n": n, "correct": c} for key, (n, c) in table.items()]
+
+
+def prediction_match(run_param: str = "$run", model_param: str = "$model") -> str:
+    return f"MATCH (p:Prediction) WHERE p.run_id = {run_param} AND p.model = {model_param}"

@@ -1,0 +1,322 @@
+"""TempoMed-Bench metrics, as the seed computes them, plus what no seed measures.
+
+Seed scripts (GuanZihan/TempoMed-Bench, MIT; `P/` = `pubmed_trajectory/`):
+- accuracy and option-group shares: the result records' `correct` / `prediction_group`
+  (`P/evaluation/pubmed_evaluation_5_option.py:392-425`), INVALID counted wrong, all items in the denominator;
+- Table 1: up-to-date-targeted items pooled over the three perturbations, accuracy over valid answers =
+  up-to-date / (up-to-date + outdated + distractor)
+  (`P/evaluation/pubmed_export_current_targeted_latex_table.py:90-105`);
+- accuracy by up-to-date year: years up to the start year merged into one "Pre-" bucket (2010 in the seed's
+  command; the bucket includes that year), Wilson 95 % intervals, an unweighted least-squares trend over the
+  bucket means clipped to [0, 1], the Mann-Kendall test over the bucket means
+  (`P/evaluation/pubmed_plot_current_year_accuracy.py:85-203`);
+- historical / up-to-date accuracy ratio (paper abstract; from `pubmed_plot_target_variant_accuracy.py`);
+- temporal-consistency patterns of the year-sweep probes (`chronokg.metrics.patterns`).
+chronokg's own: the three-way score (correct now / stale / never), a knowledge-cutoff estimate, and
+cluster-bootstrap intervals over the source MCQs.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from chronokg.eval.log import SampleRecord
+from chronokg.metrics import patterns
+from chronokg.metrics.spec import MetricSpec, Rows, count_by, prediction_match, register
+from chronokg.metrics.stats import bootstrap_ci, mann_kendall, ols, wilson
+
+FAMILY = "tempomed"
+START_YEAR = 2010  # the seed's `--start_year 2010` (commented command in evaluate_5_option.sh)
+GROUP_ORDER = ("current_guideline", "prior_guideline", "interference", "unknown", "invalid")
+BASE = prediction_match() + " AND p.family = 'tempomed'"
+
+
+def _is(kind: str, target: str | None = None) -> Any:
+    return lambda s: s.fields.get("kind") == kind and (target is None or s.fields.get("target") == target)
+
+
+def _rate(correct: float, n: float) -> float | None:
+    return correct / n if n else None
+
+
+def _params(run: str, model: str) -> dict[str, Any]:
+    return {"run": run, "model": model}
+
+
+# --- accuracy by target ----------------------------------------------------------------------------------
+
+
+def _accuracy_count(samples: Sequence[SampleRecord]) -> Rows:
+    return count_by(samples, ("kind", "target"), lambda s: True)
+
+
+def _accuracy_cypher(run: str, model: str) -> tuple[str, dict[str, Any]]:
+    return (BASE + " RETURN p.f_kind AS kind, p.f_target AS target, count(*) AS n, "
+            "sum(CASE WHEN p.correct THEN 1 ELSE 0 END) AS correct", _params(run, model))
+
+
+def _accuracy_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any]]:
+    groups: dict[str, Any] = {}
+    total = [0, 0]
+    for r in rows:
+        name = r["target"] if r["kind"] == "mcq" else "probe"
+        cell = groups.setdefault(name, {"n": 0, "correct": 0})
+        cell["n"] += r["n"]
+        cell["correct"] += r["correct"]
+        if r["kind"] == "mcq":
+            total[0] += r["n"]
+            total[1] += r["correct"]
+    for cell in groups.values():
+        cell["accuracy"] = _rate(cell["correct"], cell["n"])
+        cell["wilson95"] = list(wilson(cell["correct"], cell["n"]))
+    return _rate(total[1], total[0]), groups, {"n_mcq": total[0]}
+
+
+ACCURACY = register(MetricSpec(
+    "tempomed.accuracy", FAMILY, "Accuracy of the MCQ items (INVALID counts wrong), by target; probes apart.",
+    True, _accuracy_count, _accuracy_finish, _accuracy_cypher))
+
+
+# --- option groups and Table 1 ---------------------------------------------------------------------------
+
+
+def _groups_count(samples: Sequence[SampleRecord]) -> Rows:
+    return count_by(samples, ("target", "group"), _is("mcq"))
+
+
+def _groups_cypher(run: str, model: str) -> tuple[str, dict[str, Any]]:
+    return (BASE + " AND p.f_kind = 'mcq' RETURN p.f_target AS target, p.f_group AS group, count(*) AS n, "
+            "sum(CASE WHEN p.correct THEN 1 ELSE 0 END) AS correct", _params(run, model))
+
+
+def _groups_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any]]:
+    by: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(GROUP_ORDER, 0))
+    for r in rows:
+        by[r["target"]][r["group"]] += r["n"]
+    groups = {}
+    for target, counts in by.items():
+        n = sum(counts.values())
+        groups[target] = {g: counts[g] / n for g in GROUP_ORDER} | {"n": n}
+    return None, groups, {}
+
+
+OPTION_GROUPS = register(MetricSpec(
+    "tempomed.option_groups", FAMILY, "Share of answers choosing the up-to-date, outdated, distractor, unknown "
+    "option (by its original label) or invalid, by target.", None, _groups_count, _groups_finish, _groups_cypher))
+
+
+def _table1_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any]]:
+    counts = dict.fromkeys(GROUP_ORDER, 0)
+    for r in rows:
+        if r["target"] == "up_to_date":
+            counts[r["group"]] += r["n"]
+    n = sum(counts.values())
+    valid = counts["current_guideline"] + counts["prior_guideline"] + counts["interference"]
+    groups = {"accuracy": _rate(counts["current_guideline"], n),
+              "accuracy_valid": _rate(counts["current_guideline"], valid),
+              **{f"share_{g}": _rate(counts[g], n) for g in GROUP_ORDER}, "n": n}
+    return groups["accuracy"], groups, {}
+
+
+TABLE1 = register(MetricSpec(
+    "tempomed.table1", FAMILY, "Table 1: up-to-date-targeted items pooled over the perturbations; accuracy, "
+    "accuracy over valid answers, option-group shares.", True, _groups_count, _table1_finish, _groups_cypher))
+
+
+# --- accuracy by up-to-date year, trend, Mann-Kendall, cutoff ----------------------------------------------
+
+
+def _year_count(samples: Sequence[SampleRecord]) -> Rows:
+    return count_by(samples, ("year_current",), _is("mcq", "up_to_date"))
+
+
+def _year_cypher(run: str, model: str) -> tuple[str, dict[str, Any]]:
+    return (BASE + " AND p.f_kind = 'mcq' AND p.f_target = 'up_to_date' RETURN p.f_year_current AS year_current, "
+            "count(*) AS n, sum(CASE WHEN p.correct THEN 1 ELSE 0 END) AS correct", _params(run, model))
+
+
+def buckets(rows: Rows, start_year: int = START_YEAR) -> list[dict[str, Any]]:
+    """The seed's buckets: one `Pre-<start>` bucket for every year <= start (placed first), then single years."""
+    pre = {"label": f"Pre-{start_year}", "n": 0, "correct": 0, "year_sum": 0}
+    years: dict[int, dict[str, Any]] = {}
+    for r in rows:
+        y = int(r["year_current"])
+        cell = pre if y <= start_year else years.setdefault(y, {"label": str(y), "n": 0, "correct": 0, "year_sum": 0})
+        cell["n"] += r["n"]
+        cell["correct"] += r["correct"]
+        cell["year_sum"] += y * r["n"]
+    out = ([pre] if pre["n"] else []) + [years[y] for y in sorted(years)]
+    for b in out:
+        b["accuracy"] = b["correct"] / b["n"]
+        b["wilson95"] = list(wilson(b["correct"], b["n"]))
+        b["x"] = b.pop("year_sum") / b["n"]  # the bucket's item-weighted mean year (the seed's regression x)
+    return out
+
+
+def cutoff_estimate(rows: Rows) -> int | None:
+    """The year after which up-to-date accuracy drops most: argmax over c of mean(acc, years <= c) -
+    mean(acc, years > c), each year weighted by its items (ties: the later year)."""
+    years = sorted({int(r["year_current"]) for r in rows})
+    if len(years) < 2:
+        return None
+    per = {y: [0, 0] for y in years}
+    for r in rows:
+        per[int(r["year_current"])][0] += r["n"]
+        per[int(r["year_current"])][1] += r["correct"]
+    best: tuple[float, int] | None = None
+    for c in years[:-1]:
+        left = [per[y] for y in years if y <= c]
+        right = [per[y] for y in years if y > c]
+        gap = sum(k for _, k in left) / sum(n for n, _ in left) - sum(k for _, k in right) / sum(n for n, _ in right)
+        if best is None or (gap, c) >= best:
+            best = (gap, c)
+    return best[1] if best is not None and best[0] > 0 else None
+
+
+def _year_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any]]:
+    bs = buckets(rows)
+    details: dict[str, Any] = {"start_year": START_YEAR, "cutoff_estimate": cutoff_estimate(rows)}
+    if len(bs) >= 2:
+        trend = ols([b["x"] for b in bs], [b["accuracy"] for b in bs])
+        details["trend"] = {"slope_per_year": trend.slope, "intercept": trend.intercept,
+                            "start": trend.at(bs[0]["x"]), "end": trend.at(bs[-1]["x"])}
+        mk = mann_kendall([b["accuracy"] for b in bs])
+        details["mann_kendall"] = {"s": mk.s, "var_s": mk.var_s, "z": mk.z, "p": mk.p, "trend": mk.trend}
+    return None, {b["label"]: {k: v for k, v in b.items() if k != "label"} for b in bs}, details
+
+
+ACCURACY_BY_YEAR = register(MetricSpec(
+    "tempomed.accuracy_by_year", FAMILY, "Up-to-date accuracy by the current version's year (Pre-2010 merged), "
+    "Wilson intervals, least-squares trend, Mann-Kendall test, knowledge-cutoff estimate.", True,
+    _year_count, _year_finish, _year_cypher))
+
+
+# --- historical / up-to-date ----------------------------------------------------------------------------------
+
+
+def _ratio_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any]]:
+    _, groups, _ = _accuracy_finish(rows)
+    up = (groups.get("up_to_date") or {}).get("accuracy")
+    hist = (groups.get("historical") or {}).get("accuracy")
+    ratio = hist / up if up and hist is not None else None
+    return ratio, {"up_to_date": up, "historical": hist}, {}
+
+
+HIST_RATIO = register(MetricSpec(
+    "tempomed.historical_ratio", FAMILY, "Historical-targeted accuracy divided by up-to-date accuracy.", True,
+    _accuracy_count, _ratio_finish, _accuracy_cypher))
+
+
+# --- cluster bootstrap interval of the accuracies ------------------------------------------------------------
+
+
+def _cluster_count(samples: Sequence[SampleRecord]) -> Rows:
+    return count_by(samples, ("target", "record"), _is("mcq"))
+
+
+def _cluster_cypher(run: str, model: str) -> tuple[str, dict[str, Any]]:
+    return (BASE + " AND p.f_kind = 'mcq' RETURN p.f_target AS target, p.f_record AS record, count(*) AS n, "
+            "sum(CASE WHEN p.correct THEN 1 ELSE 0 END) AS correct", _params(run, model))
+
+
+def _cluster_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any]]:
+    groups: dict[str, Any] = {}
+    for target in sorted({r["target"] for r in rows}):
+        mine = sorted((r for r in rows if r["target"] == target), key=lambda r: str(r["record"]))
+        values = [1.0] * sum(r["correct"] for r in mine) + [0.0] * sum(r["n"] - r["correct"] for r in mine)
+        clusters = [r["record"] for r in mine for _ in range(r["correct"])] + [
+            r["record"] for r in mine for _ in range(r["n"] - r["correct"])]
+        lo, hi = bootstrap_ci(values, clusters=clusters, iterations=1000, seed=0)
+        groups[target] = {"accuracy": sum(values) / len(values) if values else None, "bootstrap95": [lo, hi],
+                          "clusters": len(mine)}
+    return None, groups, {"method": "percentile bootstrap over source MCQs, 1000 draws, seed 0"}
+
+
+ACCURACY_CI = register(MetricSpec(
+    "tempomed.accuracy_bootstrap", FAMILY, "Accuracy by target with 95 % bootstrap intervals that resample whole "
+    "source MCQs (their perturbed items are not independent).", True, _cluster_count, _cluster_finish,
+    _cluster_cypher))
+
+
+# --- three-way score --------------------------------------------------------------------------------------------
+
+
+def _when_count(samples: Sequence[SampleRecord]) -> Rows:
+    return count_by(samples, ("target", "status"), _is("mcq"))
+
+
+def _when_cypher(run: str, model: str) -> tuple[str, dict[str, Any]]:
+    # From the graph: the fact the chosen option states, against the question's target date.
+    return (
+        BASE + " AND p.f_kind = 'mcq'"
+        " OPTIONAL MATCH (p)-[:CHOSE]->(f:Fact)"
+        " WITH p, CASE WHEN f IS NULL THEN 'never'"
+        " WHEN (f.valid_from IS NULL OR f.valid_from <= p.target_date) AND (f.valid_to IS NULL OR f.valid_to >"
+        " p.target_date) THEN 'correct'"
+        " WHEN f.valid_to IS NOT NULL AND f.valid_to <= p.target_date THEN 'stale' ELSE 'later' END AS status"
+        " RETURN p.f_target AS target, status, count(*) AS n, sum(CASE WHEN p.correct THEN 1 ELSE 0 END) AS correct",
+        _params(run, model))
+
+
+def _when_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any]]:
+    groups: dict[str, Any] = {}
+    for r in rows:
+        if r["status"] is None:  # a sample scored before this field existed
+            continue
+        cell = groups.setdefault(r["target"], {"correct": 0, "stale": 0, "later": 0, "never": 0})
+        cell[r["status"]] += r["n"]
+    for cell in groups.values():
+        n = sum(cell.values())
+        cell.update({f"share_{k}": v / n for k, v in list(cell.items())}, n=n)
+    return None, groups, {"note": "later (correct only after the target date) is reported beside the three ways"}
+
+
+THREE_WAY = register(MetricSpec(
+    "tempomed.three_way", FAMILY, "Per MCQ item: the chosen answer holds on the target date (correct), held "
+    "only before it (stale), only after it (later), or never.", None, _when_count, _when_finish, _when_cypher))
+
+
+# --- temporal consistency of the probes ---------------------------------------------------------------------------
+
+
+def _probe_count(samples: Sequence[SampleRecord]) -> Rows:
+    keys = ("pair", "statement_source", "statement_year", "target_year", "prediction", "protocol")
+    return count_by(samples, keys, _is("probe"))
+
+
+def _probe_cypher(run: str, model: str) -> tuple[str, dict[str, Any]]:
+    return (BASE + " AND p.f_kind = 'probe' RETURN p.f_pair AS pair, p.f_statement_source AS statement_source,"
+            " p.f_statement_year AS statement_year, p.f_target_year AS target_year, p.f_prediction AS prediction,"
+            " p.f_protocol AS protocol, count(*) AS n, sum(CASE WHEN p.correct THEN 1 ELSE 0 END) AS correct",
+            _params(run, model))
+
+
+def _probe_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any]]:
+    by_pair: dict[str, list[patterns.Answer]] = defaultdict(list)
+    current_year: dict[str, int] = {}
+    fixed = any(r.get("protocol") == "chronokg" for r in rows)
+    for r in rows:
+        for _ in range(r["n"]):
+            by_pair[r["pair"]].append(patterns.Answer(r["statement_source"], int(r["target_year"]),
+                                                      r["prediction"] or "INVALID"))
+        if r["statement_source"] == "current" and r["statement_year"] is not None:
+            current_year[r["pair"]] = int(r["statement_year"])
+    classify = patterns.classify_fixed if fixed else patterns.classify_seed
+    counts = dict.fromkeys(patterns.ORDER, 0)
+    per: dict[str, str] = {}
+    for pair, answers in sorted(by_pair.items()):
+        name = classify(answers, current_year.get(pair)).name
+        counts[name] += 1
+        per[pair] = name
+    total = sum(counts.values())
+    groups = {name: {"count": c, "share": c / total if total else None} for name, c in counts.items()}
+    return (counts[patterns.CORRECT] / total if total else None), groups, {
+        "rule": "chronokg (best split)" if fixed else "seed (first split)", "differences": total, "per_pair": per}
+
+
+CONSISTENCY = register(MetricSpec(
+    "tempomed.consistency", FAMILY, "Temporal-consistency pattern of each probed difference (correct transition, "
+    "wrong transition, only prior, only latest, all true, all false, inconsistent).", True,
+    _probe_count, _probe_finish, _probe_cypher))

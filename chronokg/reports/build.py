@@ -1,0 +1,168 @@
+"""`chronokg eval report`: one or more run folders -> report.md, report.html, metrics.json and plots/*.png|svg.
+
+Everything is computed and drawn in memory first; files are written only once every plot has rendered, so a
+failing plot leaves the output folder as it was.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from chronokg.errors import ChronoKGError, InputError
+from chronokg.metrics.spec import METRICS, all_metrics
+from chronokg.reports.document import (
+    Block,
+    Bullets,
+    Contents,
+    FigureBlock,
+    Heading,
+    Para,
+    TableBlock,
+    markdown,
+    page,
+)
+from chronokg.reports.plots import Plot, all_plots, overview, render, style
+from chronokg.reports.series import RunData, Series, build_series, load_run
+from chronokg.reports.tables import Table, details, headline_table, metric_table
+
+TITLE = "chronokg evaluation report"
+
+
+@dataclass
+class Report:
+    """What was written: the files, the metrics reported and the plots drawn."""
+
+    out: Path
+    markdown: Path
+    html: Path
+    metrics_json: Path
+    metrics: list[str] = field(default_factory=list)
+    plots: list[str] = field(default_factory=list)
+    series: list[str] = field(default_factory=list)
+
+
+def family_of(metric: str) -> str:
+    if metric in METRICS:
+        return METRICS.get(metric).family or "general"
+    return metric.split(".", 1)[0] if "." in metric else "general"
+
+
+def build_report(folders: Sequence[Path], out: Path, models: Sequence[str] | None = None,
+                 title: str = TITLE) -> Report:
+    if not folders:
+        raise ChronoKGError("give at least one run folder")
+    runs = [load_run(f) for f in folders]
+    seen: set[str] = set()
+    for folder, run in zip(folders, runs, strict=True):
+        if run.info.run_id in seen:
+            raise InputError(folder, None, f"run {run.info.run_id} is given twice")
+        seen.add(run.info.run_id)
+    all_metrics()
+    series = build_series(runs, models)
+    if not series:
+        raise ChronoKGError("no model to report" + (f" (none of {', '.join(models)} is in these runs)" if models
+                                                    else ""))
+    names = sorted({m for s in series for m in s.values}, key=lambda m: (family_of(m), m))
+    with style():
+        figures = _plots(names, series)
+        rendered = {p.name: render(p) for drawn in figures.values() for p in drawn}
+    blocks = _blocks(title, runs, series, names, figures, rendered)
+    return _write(out, title, blocks, series, rendered, names)
+
+
+def _plots(names: Sequence[str], series: Sequence[Series]) -> dict[str, list[Plot]]:
+    """The plots of each metric that has a plot function ("" for the overview), drawn in memory."""
+    plots = all_plots()
+    first = overview(names, series)
+    out: dict[str, list[Plot]] = {"": [first] if first is not None else []}
+    for metric in names:
+        if metric not in plots:
+            continue
+        having = [s for s in series if s.get(metric) is not None]
+        try:
+            out[metric] = plots.get(metric)(having)
+        except Exception as exc:  # a bug in one family's plot: say which, keep the traceback chained
+            raise ChronoKGError(f"the plot of {metric} failed: {type(exc).__name__}: {exc}") from exc
+    files = [p.name for drawn in out.values() for p in drawn]
+    if len(set(files)) < len(files):
+        raise ChronoKGError(f"two plots share a file name: {sorted(files)}")
+    return out
+
+
+def _runs_table(runs: Sequence[RunData]) -> Table:
+    rows = []
+    for r in runs:
+        i = r.info
+        files = ", ".join(f"{Path(q['path']).name} ({q.get('sha256', '')[:12]})" for q in i.questions)
+        rows.append([i.run_id, str(r.folder), i.status, i.protocol, ", ".join(str(m.get("spec")) for m in i.models),
+                     files, f"{len(r.samples):,}", f"{r.failed:,}", i.started or "—", i.finished or "—",
+                     (i.snapshot or "—")[:16]])
+    return Table(headers=["run", "folder", "status", "protocol", "models", "questions", "samples scored", "failed",
+                          "started", "finished", "snapshot"], rows=rows, numeric=False)
+
+
+def _blocks(title: str, runs: Sequence[RunData], series: Sequence[Series], names: Sequence[str],
+            figures: dict[str, list[Plot]], rendered: dict[str, tuple[bytes, bytes]]) -> list[Block]:
+    from chronokg import __version__
+
+    blocks: list[Block] = [
+        Heading(1, title),
+        Para(f"{len(runs)} run(s), {len(series)} model column(s), {len(names)} metric(s), {len(rendered)} plot(s); "
+             f"chronokg {__version__}, written {dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}. "
+             "Every value is also in metrics.json; every plot is in plots/ as PNG and SVG."),
+        Contents(),
+        Heading(2, "Runs"), TableBlock(_runs_table(runs)),
+        Bullets([f"{s.label}: model {s.model} of run {s.run}, {len(s.samples):,} scored samples" for s in series]),
+        Heading(2, "Overview"), TableBlock(headline_table(names, series)),
+        *(_figure(p, rendered) for p in figures[""]),
+    ]
+    family = None
+    for metric in names:
+        if family_of(metric) != family:
+            family = family_of(metric)
+            blocks.append(Heading(2, f"{family} metrics"))
+        blocks.append(Heading(3, metric))
+        spec = METRICS.get(metric) if metric in METRICS else None
+        if spec is not None:
+            better = {True: " Higher is better.", False: " Lower is better.", None: ""}[spec.higher_is_better]
+            blocks.append(Para(spec.help + better))
+        blocks.append(TableBlock(metric_table(metric, series)))
+        lines = details(metric, series)
+        if lines:
+            blocks.append(Bullets(lines))
+        blocks += [_figure(p, rendered) for p in figures.get(metric, [])]
+    return blocks
+
+
+def _figure(p: Plot, rendered: dict[str, tuple[bytes, bytes]]) -> FigureBlock:
+    return FigureBlock(p.name, p.title, p.caption, rendered[p.name][1])
+
+
+def _write(out: Path, title: str, blocks: Sequence[Block], series: Sequence[Series],
+           rendered: dict[str, tuple[bytes, bytes]], names: Sequence[str]) -> Report:
+    plots_dir = out / "plots"
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    for old in plots_dir.iterdir():  # plots of an earlier report that this one does not draw
+        if old.suffix in (".png", ".svg") and old.stem not in rendered:
+            old.unlink()
+    for name, (png, svg) in rendered.items():
+        _atomic(plots_dir / f"{name}.png", png)
+        _atomic(plots_dir / f"{name}.svg", svg)
+    values = [{"label": s.label, "run": s.run, "model": s.model,
+               "metrics": [v.model_dump(mode="json") for v in s.values.values()]} for s in series]
+    report = Report(out=out, markdown=out / "report.md", html=out / "report.html", metrics_json=out / "metrics.json",
+                    metrics=list(names), plots=list(rendered), series=[s.label for s in series])
+    _atomic(report.metrics_json, json.dumps(values, indent=1, ensure_ascii=False).encode("utf-8"))
+    _atomic(report.markdown, markdown(blocks).encode("utf-8"))
+    _atomic(report.html, page(title, blocks).encode("utf-8"))
+    return report
+
+
+def _atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_bytes(data)
+    tmp.replace(path)

@@ -1,0 +1,123 @@
+"""A report as a list of blocks, written out twice: Markdown (plots linked as PNG files) and one self-contained
+HTML page (plots embedded as base64 SVG, styles inline, no scripts, nothing fetched)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from chronokg.reports.tables import Table
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    text: str
+
+    @property
+    def anchor(self) -> str:
+        return re.sub(r"[^a-z0-9]+", "-", self.text.lower()).strip("-")
+
+
+@dataclass(frozen=True)
+class Para:
+    text: str
+
+
+@dataclass(frozen=True)
+class Bullets:
+    items: list[str]
+
+
+@dataclass(frozen=True)
+class TableBlock:
+    table: Table
+
+
+@dataclass(frozen=True)
+class FigureBlock:
+    name: str
+    title: str
+    caption: str
+    svg: bytes
+
+
+@dataclass(frozen=True)
+class Contents:
+    """The table of contents: the level-2 headings."""
+
+
+Block = Heading | Para | Bullets | TableBlock | FigureBlock | Contents
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(blocks: Sequence[Block]) -> str:
+    out: list[str] = []
+    for b in blocks:
+        if isinstance(b, Heading):
+            out.append("#" * b.level + " " + b.text)
+        elif isinstance(b, Para):
+            out.append(b.text)
+        elif isinstance(b, Bullets):
+            out.append("\n".join(f"- {item}" for item in b.items))
+        elif isinstance(b, TableBlock):
+            t = b.table
+            lines = ["| " + " | ".join(_md_cell(h) for h in t.headers) + " |",
+                     "|" + "|".join([":---", *[("---:" if t.numeric else ":---")] * (len(t.headers) - 1)]) + "|"]
+            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in t.rows]
+            out.append("\n".join(lines))
+        elif isinstance(b, FigureBlock):
+            out.append(f"![{b.title}](plots/{b.name}.png)\n\n*{b.caption}* ([SVG](plots/{b.name}.svg))")
+        elif isinstance(b, Contents):
+            out.append("\n".join(f"- [{h.text}](#{h.anchor})" for h in blocks
+                                 if isinstance(h, Heading) and h.level == 2))
+    return "\n\n".join(out) + "\n"
+
+
+CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; max-width: 1200px;
+       margin: 2em auto; padding: 0 1em; color: #222; line-height: 1.45; }
+h1, h2, h3 { line-height: 1.2; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; margin-top: 2em; }
+table { border-collapse: collapse; margin: .8em 0; font-size: 0.85em; }
+th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: right; vertical-align: top; }
+th:first-child, td:first-child, table.text th, table.text td { text-align: left; }
+th { background: #f4f6f8; } tr:nth-child(even) td { background: #fafafa; }
+figure { margin: 1.2em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { font-size: 0.85em; color: #444; max-width: 60em; }
+ul { padding-left: 1.3em; } li { margin: .15em 0; }
+"""
+
+
+def page(title: str, blocks: Sequence[Block]) -> str:
+    esc = html.escape
+    out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+           '<meta name="viewport" content="width=device-width, initial-scale=1">', f"<title>{esc(title)}</title>",
+           f"<style>{CSS}</style>", "</head>", "<body>"]
+    for b in blocks:
+        if isinstance(b, Heading):
+            out.append(f'<h{b.level} id="{b.anchor}">{esc(b.text)}</h{b.level}>')
+        elif isinstance(b, Para):
+            out.append(f"<p>{esc(b.text)}</p>")
+        elif isinstance(b, Bullets):
+            out.append("<ul>" + "".join(f"<li>{esc(i)}</li>" for i in b.items) + "</ul>")
+        elif isinstance(b, TableBlock):
+            t = b.table
+            head = "".join(f"<th>{esc(h)}</th>" for h in t.headers)
+            body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in t.rows)
+            kind = "" if t.numeric else ' class="text"'
+            out.append(f"<table{kind}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        elif isinstance(b, FigureBlock):
+            data = base64.b64encode(b.svg).decode("ascii")
+            out.append(f'<figure id="plot-{b.name}"><img alt="{esc(b.title)}" src="data:image/svg+xml;base64,'
+                       f'{data}"><figcaption><b>{esc(b.title)}.</b> {esc(b.caption)}</figcaption></figure>')
+        elif isinstance(b, Contents):
+            out.append("<ul>" + "".join(f'<li><a href="#{h.anchor}">{esc(h.text)}</a></li>' for h in blocks
+                                        if isinstance(h, Heading) and h.level == 2) + "</ul>")
+    out += ["</body>", "</html>"]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,68 @@
+"""What a report compares: one series per (run, model), with that model's metric values and samples.
+
+Plots and tables are written against `Series` only, so a report of one run with four models and a report of
+four runs with one model each look the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from chronokg.eval.log import RunInfo, SampleRecord
+from chronokg.metrics.spec import MetricValue
+
+
+@dataclass(frozen=True)
+class Series:
+    """One model of one run: what a column of a table and a bar, line or panel of a plot stands for."""
+
+    label: str
+    run: str
+    model: str
+    index: int  # position among the report's series: picks the colour, the same in every plot
+    values: dict[str, MetricValue]
+    samples: Sequence[SampleRecord] = field(repr=False)
+
+    def get(self, metric: str) -> MetricValue | None:
+        return self.values.get(metric)
+
+
+@dataclass(frozen=True)
+class RunData:
+    folder: Path
+    info: RunInfo
+    samples: list[SampleRecord]
+    failed: int
+
+
+def load_run(folder: Path) -> RunData:
+    """The run's description and its latest record per unit (failed samples counted, not scored)."""
+    from chronokg.eval.log import latest, read_info
+
+    info = read_info(folder)
+    records = list(latest(folder / "samples.jsonl").values())
+    ok = [r for r in records if r.ok]
+    return RunData(folder=folder, info=info, samples=ok, failed=len(records) - len(ok))
+
+
+def build_series(runs: Sequence[RunData], models: Sequence[str] | None = None) -> list[Series]:
+    """A series per (run, model) in run order, labelled by the model, with the run id added where a model
+    appears in more than one run."""
+    from chronokg.eval.results import metrics
+
+    wanted: list[tuple[RunData, str]] = []
+    for run in runs:
+        present = sorted({s.model for s in run.samples} | {str(m.get("spec")) for m in run.info.models})
+        wanted += [(run, m) for m in present if models is None or m in models]
+    seen: dict[str, int] = {}
+    for _, model in wanted:
+        seen[model] = seen.get(model, 0) + 1
+    out = []
+    for index, (run, model) in enumerate(wanted):
+        mine = [s for s in run.samples if s.model == model]
+        values = {v.metric: v for v in metrics(mine, [model])} if mine else {}
+        label = model if seen[model] == 1 else f"{model} · {run.info.run_id}"
+        out.append(Series(label=label, run=run.info.run_id, model=model, index=index, values=values, samples=mine))
+    return out
