@@ -37,7 +37,8 @@ def family_commands() -> dict[str, Any]:
 
     return provider()
 
-app = typer.Typer(help="chronokg: a bitemporal knowledge graph of time-specific facts.", no_args_is_help=True)
+app = typer.Typer(help="chronokg: a bitemporal knowledge graph of time-specific facts.", no_args_is_help=True,
+                  rich_markup_mode=None)  # plain top-level help: no rich help renderer to import (fast start)
 ingest_app = typer.Typer(help="Load a source into the store.", no_args_is_help=True,
                          cls=lazy_group(source_commands("ingest")))
 query_app = typer.Typer(help="Run a named query from the catalog (chronokg query list).", no_args_is_help=True,
