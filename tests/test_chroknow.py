@@ -164,14 +164,6 @@ def test_a_gap_gives_two_intervals_and_release_dates_in_other_shapes(tmp_path: P
     assert chroknow.intervals([2010, 2012, 2014], {2010, 2012}) == [(2010, 2014, [2010, 2012])]
 
 
-def test_reload_changes_nothing() -> None:
-    store = KgliteStore(":memory:")
-    first = chroknow.load(store, [FIXTURES])
-    second = chroknow.load(store, sorted(FIXTURES.glob("*.jsonl")))
-    assert not first.unchanged and second.unchanged and second.after == first.after
-    assert first.records == 10
-
-
 def test_domain_is_detected_or_enforced(tmp_path: Path) -> None:
     store = KgliteStore(":memory:")
     with pytest.raises(InputError, match=r"general\.jsonl, record 1 \(line 1\).*general row.*biomedical"):

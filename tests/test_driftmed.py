@@ -107,13 +107,6 @@ def test_csv_json_list_and_parquet_give_the_same_facts(tmp_path: Path, loaded: K
         assert summary.records == len(raw()) and facts(store) == expected, path
 
 
-def test_reload_changes_nothing() -> None:
-    store = KgliteStore(":memory:")
-    first = driftmed.load(store, [FIXTURES / "driftmed.csv"])
-    second = driftmed.load(store, [FIXTURES / "driftmed.csv"])
-    assert not first.unchanged and second.unchanged
-
-
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path

@@ -115,13 +115,6 @@ def test_known_time_before_and_after_release(
         1 for e in examples if e["answer"] is not None)
 
 
-def test_reload_changes_nothing(shared_data: Path) -> None:
-    store = KgliteStore(":memory:")
-    first = qasets.load(store, [shared_data / "selfaware", shared_data / "truthfulqa"])
-    second = qasets.load(store, [truthfulqa_file(shared_data), selfaware_file(shared_data)])
-    assert not first.unchanged and second.unchanged and first.source_kind == "selfaware+truthfulqa"
-
-
 @pytest.fixture
 def fixtures_store() -> KgliteStore:
     store = KgliteStore(":memory:")

@@ -111,14 +111,6 @@ def test_organization_from_the_stem(loaded: tuple[KgliteStore, list[dict[str, An
                if r.guideline == rec["PMID_current"])
 
 
-def test_reingest_changes_nothing(shared_data: Path) -> None:
-    store = KgliteStore(":memory:")
-    first = tempomed.load(store, [shared_data / "tempomed-bench"])
-    second = tempomed.load(store, [mcq_file(shared_data)])
-    assert not first.unchanged and second.unchanged
-    assert second.before == second.after == first.after
-
-
 def corruptions(text: str) -> dict[str, tuple[str, str]]:
     """Broken copies of the real file and the words the error must contain."""
     blocks = text.split("\n\n\n")

@@ -4,23 +4,26 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from platformdirs import user_data_dir
 
-from chronokg.cli.common import (
-    FormatOpt,
-    Groups,
-    console,
-    err,
-    guarded,
-    opened,
-    state,
-)
+from chronokg.cli.common import FormatOpt, console, err, guarded, opened, state
 from chronokg.cli.lazy import lazy_group
 from chronokg.cli.render import Format, emit
+
+
+def source_commands(group: str) -> Callable[[], dict[str, Any]]:
+    """The commands SOURCES declares for `group`, each built from its source's CLI module when first needed."""
+
+    def provider() -> dict[str, Any]:
+        from chronokg.cli.sources import makers
+
+        return makers(group)
+
+    return provider
 
 
 def query_commands() -> dict[str, Any]:
@@ -34,14 +37,19 @@ def family_commands() -> dict[str, Any]:
 
     return provider()
 
-app = typer.Typer(help="chronokg: a bitemporal knowledge graph of time-specific facts.", no_args_is_help=True)
-ingest_app = typer.Typer(help="Load a source into the store.", no_args_is_help=True)
+app = typer.Typer(help="chronokg: a bitemporal knowledge graph of time-specific facts.", no_args_is_help=True,
+                  rich_markup_mode=None)  # plain top-level help: no rich help renderer to import (fast start)
+ingest_app = typer.Typer(help="Load a source into the store.", no_args_is_help=True,
+                         cls=lazy_group(source_commands("ingest")))
 query_app = typer.Typer(help="Run a named query from the catalog (chronokg query list).", no_args_is_help=True,
                         cls=lazy_group(query_commands))
-download_app = typer.Typer(help="Fetch a public source (needs the internet).", no_args_is_help=True)
-export_app = typer.Typer(help="Export the store to other formats.", no_args_is_help=True)
+download_app = typer.Typer(help="Fetch a public source (needs the internet).", no_args_is_help=True,
+                           cls=lazy_group(source_commands("download")))
+export_app = typer.Typer(help="Export the store to other formats.", no_args_is_help=True,
+                         cls=lazy_group(source_commands("export")))
 generate_app = typer.Typer(help="Generate benchmark questions from the graph (one command per family), or "
-                                "synthetic source data (cxr).", no_args_is_help=True, cls=lazy_group(family_commands))
+                                "synthetic source data (cxr).", no_args_is_help=True,
+                           cls=lazy_group(lambda: {**family_commands(), **source_commands("generate")()}))
 bench_app = typer.Typer(help="Work with generated benchmarks: verify answer keys, export to seed formats.",
                         no_args_is_help=True)
 app.add_typer(ingest_app, name="ingest")
@@ -127,6 +135,8 @@ def stats(fmt: FormatOpt = Format.table) -> None:
 
 
 def demo_store_uri() -> str:
+    from platformdirs import user_data_dir
+
     return f"kglite://{Path(user_data_dir('chronokg')) / 'demo.kgl'}"
 
 
@@ -154,46 +164,43 @@ def _remove_kglite_files(path: Path) -> None:
             p.unlink()
 
 
-def _register_sources() -> None:
-    from chronokg.cli import (
-        bench,
-        download_public,
-        ingest_cfr,
-        ingest_chroknow,
-        ingest_cxr,
-        ingest_driftmed,
-        ingest_qasets,
-        ingest_tempomed,
-        ingest_umls,
-        ingest_wikidata,
-        queries,
-    )
+def _register_commands() -> None:
+    """`query run|list|cypher` and the bench commands (light modules); sources and families are lazy groups."""
+    from chronokg.cli import bench, export, queries
     from chronokg.cli import eval as eval_cli
 
-    for module in (ingest_tempomed, ingest_wikidata, ingest_umls, ingest_cfr, ingest_chroknow, ingest_driftmed,
-                   ingest_qasets, ingest_cxr, download_public):
-        module.register(Groups(ingest_app, download_app, export_app, generate_app))
     queries.register(query_app)
+    export.register(export_app)
     eval_cli.register(app)
     bench.register(app, bench_app)
 
 
-def _register_models() -> None:
-    from chronokg.cli import models, retrieve
-
-    models.register(app)
-    retrieve.register(app)
+_register_commands()
 
 
-def _register_serve() -> None:
-    from chronokg.cli import serve
+def _registered_by(module: str, group: str) -> Callable[[], dict[str, Any]]:
+    """The commands `chronokg.cli.<module>.register` adds under `group`, that module imported on first use."""
 
-    serve.register(app)
+    def provider() -> dict[str, Any]:
+        import importlib
+
+        holder = typer.Typer()
+        importlib.import_module(f"chronokg.cli.{module}").register(holder)
+        commands = typer.main.get_command(holder).commands[group].commands  # type: ignore[attr-defined]
+        return {name: (lambda c=command: c) for name, command in commands.items()}
+
+    return provider
 
 
-_register_sources()
-_register_models()
-_register_serve()
+for _module, _group, _help in [
+    ("models", "models", "Model clients: check a server, list providers and aliases."),
+    ("models", "cache", "The model response cache."),
+    ("retrieve", "retrieve", "Retrieval: passages valid on a date, up-to-date answers, web search."),
+    ("retrieve", "index", "The store's passage index (faiss, beside the store)."),
+    ("serve", "serve", "Serve the read-only agent tools (queries, guarded Cypher, search) over HTTP or MCP."),
+]:
+    app.add_typer(typer.Typer(help=_help, no_args_is_help=True, cls=lazy_group(_registered_by(_module, _group))),
+                  name=_group)
 
 
 def main() -> Any:

@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 from rich.console import Console
@@ -14,9 +14,9 @@ from rich.markup import escape
 
 from chronokg.cli.render import Format
 from chronokg.errors import ChronoKGError
-from chronokg.graph.open import open_store
-from chronokg.graph.store import GraphStore
-from chronokg.settings import Settings
+
+if TYPE_CHECKING:
+    from chronokg.graph.store import GraphStore
 
 console = Console()
 err = Console(stderr=True)
@@ -72,6 +72,9 @@ def opened(uri: str | None = None, load: bool = False,
     checkpointed atomically when the store closes, so a crash loses only that load (re-run
     it), and a large load needs several times less memory than with the log.
     """
+    from chronokg.graph.open import open_store
+    from chronokg.settings import Settings
+
     settings = Settings()
     uri = uri or state.store_uri or settings.store
     if load and uri.startswith("kglite://") and "?" not in uri and not uri.endswith(":memory:"):

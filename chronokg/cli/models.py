@@ -5,10 +5,9 @@ chronokg.models is imported inside the commands, so `import chronokg.cli` loads 
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from pydantic import BaseModel
@@ -16,7 +15,15 @@ from rich.table import Table
 
 from chronokg.cli.common import FormatOpt, console, guarded
 from chronokg.cli.render import Format, emit
-from chronokg.settings import Settings
+
+if TYPE_CHECKING:
+    from chronokg.settings import Settings
+
+
+def _settings() -> Settings:
+    from chronokg.settings import Settings  # pydantic-settings: only when a command runs
+
+    return Settings()
 
 CacheOpt = Annotated[Path | None, typer.Option(
     "--cache", help="Response cache file [default: $CHRONOKG_RESPONSE_CACHE, else under the user cache dir]")]
@@ -70,6 +77,8 @@ def check(
             table.add_row(f.feature, "[green]yes[/]" if f.works else "[red]no[/]", f.detail)
         console.print(table)
 
+    import asyncio
+
     guarded(lambda: asyncio.run(run()))
 
 
@@ -80,7 +89,7 @@ def list_models(fmt: FormatOpt = Format.table) -> None:
     def body() -> None:
         rows = [ProviderRow(name=name, spec=f"{name}/<model>") for name in CLIENTS.names()]
         rows += [ProviderRow(name=alias, spec=spec) for alias, spec in known_models().items()]
-        emit(console, rows, fmt, title=f"providers and aliases ({Settings().models_file})")
+        emit(console, rows, fmt, title=f"providers and aliases ({_settings().models_file})")
     guarded(body)
 
 
@@ -96,7 +105,7 @@ def cache_stats(cache: CacheOpt = None, fmt: FormatOpt = Format.table) -> None:
     from chronokg.models import ResponseCache
 
     def body() -> None:
-        store = ResponseCache(cache or Settings().response_cache)
+        store = ResponseCache(cache or _settings().response_cache)
         try:
             rows = [CacheRow(spec=s.spec, entries=s.entries, oldest=_when(s.oldest), newest=_when(s.newest))
                     for s in store.stats()]
@@ -115,7 +124,7 @@ def cache_clear(
     from chronokg.models import ResponseCache
 
     def body() -> None:
-        store = ResponseCache(cache or Settings().response_cache)
+        store = ResponseCache(cache or _settings().response_cache)
         try:
             deleted = store.clear(model)
         finally:

@@ -13,6 +13,7 @@ import json
 import types
 import typing
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -147,6 +148,23 @@ def register(query_app: typer.Typer) -> None:
             with opened(read_only=True) as store:
                 rows = spec.run(store, given)
             emit(console, rows, fmt, title=name, columns=list(spec.columns) or None)
+        guarded(body)
+
+    @query_app.command("batch")
+    def query_batch(
+        file: Annotated[Path, typer.Argument(help='JSON lines: {"query": NAME, "params": {...}, "id": ...}')],
+    ) -> None:
+        """Answer many named queries with one store open; one JSON line per question on stdout, in order.
+
+        The whole file is checked first (a bad line names its line number and nothing runs).
+        """
+        from chronokg.queries.batch import answer, read_batch
+
+        def body() -> None:
+            questions = read_batch(file)
+            with opened(read_only=True) as store:
+                for out in answer(store, questions):
+                    typer.echo(json.dumps(out, ensure_ascii=False))
         guarded(body)
 
     @query_app.command("list")

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from chronokg.ingest.common import LoadSummary
+if TYPE_CHECKING:
+    from chronokg.ingest.common import LoadSummary
 
 
 class Format(StrEnum):

@@ -6,7 +6,8 @@ import os
 import re
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, cast
@@ -49,6 +50,7 @@ class KgliteStore:
         self._dirty = False
         self._new = False
         self._committed = False
+        self._lease: Any = None  # the handle holding the writer lease, once a bulk load swapped in its copy
         self.notices: list[str] = []
         # kglite announces advisory query warnings on stderr; callers get clean output.
         kglite.set_query_warning_policy("silent")
@@ -201,10 +203,12 @@ class KgliteStore:
         if self._read_only:
             raise StoreError(f"{self.uri} is open read-only: writes go through a writer (chronokg ingest, init)")
         tx = self._g.begin()
+        ran = 0
         try:
             # Errors raised while producing statements (bad input) pass through unchanged;
             # errors from the engine are reported as a failed write. Either way nothing is kept.
             for cypher, params in statements:
+                ran += 1
                 try:
                     tx.cypher(cypher, params=dict(params))
                 except (kglite.KgError, ValueError) as exc:
@@ -212,6 +216,9 @@ class KgliteStore:
         except BaseException:
             tx.rollback()
             raise
+        if not ran:  # nothing to write (a stream whose every chunk was already stored): no commit, no rewrite
+            tx.rollback()
+            return
         try:
             tx.commit()
         except kglite.KgError as exc:
@@ -241,10 +248,47 @@ class KgliteStore:
         present = {r["name"] for r in [*self._g.cypher("SHOW INDEXES").to_list(),
                                        *self._g.cypher("SHOW CONSTRAINTS").to_list()]}
         for ddl in [*schema.constraint_ddl(), *schema.index_ddl()]:
-            name = _DDL_NAME.search(ddl)
-            if name is None or name.group(1) not in present:
+            if ddl_name(ddl) not in present:
                 self._g.cypher(ddl)
                 self._dirty = True
+
+    @contextmanager
+    def staged(self) -> Iterator[Any]:
+        """A copy of the graph for a bulk load (`graph.bulk`), published as the store's state on success.
+
+        The copy is copy-on-write (O(1)); the native bulk loaders write into it,
+        outside any log. Leaving the block normally saves it as the store's new
+        checkpoint (kglite writes a temp file and renames it over the store: one
+        atomic step) and continues with it; an exception drops it, so a load that
+        fails, or a process killed meanwhile, leaves the file and this handle as
+        they were. The writer lease stays with the handle that took it. Writes after
+        a bulk load are kept in memory and checkpointed at close (as `durable=off`).
+        """
+        if self._read_only:
+            raise StoreError(f"{self.uri} is open read-only: writes go through a writer (chronokg ingest, init)")
+        if self._dirty and self._durable != "off" and self._path != MEMORY and self._lease is None:
+            self._g.save()  # fold the log in: a checkpoint saved over a log that runs ahead of it is refused
+            self._dirty = False
+        graph = self._g.copy()
+        yield graph
+        if self._path != MEMORY:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", kglite.MappedFallbackWarning)
+                graph.save(self._path)
+        if self._lease is None and self._path != MEMORY:
+            self._lease = self._g
+        self._g = graph
+        self._dirty = False
+        self._committed = True
+        for label, decl in ((graph.schema_definition() or {}).get("nodes", {})).items():
+            self._declared.setdefault(label, set()).update(decl.get("optional", []))
+
+    def declare_staged(self, graph: Any, label: str, keys: Sequence[str]) -> None:
+        """Declare `keys` of `label` on a staged copy (the store's own declarations follow on publish)."""
+        declared = set(((graph.schema_definition() or {}).get("nodes", {})).get(label, {}).get("optional", []))
+        missing = set(keys) - declared - {"id"}
+        if missing:
+            graph.define_schema({"nodes": {label: {"optional": sorted(declared | missing)}}})
 
     def save(self) -> None:
         """Write a checkpoint (the log already holds every committed write)."""
@@ -255,7 +299,16 @@ class KgliteStore:
     def close(self) -> None:
         """A writer checkpoints what it changed; a reader, or a writer that changed nothing, writes nothing."""
         graph, self._g = self._g, None
+        lease, self._lease = self._lease, None
         if graph is None or self._path == MEMORY or self._read_only:
+            return
+        if lease is not None:
+            # A bulk load's copy: it is not the lease holder; checkpoint it, then let the holder go unsaved.
+            if self._dirty:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", kglite.MappedFallbackWarning)
+                    graph.save(self._path)
+            del lease
             return
         if self._dirty:
             with warnings.catch_warnings():
@@ -272,7 +325,7 @@ class KgliteStore:
     ) -> None:
         if exc is not None and self._new and not self._committed:
             # A first load that failed: the store stays as it was, which is not there at all.
-            self._g = None
+            self._g = self._lease = None
             for suffix in ("", "-wal", ".lock", ".lock-owner"):
                 Path(self._path + suffix).unlink(missing_ok=True)
             return
@@ -281,6 +334,12 @@ class KgliteStore:
     def raw(self) -> Any:
         """The underlying kglite graph, for engine-specific tooling (benchmarks, debugging)."""
         return self._g
+
+
+def ddl_name(ddl: str) -> str:
+    """The name a schema DDL statement creates (`CREATE INDEX fact_subject IF NOT EXISTS ...`)."""
+    found = _DDL_NAME.search(ddl)
+    return found.group(1) if found else ddl
 
 
 def _holder(exc: Any) -> str:

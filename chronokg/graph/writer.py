@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -25,7 +25,7 @@ from chronokg.errors import StoreError
 from chronokg.graph.batch import GraphBatch, conflict_error
 from chronokg.graph.counts import label_counts, relationship_counts
 from chronokg.graph.merge import ORIGIN, Conflict, Policy, merge
-from chronokg.graph.store import GraphStore, Statement
+from chronokg.graph.store import GraphStore, Params, Row, Statement
 from chronokg.progress import Progress
 
 CHUNK = 5000
@@ -83,7 +83,13 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def stored_nodes(store: GraphStore, label: str, ids: Sequence[str], chunk: int = CHUNK) -> dict[str, dict[str, Any]]:
+class Reads(Protocol):
+    """What the merge reads need: a store, or a staged graph (`graph.bulk.GraphReader`)."""
+
+    def run(self, cypher: str, params: Params | None = None) -> list[Row]: ...
+
+
+def stored_nodes(store: Reads, label: str, ids: Sequence[str], chunk: int = CHUNK) -> dict[str, dict[str, Any]]:
     """The stored properties of those of `ids` that exist (engine-filled keys left out)."""
     found: dict[str, dict[str, Any]] = {}
     for part in _chunks(ids, chunk):
@@ -96,7 +102,7 @@ def stored_nodes(store: GraphStore, label: str, ids: Sequence[str], chunk: int =
     return found
 
 
-def stored_edges(store: GraphStore, rel: str, src_label: str, dst_label: str, pairs: Sequence[tuple[str, str]],
+def stored_edges(store: Reads, rel: str, src_label: str, dst_label: str, pairs: Sequence[tuple[str, str]],
                  chunk: int = CHUNK) -> dict[tuple[str, str], dict[str, Any]]:
     found: dict[tuple[str, str], dict[str, Any]] = {}
     for part in _chunks(pairs, chunk):

@@ -33,6 +33,13 @@ def _report(summary: WikidataLoadSummary) -> None:
     console.print(f"{summary.facts} statements read as facts; {summary.retracted} facts retracted by newer revisions")
     if summary.skipped:
         console.print("skipped: " + ", ".join(f"{k} {v}" for k, v in summary.skipped.items()))
+    not_selected: dict[str, int] = getattr(summary, "not_selected", {})
+    if not_selected:
+        pids = list(not_selected)
+        more = f" and {len(pids) - 8} more" if len(pids) > 8 else ""
+        console.print(f"[bold yellow]not loaded:[/] {len(pids)} properties outside --properties "
+                      f"({', '.join(pids[:8])}{more}); include them with --properties all, or a list such as "
+                      f"--properties {','.join(pids[:3])}")
 
 
 def register(groups: Groups) -> None:
@@ -43,8 +50,8 @@ def register(groups: Groups) -> None:
         paths: Annotated[list[Path], typer.Argument(
             help="Entity JSON (Special:EntityData), dumps (latest-all.json.gz), or folders")],
         properties: Annotated[str, typer.Option(
-            help="temporal (ChroKnowBench's P39 P54 P108 P463 P69 P169 P1037 P1308), timed (every property "
-                 "with time qualifiers), all, or a list such as P39,P108")] = "temporal",
+            help="timed (every property with time qualifiers), temporal (ChroKnowBench's P39 P54 P108 P463 P69 "
+                 "P169 P1037 P1308), all, or a list such as P39,P108")] = "timed",
     ) -> None:
         """Wikidata entities as facts valid between their qualifiers (one transaction; bad input writes nothing)."""
         from chronokg.ingest import wikidata

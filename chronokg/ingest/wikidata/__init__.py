@@ -856,6 +856,8 @@ class WikidataLoadSummary(LoadSummary):
     facts: int = 0
     retracted: int = 0
     skipped: dict[str, int] = Field(default_factory=dict)
+    not_selected: dict[str, int] = Field(default_factory=dict,
+                                         description="Properties the selection left out: entities holding each")
 
 
 @dataclass
@@ -865,6 +867,7 @@ class Stager:
     store: GraphStore
     selection: Selection
     skipped: Counter[str] = field(default_factory=Counter)
+    not_selected: Counter[str] = field(default_factory=Counter)
     records: int = 0
     facts: int = 0
     retracted: int = 0
@@ -891,6 +894,7 @@ class Stager:
         batch.node(schema.SOURCE, src.id, entity_id=record.id)
         batch.entity(record.id, kind=kind, caption=record.label)
         taken = self.selection.taken(record)
+        self.not_selected.update(p for p in record.present if p not in taken)
         try:
             facts = build_facts(record, self.selection, self.skipped)
         except ValueError as exc:
@@ -907,6 +911,7 @@ class Stager:
         return WikidataLoadSummary(
             source_kind=KIND, paths=list(paths), records=self.records, staged=dict(self.staged), before=before,
             after=after, facts=self.facts, retracted=self.retracted, skipped=dict(sorted(self.skipped.items())),
+            not_selected=dict(self.not_selected.most_common()),
         )
 
 

@@ -1,0 +1,31 @@
+"""`chronokg export neo4j-csv`: the store as files for `neo4j-admin database import full`."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from chronokg.cli.common import console, guarded, opened
+
+
+def register(export_app: typer.Typer) -> None:
+    @export_app.command("neo4j-csv")
+    def export_neo4j_csv(
+        out: Annotated[Path, typer.Option(help="Folder to write the CSV files and import.sh into")],
+        database: Annotated[str, typer.Option(help="Database name in the printed command line")] = "neo4j",
+    ) -> None:
+        """Node and relationship CSV files in neo4j-admin's import header format, and the command that loads them."""
+        from chronokg.graph.neo4j_csv import export
+
+        def body() -> None:
+            with opened(read_only=True) as store:
+                result = export(store, out)
+            nodes = sum(n for key, n in result.counts.items() if not key.isupper())
+            console.print(f"[green]wrote[/] {len(result.nodes)} node files ({nodes} nodes) and "
+                          f"{len(result.relationships)} relationship files to {out}")
+            console.print(f"import (from {out}, Neo4j stopped):", soft_wrap=True)
+            console.print(shlex.join(result.command(database)), soft_wrap=True, markup=False)
+        guarded(body)

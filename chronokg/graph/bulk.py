@@ -1,0 +1,407 @@
+"""Bulk loads: the embedded engine's native loaders, into a staged copy published atomically.
+
+`write_bulk(store, parts)` brings the store to the merged state of every part
+(a `GraphBatch` or a columnar `FactTable`), with the guarantees of
+`writer.write_batch`: a value that conflicts with the store or an earlier part is
+an error naming both records, and nothing is written; what changed is reported
+from content; a second load of the same input changes nothing.
+
+On kglite the parts go into a copy of the graph (`KgliteStore.staged`: a
+copy-on-write copy, O(1)) through `add_nodes` / `add_relationships` (columns
+handed to the engine's Rust loader as pandas frames), and the copy is saved as
+the store's new checkpoint in one atomic rename. A load that fails or is killed
+leaves the file as it was, and readers (which load the last checkpoint) see
+the store before or after, never part of it. On other engines the parts are
+written with `writer.write_batch` (batched `UNWIND` statements, one transaction).
+
+Each part is validated whole (conflicts, missing endpoints) before anything of
+it touches the copy, and reads see the earlier parts, so parts merge with each
+other by the same rules as with the store.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+from chronokg.errors import StoreError
+from chronokg.graph import schema
+from chronokg.graph.batch import GraphBatch, conflict_error
+from chronokg.graph.facts import FactTable
+from chronokg.graph.merge import ORIGIN, Conflict, Policy, merge
+from chronokg.graph.store import GraphStore, Params, Row
+from chronokg.graph.writer import (
+    CHUNK,
+    WriteReport,
+    _gc_paused,
+    _stored_conflict,
+    stored_edges,
+    stored_nodes,
+    write_batch,
+)
+from chronokg.progress import Progress
+
+if TYPE_CHECKING:
+    from chronokg.graph.kglite_store import KgliteStore
+
+Part = GraphBatch | FactTable
+EdgeKey = tuple[str, str, str]
+# Python types the native loader stores as the same value a Cypher CREATE would (checked in tests).
+NATIVE = (str, int, float, bool, dt.date, list)
+SRC, DST = "__chronokg_src", "__chronokg_dst"
+
+
+@dataclass
+class Frame:
+    """One label's staged nodes as columns."""
+
+    label: str
+    ids: list[str]
+    columns: dict[str, list[Any]]
+
+    def row(self, i: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.ids[i]}
+        for name, col in self.columns.items():
+            if col[i] is not None:
+                out[name] = col[i]
+        return out
+
+
+@dataclass
+class Edges:
+    """One relationship type's staged edges: (source id, target id) -> properties.
+
+    `known` marks edges whose endpoints the part stages itself (a `FactTable`'s), and
+    `columns` holds them as two id lists when no edge has properties: at a million
+    facts, a tuple and a dict per edge cost more than the engine's whole write.
+    """
+
+    rel: str
+    src_label: str
+    dst_label: str
+    pairs: dict[tuple[str, str], dict[str, Any]]
+    known: bool = False
+    columns: tuple[list[str], list[str]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.columns[0]) if self.columns is not None else len(self.pairs)
+
+
+@dataclass
+class Plan:
+    """What one part adds to the graph, after validation: new rows as frames, updates as Cypher rows."""
+
+    frames: list[Frame] = field(default_factory=list)
+    updates: list[tuple[str, list[dict[str, Any]]]] = field(default_factory=list)  # (label, [{id, props}])
+    edges: list[Edges] = field(default_factory=list)
+    edge_updates: list[tuple[Edges, list[dict[str, Any]]]] = field(default_factory=list)
+
+    def size(self) -> int:
+        return (sum(len(f.ids) for f in self.frames) + sum(len(u) for _, u in self.updates)
+                + sum(len(e) for e in self.edges) + sum(len(u) for _, u in self.edge_updates))
+
+
+class GraphReader:
+    """A staged kglite graph as the read side of a `GraphStore` (what `writer.stored_nodes` needs)."""
+
+    def __init__(self, graph: Any) -> None:
+        self.graph = graph
+
+    def run(self, cypher: str, params: Params | None = None) -> list[Row]:
+        rows: list[Row] = self.graph.cypher(cypher, params=dict(params or {})).to_list()
+        return rows
+
+    def count(self, label: str) -> int:
+        return int(self.graph.node_type_counts().get(label, 0))
+
+
+# --- parts as frames -------------------------------------------------------------------------------------
+
+
+def batch_frames(batch: GraphBatch) -> tuple[list[Frame], list[Edges]]:
+    frames = []
+    for label, rows in batch.iter_nodes():
+        keys = sorted({k for r in rows for k in r} - {"id"})
+        frames.append(Frame(label, [r["id"] for r in rows], {k: [r.get(k) for r in rows] for k in keys}))
+    edges = [Edges(rel, s, d, pairs) for (rel, s, d), pairs in batch.edges.items() if pairs]
+    return frames, edges
+
+
+def table_frames(table: FactTable) -> tuple[list[Frame], list[Edges]]:
+    table.check_sources()
+    frames = [
+        Frame(schema.SOURCE, list(table.sources),
+              {k: [s.model_dump().get(k) for s in table.sources.values()]
+               for k in ("kind", "caption", "version", "release_date", "checksum", "path")}),
+        Frame(schema.ENTITY, list(table.entities), {"kind": list(table.entities.values()),
+                                                     ORIGIN: list(table.entity_origins.values())}),
+    ]
+    columns = {**table.columns, **table.attrs, ORIGIN: table.origins}
+    frames.append(Frame(schema.FACT, table.ids, {k: v for k, v in columns.items() if any(x is not None for x in v)}))
+    ids, objects = table.ids, table.columns["object_id"]
+    with_object = [i for i, o in enumerate(objects) if o is not None]
+    edges = [
+        Edges(schema.SUBJECT, schema.FACT, schema.ENTITY, {}, True, (ids, table.columns["subject_id"])),
+        Edges(schema.OBJECT, schema.FACT, schema.ENTITY, {}, True,
+              (ids, objects) if len(with_object) == len(ids) else
+              ([ids[i] for i in with_object], [objects[i] for i in with_object])),
+        Edges(schema.ASSERTED_IN, schema.FACT, schema.SOURCE, {}, True, (ids, table.columns["source_id"])),
+    ]
+    for frame in frames:  # a column with no value at all is no property (as a CREATE of nulls stores none)
+        frame.columns = {k: v for k, v in frame.columns.items() if any(x is not None for x in v)}
+    return [f for f in frames if f.ids], [e for e in edges if len(e)]
+
+
+# --- validation: what is new, what changes, what conflicts --------------------------------------------------
+
+
+def plan_part(reader: GraphReader, frames: list[Frame], edges: list[Edges], policy: Policy,
+              report: WriteReport) -> Plan:
+    """Merge a part's frames into what the graph holds; conflicts raise before anything is written."""
+    plan = Plan()
+    events: Counter[str] = Counter()
+    staged_ids: dict[str, set[str]] = {}
+    fresh_ids: dict[str, set[str]] = {}
+    for frame in frames:
+        n = len(frame.ids)
+        stored = stored_nodes(reader, frame.label, frame.ids) if reader.count(frame.label) else {}
+        keep = list(range(n))
+        updates = []
+        if stored:
+            keep = []
+            for i, nid in enumerate(frame.ids):
+                old = stored.get(nid)
+                if old is None:
+                    keep.append(i)
+                    continue
+                row = frame.row(i)
+                outcome = merge(frame.label, nid, old, row, policy)
+                if outcome.conflicts:
+                    raise _stored_conflict(outcome.conflicts[0], row, old)
+                if outcome.changes:
+                    updates.append({"id": nid, "props": outcome.changes})
+                events.update(outcome.events)
+        fresh = frame if len(keep) == n else Frame(
+            frame.label, [frame.ids[i] for i in keep], {k: [c[i] for i in keep] for k, c in frame.columns.items()})
+        staged_ids[frame.label] = set(frame.ids)
+        fresh_ids[frame.label] = staged_ids[frame.label] if fresh is frame else set(fresh.ids)
+        report.created[frame.label] = report.created.get(frame.label, 0) + len(fresh.ids)
+        report.updated[frame.label] = report.updated.get(frame.label, 0) + len(updates)
+        report.unchanged[frame.label] = report.unchanged.get(frame.label, 0) + n - len(fresh.ids) - len(updates)
+        if fresh.ids:
+            plan.frames.append(fresh)
+        if updates:
+            plan.updates.append((frame.label, updates))
+    for k, v in events.items():
+        report.events[k] = report.events.get(k, 0) + v
+    for e in edges:
+        new_src = fresh_ids.get(e.src_label, set())
+        if e.columns is not None:
+            src, dst = e.columns
+            if len(new_src) == len(src) and all(s in new_src for s in src):
+                # Every source node is new (a first load): every edge is new, nothing to look up.
+                plan.edges.append(e)
+                report.edges_created[e.rel] = report.edges_created.get(e.rel, 0) + len(src)
+                continue
+            e = Edges(e.rel, e.src_label, e.dst_label, {(s, d): {} for s, d in zip(src, dst, strict=True)}, True)
+        if not e.known:
+            _check_endpoints(reader, e, staged_ids)
+        created = {sd: p for sd, p in e.pairs.items() if sd[0] in new_src}
+        maybe = [sd for sd in e.pairs if sd[0] not in new_src]
+        stored_e = stored_edges(reader, e.rel, e.src_label, e.dst_label, maybe) if maybe else {}
+        changed = []
+        for sd in maybe:
+            old = stored_e.get(sd)
+            if old is None:
+                created[sd] = e.pairs[sd]
+                continue
+            changes = {}
+            for k, v in e.pairs[sd].items():
+                if old.get(k) is None:
+                    changes[k] = v
+                elif old[k] != v:
+                    raise conflict_error(Conflict(e.rel, f"{sd[0]} -> {sd[1]}", k, old[k], v), None, None,
+                                         "in the store")
+            if changes:
+                changed.append({"s": sd[0], "d": sd[1], "p": changes})
+        if created:
+            plan.edges.append(Edges(e.rel, e.src_label, e.dst_label, created))
+        if changed:
+            plan.edge_updates.append((e, changed))
+        report.edges_created[e.rel] = report.edges_created.get(e.rel, 0) + len(created)
+        report.edges_updated[e.rel] = report.edges_updated.get(e.rel, 0) + len(changed)
+    return plan
+
+
+def _check_endpoints(reader: GraphReader, e: Edges, staged_ids: dict[str, set[str]]) -> None:
+    """Every endpoint is staged or stored: the native loader would invent a stub node for a missing one."""
+    for label, end in ((e.src_label, 0), (e.dst_label, 1)):
+        staged = staged_ids.get(label, set())
+        unknown = sorted({sd[end] for sd in e.pairs} - staged)
+        if not unknown:
+            continue
+        found = stored_nodes(reader, label, unknown) if reader.count(label) else {}
+        missing = [i for i in unknown if i not in found]
+        if missing:
+            raise StoreError(f"{e.rel} edges point to {len(missing)} {label} node(s) that are neither in the "
+                             f"input nor in the store (e.g. {missing[0]!r}): a loader bug")
+
+
+# --- applying a validated plan to the staged graph --------------------------------------------------------
+
+
+def _native(col: Sequence[Any]) -> bool:
+    """Whether the native loader stores this column exactly as Cypher would: one Python type throughout."""
+    kinds = {type(v) for v in col if v is not None}
+    return len(kinds) == 1 and next(iter(kinds)) in NATIVE
+
+
+def _frame(columns: dict[str, Sequence[Any]]) -> Any:
+    """A pandas frame of `columns`: text as pandas' string dtype (read several times faster by the loader
+    than object columns), everything else as Python objects (kglite infers dates, lists, ints with gaps)."""
+    import pandas as pd
+
+    def series(values: Sequence[Any]) -> Any:
+        kinds = {type(v) for v in values if v is not None}
+        return pd.Series(values, dtype="string[python]" if kinds == {str} else object)
+
+    return pd.DataFrame({k: series(v) for k, v in columns.items()})
+
+
+def _label_ddl(label: str) -> list[tuple[str, str]]:
+    """(name, DDL) of the schema's constraints and indexes on `label`."""
+    from chronokg.graph.kglite_store import ddl_name
+
+    return [(ddl_name(ddl), ddl) for ddl in [*schema.constraint_ddl(), *schema.index_ddl()]
+            if f":{label})" in ddl]
+
+
+def _add_nodes(graph: Any, frame: Frame, columns: dict[str, Sequence[Any]], existing: int) -> None:
+    """`add_nodes`, with the label's indexes dropped and rebuilt around it when the frame is the larger part.
+
+    Maintaining five indexes and a uniqueness constraint row by row made the loader
+    2-3 times slower than building them once afterwards (benchmarks/README.md).
+    """
+    rebuild = []
+    if len(frame.ids) > existing:
+        present = {r["name"] for r in [*graph.cypher("SHOW INDEXES").to_list(),
+                                       *graph.cypher("SHOW CONSTRAINTS").to_list()]}
+        rebuild = [(name, ddl) for name, ddl in _label_ddl(frame.label) if name in present]
+        for name, ddl in rebuild:
+            kind = "CONSTRAINT" if ddl.startswith("CREATE CONSTRAINT") else "INDEX"
+            graph.cypher(f"DROP {kind} {name} IF EXISTS")
+    report = graph.add_nodes(_frame(columns), frame.label, "id", "id", on_invalid="error")
+    if report.get("nodes_created") != len(frame.ids):
+        raise StoreError(f"bulk load of {frame.label}: {report.get('nodes_created')} of {len(frame.ids)} "
+                         f"nodes created ({report.get('errors')})")
+    for _, ddl in rebuild:
+        graph.cypher(ddl)
+
+
+def apply_plan(reader: GraphReader, plan: Plan, declare: Any, progress: Progress | None) -> None:
+    """Write a validated plan into the staged graph with the native loaders (Cypher for the odd rest)."""
+    graph = reader.graph
+    for frame in plan.frames:
+        declare(frame.label, sorted(frame.columns))
+        native = {k: v for k, v in frame.columns.items() if _native(v)}
+        _add_nodes(graph, frame, {"id": frame.ids, **native}, reader.count(frame.label))
+        for key, col in frame.columns.items():  # a property of mixed types: set row by row, as Cypher stores it
+            if key in native:
+                continue
+            rows = [{"id": i, "v": v} for i, v in zip(frame.ids, col, strict=True) if v is not None]
+            for part in range(0, len(rows), CHUNK):
+                graph.cypher(f"UNWIND $rows AS r MATCH (n:{frame.label} {{id: r.id}}) SET n.`{key}` = r.v",
+                             params={"rows": rows[part: part + CHUNK]})
+        if progress is not None:
+            progress.advance(len(frame.ids))
+    for label, updates in plan.updates:
+        declare(label, sorted({k for u in updates for k in u["props"]}))
+        for part in range(0, len(updates), CHUNK):
+            graph.cypher(f"UNWIND $rows AS r MATCH (n:{label} {{id: r.id}}) SET n += r.props",
+                         params={"rows": updates[part: part + CHUNK]})
+        if progress is not None:
+            progress.advance(len(updates))
+    for e in plan.edges:
+        keys = sorted({k for p in e.pairs.values() for k in p})
+        src, dst = e.columns if e.columns is not None else ([s for s, _ in e.pairs], [d for _, d in e.pairs])
+        columns: dict[str, Sequence[Any]] = {SRC: src, DST: dst}
+        props = {k: [p.get(k) for p in e.pairs.values()] for k in keys}
+        if all(_native(v) for v in props.values()):
+            columns.update(props)
+            report = graph.add_relationships(_frame(columns), e.rel, e.src_label, SRC, e.dst_label, DST,
+                                             on_invalid="error")
+            if report.get("connections_created") != len(e):
+                raise StoreError(f"bulk load of {e.rel}: {report.get('connections_created')} of {len(e)} "
+                                 f"relationships created ({report.get('errors')})")
+        else:
+            rows = [{"s": s, "d": d, "p": p} for (s, d), p in e.pairs.items()]
+            for part in range(0, len(rows), CHUNK):
+                graph.cypher(f"UNWIND $rows AS r MATCH (a:{e.src_label} {{id: r.s}}) MATCH (b:{e.dst_label} "
+                             f"{{id: r.d}}) CREATE (a)-[x:{e.rel}]->(b) SET x += r.p",
+                             params={"rows": rows[part: part + CHUNK]})
+        if progress is not None:
+            progress.advance(len(e))
+    for e, rows in plan.edge_updates:
+        for part in range(0, len(rows), CHUNK):
+            graph.cypher(f"UNWIND $rows AS r MATCH (a:{e.src_label} {{id: r.s}})-[x:{e.rel}]->(b:{e.dst_label} "
+                         "{id: r.d}) SET x += r.p", params={"rows": rows[part: part + CHUNK]})
+        if progress is not None:
+            progress.advance(len(rows))
+
+
+# --- entry point -----------------------------------------------------------------------------------------
+
+
+def write_bulk(store: GraphStore, parts: Iterable[Part], progress: Progress | None = None) -> WriteReport:
+    """Write `parts` (consumed lazily) as one all-or-nothing load; returns what changed, from content.
+
+    On the embedded engine the parts go into a staged copy saved atomically at the
+    end (see the module doc); on others each part is staged into one `GraphBatch`
+    and written in one transaction.
+    """
+    report = WriteReport()
+    if store.engine != "kglite":
+        merged: GraphBatch | None = None
+        for part in parts:
+            batch = part.to_batch() if isinstance(part, FactTable) else part
+            merged = batch if merged is None else _merge_batches(merged, batch)
+        return write_batch(store, merged, progress=progress) if merged is not None else report
+    kg = cast("KgliteStore", store)
+    try:
+        with _gc_paused(), kg.staged() as graph:
+            reader = GraphReader(graph)
+            for part in parts:
+                frames, edges = table_frames(part) if isinstance(part, FactTable) else batch_frames(part)
+                plan = plan_part(reader, frames, edges, part.policy, report)
+                if progress is not None:
+                    progress.start(plan.size(), "writing")
+                if plan.size():
+                    apply_plan(reader, plan, lambda label, keys: kg.declare_staged(graph, label, keys), progress)
+            if not report.changed:
+                raise _Unchanged
+    except _Unchanged:
+        pass
+    return report
+
+
+class _Unchanged(Exception):
+    """Nothing to publish: the staged copy is dropped and the file is not rewritten."""
+
+
+def _merge_batches(a: GraphBatch, b: GraphBatch) -> GraphBatch:
+    for label, rows in b.nodes.items():
+        for nid, props in rows.items():
+            origin = props.get(ORIGIN)
+            if origin:
+                a._origin = origin
+            a.node(label, nid, **{k: v for k, v in props.items() if k not in ("id", ORIGIN)})
+    for (rel, s, d), pairs in b.edges.items():
+        for (src, dst), props in pairs.items():
+            a.edge(rel, s, src, d, dst, **props)
+    return a
+
+
+__all__ = ["GraphReader", "write_bulk"]

@@ -1,0 +1,170 @@
+"""The bulk path (`graph.facts.FactTable`, `graph.bulk.write_bulk`): same graph, same guarantees as `write_batch`."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from chronokg.errors import InputError
+from chronokg.graph.batch import GraphBatch
+from chronokg.graph.bulk import write_bulk
+from chronokg.graph.counts import content_digest, graph_counts
+from chronokg.graph.dates import Precision
+from chronokg.graph.facts import FactTable
+from chronokg.graph.kglite_store import KgliteStore
+from chronokg.graph.model import Fact, Source
+from chronokg.graph.writer import write_batch
+
+D = dt.date
+SRC = Source(id="test:1@2020-01-01", kind="test", caption="test release", release_date=D(2020, 1, 1))
+LATER = Source(id="test:1@2021-01-01", kind="test", caption="test release", release_date=D(2021, 1, 1))
+
+
+def facts(n: int, source: Source = SRC, offset: int = 0) -> list[Fact]:
+    """Facts of every shape: entity objects and literal values of each type, open and closed intervals."""
+    out = []
+    for i in range(offset, offset + n):
+        value: str | int | float | bool | None = [None, "text", 7, 2.5, True][i % 5]
+        out.append(Fact(
+            subject=f"s{i % 37}", predicate=f"p{i % 4}", object=None if value is not None else f"o{i % 11}",
+            value=value, valid_from=D(2000 + i % 20, 1 + i % 12, 1) if i % 7 else None,
+            valid_to=D(2030, 1, 1) if i % 3 == 0 else None, precision=list(Precision)[i % 3],
+            known_from=source.release_date, source_id=source.id, source_kind=source.kind,
+            attrs={"rank": "normal"} if i % 2 else {}))
+    return out
+
+
+def table_of(items: list[Fact], source: Source = SRC, first: int = 1) -> FactTable:
+    table = FactTable()
+    table.source(source)
+    for i, fact in enumerate(items):
+        table.at("input.jsonl", i + first)
+        assert table.add_fact(fact) == fact.id
+    return table
+
+
+def batch_of(items: list[Fact], source: Source = SRC) -> GraphBatch:
+    batch = GraphBatch()
+    batch.source(source)
+    for i, fact in enumerate(items):
+        batch.at("input.jsonl", i + 1)
+        batch.fact(fact)
+    return batch
+
+
+def test_fact_ids_and_graph_equal_the_transactional_path(tmp_path: Path) -> None:
+    items = facts(400)
+    with KgliteStore(tmp_path / "a.kgl") as a, KgliteStore(tmp_path / "b.kgl") as b:
+        expected = write_batch(a, batch_of(items))
+        report = write_bulk(b, [table_of(items[:150]), table_of(items[150:], first=151)])
+        assert content_digest(a) == content_digest(b)
+        assert report.created == {k: v for k, v in expected.created.items()}
+        assert report.edges_created == expected.edges_created
+    with KgliteStore(tmp_path / "b.kgl", read_only=True) as reader:
+        assert graph_counts(reader) == graph_counts(KgliteStore(tmp_path / "a.kgl", read_only=True))
+
+
+def test_a_later_release_and_a_repeat_merge_by_the_same_rules(tmp_path: Path) -> None:
+    items, later = facts(200), facts(200, LATER)
+    with KgliteStore(tmp_path / "a.kgl") as a, KgliteStore(tmp_path / "b.kgl") as b:
+        write_batch(a, batch_of(items))
+        first = write_bulk(b, [table_of(items)])
+        assert first.changed
+        assert not write_bulk(b, [table_of(items)]).changed  # again: nothing changes, from content
+        expected = write_batch(a, batch_of(later, LATER))
+        got = write_bulk(b, [table_of(later, LATER)])
+        assert (got.created, got.updated, got.edges_created) == (expected.created, expected.updated,
+                                                                   expected.edges_created)
+        assert content_digest(a) == content_digest(b)
+
+
+def test_a_conflict_with_the_store_names_both_records_and_writes_nothing(tmp_path: Path) -> None:
+    items = facts(50)
+    with KgliteStore(tmp_path / "s.kgl") as store:
+        write_bulk(store, [table_of(items)])
+        before = content_digest(store)
+        clash = FactTable()
+        clash.source(SRC)
+        clash.at("other.jsonl", 9)
+        stored = items[1]  # has attrs {"rank": "normal"}, a strict property
+        clash.add_fact(stored.model_copy(update={"attrs": {"rank": "deprecated"}}))
+        with pytest.raises(InputError) as info:
+            write_bulk(store, [table_of(facts(30, offset=500)), clash])
+        text = str(info.value)
+        assert "other.jsonl, record 9" in text and "rank" in text and "input.jsonl: record 2" in text
+        assert content_digest(store) == before  # the first part, already staged, was dropped too
+    with KgliteStore(tmp_path / "s.kgl", read_only=True) as reader:
+        assert content_digest(reader) == before
+
+
+def test_a_fact_staged_twice_with_other_content_names_both_records() -> None:
+    table = FactTable()
+    table.at("a.jsonl", 1)
+    table.add("s", "p", object="o", source_id="x", source_kind="k", attrs={"rank": "normal"})
+    table.at("a.jsonl", 2)
+    with pytest.raises(InputError) as info:
+        table.add("s", "p", object="o", source_id="x", source_kind="k", attrs={"rank": "deprecated"})
+    assert "a.jsonl" in str(info.value) and "record 2" in str(info.value) and "record 1" in str(info.value)
+
+
+CHILD = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from chronokg.graph.bulk import write_bulk
+    from chronokg.graph.facts import FactTable
+    from chronokg.graph.kglite_store import KgliteStore
+    from chronokg.graph.model import Source
+    import datetime as dt
+
+    path, marker = sys.argv[1], Path(sys.argv[2])
+    src = Source(id="kill:1", kind="kill", caption="killed load", release_date=dt.date(2020, 1, 1))
+
+    def parts():
+        for k in range(4):
+            if k == 3:
+                marker.write_text("staged")  # three parts are in the staged copy: now kill me
+                time.sleep(60)
+            table = FactTable()
+            table.source(src)
+            for i in range(k * 5000, (k + 1) * 5000):
+                table.add(f"e{i}", "p", object=f"e{i + 1}", source_id=src.id, source_kind=src.kind)
+            yield table
+
+    with KgliteStore(path, durable=sys.argv[3]) as store:
+        write_bulk(store, parts())
+""")
+
+
+@pytest.mark.parametrize("durable", ["off", "normal"])
+def test_a_killed_bulk_load_leaves_the_store_as_it_was(tmp_path: Path, durable: str) -> None:
+    path = tmp_path / "s.kgl"
+    with KgliteStore(path) as store:
+        write_bulk(store, [table_of(facts(300))])
+    with KgliteStore(path, read_only=True) as reader:
+        before = content_digest(reader)
+    marker = tmp_path / "marker"
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(path), str(marker), durable],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert child.poll() is None, child.stderr.read().decode() if child.stderr else ""
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    with KgliteStore(path, read_only=True) as reader:  # a reader beside the load sees the store as it was
+        assert content_digest(reader) == before
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(30)
+    with KgliteStore(path, read_only=True) as reader:
+        assert content_digest(reader) == before
+    with KgliteStore(path) as writer:  # the lease went with the process; the log holds nothing of the load
+        assert content_digest(writer) == before
+        write_bulk(writer, [table_of(facts(20, offset=900))])
+        assert content_digest(writer) != before

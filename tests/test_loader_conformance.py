@@ -1,0 +1,136 @@
+"""Every source in SOURCES passes the loader contract (`chronokg.testing.loader_conformance`).
+
+Each class names a good input (fixtures, or the real samples in ../shared/data) and a broken copy of it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from chronokg.ingest import cxr_synth
+from chronokg.ingest.sources import SOURCES
+from chronokg.testing.loader_conformance import LoaderConformance
+from tests.conftest import SHARED_DATA
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def truncated(src: Path, dst: Path) -> Path:
+    """A copy of `src` cut in the middle: a file a download or a disk left half-written."""
+    text = src.read_text()
+    dst.write_text(text[: len(text) // 2])
+    return dst
+
+
+def shared(name: str) -> Path:
+    path = SHARED_DATA / name
+    if not path.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"real sample data not found at {path}")
+        pytest.skip(f"real sample data not found at {path}")
+    return path
+
+
+class TestTempomed(LoaderConformance):
+    source = "tempomed"
+
+    def good(self, tmp_path: Path) -> list[Path]:
+        return [FIXTURES / "tempomed"]
+
+    def bad(self, tmp_path: Path) -> list[Path]:
+        return [truncated(FIXTURES / "tempomed" / "trajectory_90000003.json", tmp_path / "trajectory_1.json")]
+
+
+class TestChroknow(LoaderConformance):
+    source = "chroknow"
+
+    def good(self, tmp_path: Path) -> list[Path]:
+        return [FIXTURES / "chroknow" / "general.jsonl", FIXTURES / "chroknow" / "legal.jsonl"]
+
+    def bad(self, tmp_path: Path) -> list[Path]:
+        return [truncated(FIXTURES / "chroknow" / "biomedical.jsonl", tmp_path / "biomedical.jsonl")]
+
+
+class TestDriftmed(LoaderConformance):
+    source = "driftmed"
+
+    def good(self, tmp_path: Path) -> list[Path]:
+        return [FIXTURES / "driftmed" / "driftmed.csv"]
+
+    def bad(self, tmp_path: Path) -> list[Path]:
+        return [truncated(FIXTURES / "driftmed" / "driftmed.jsonl", tmp_path / "driftmed.jsonl")]
+
+
+class TestQA(LoaderConformance):
+    source = "qa"
+
+    def good(self, tmp_path: Path) -> list[Path]:
+        return [FIXTURES / "qasets" / "triviaqa.json", FIXTURES / "qasets" / "boolq.jsonl"]
+
+    def bad(self, tmp_path: Path) -> list[Path]:
+        return [truncated(FIXTURES / "qasets" / "triviaqa.json", tmp_path / "triviaqa.json")]
+
+
+class TestUmls(LoaderConformance):
+    source = "umls"
+
+    def good(self, tmp_path: Path) -> list[Path]:
+        return [FIXTURES / "umls" / r for r in ("2020AA", "2021AA")]
+
+    def bad(self, tmp_path: Path) -> list[Path]:
+        release = tmp_path / "bad" / "2022AA"
+        shutil.copytree(FIXTURES / "umls" / "2022AA", release)
+        mrrel = next(release.rglob("MRREL.RRF"))
+        with mrrel.open("a") as fh:
+            fh.write("C0000001|A1|SCUI|RO|C0000002\n")  # a row with too few fields
+        return [FIXTURES / "umls" / "2020AA", release]
+
+
+class TestWikidata(LoaderConformance):
+    source = "wikidata"
+
+    def good(self, tmp_path: Path) -> list[Path]:
+        return sorted(shared("wikidata-entities").glob("*.json"))[:3]
+
+    def bad(self, tmp_path: Path) -> list[Path]:
+        first = sorted(shared("wikidata-entities").glob("*.json"))[0]
+        return [truncated(first, tmp_path / first.name)]
+
+
+class TestCfr(LoaderConformance):
+    source = "cfr"
+
+    def good(self, tmp_path: Path) -> list[Path]:
+        return [shared("ecfr-title1") / "ECFR-title1.subset.xml"]
+
+    def bad(self, tmp_path: Path) -> list[Path]:
+        return [truncated(shared("ecfr-title1") / "ECFR-title1.subset.xml", tmp_path / "ECFR-title1.xml")]
+
+
+class TestCxr(LoaderConformance):
+    source = "cxr"
+
+    def good(self, tmp_path: Path) -> list[Path]:
+        out = tmp_path / "cohort"
+        if not out.exists():
+            cxr_synth.generate(out, patients=4, visits=4, seed=3)
+        return [out]
+
+    def bad(self, tmp_path: Path) -> list[Path]:
+        out = self.good(tmp_path)[0]
+        broken = tmp_path / "broken"
+        if not broken.exists():
+            shutil.copytree(out, broken)
+            graph = sorted(broken.rglob("*.scene_graph.json"))[-1]
+            truncated(graph, graph)
+        return [broken]
+
+
+def test_every_source_with_a_loader_runs_the_conformance_suite() -> None:
+    covered = {cls.source for cls in LoaderConformance.__subclasses__()}
+    loaders = {name for name, spec in SOURCES.items() if spec.commands and spec.commands[0].startswith("ingest/")}
+    assert loaders <= covered, f"sources without a conformance class: {sorted(loaders - covered)}"
