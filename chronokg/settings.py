@@ -86,6 +86,8 @@ class Settings(BaseSettings):
     search_timeout_s: float = Field(default=10.0, gt=0, description="Seconds per web search or page request")
 
     # --- tool server (chronokg serve) ------------------------------------------------------------
+    tools_token: SecretStr | None = Field(
+        default=None, description="Bearer token the evaluation's agent arm sends to a tool server (--tools URL)")
     serve_tokens: SecretStr | None = Field(
         default=None, description="Bearer tokens the tool server accepts (comma-separated); needed to bind beyond "
         "loopback",

@@ -41,6 +41,19 @@ def run_command(
     family_option: Annotated[list[str] | None, typer.Option(
         "--family-option", "-O", help="A family's evaluation option as FAMILY.KEY=VALUE (VALUE read as JSON, "
                                       "else text; repeat for several), e.g. micxr.stagewise=true")] = None,
+    rag: Annotated[str | None, typer.Option(help="Retrieval arm: time-aware (passages valid on the question's "
+                                                 "date) or atemporal (similarity alone, the ConflictMedQA "
+                                                 "protocol); needs chronokg[rag] and 'chronokg index build'")] = None,
+    k: Annotated[int, typer.Option("--k", min=1, max=50, help="Passages per question under --rag")] = 2,
+    rag_index: Annotated[Path | None, typer.Option(help="Passage index folder [default: beside the store]")] = None,
+    agent: Annotated[str | None, typer.Option(help="tools: the model may call chronokg's tools (queries, guarded "
+                                                   "Cypher, search) in a bounded loop before it answers")] = None,
+    tools: Annotated[str | None, typer.Option("--tools", help="The agent's tool server: http(s)://HOST:PORT "
+                                                              "(serve http) or mcp+http(s)://HOST:PORT/mcp "
+                                                              "[default: in process over the store; token from "
+                                                              "$CHRONOKG_TOOLS_TOKEN]")] = None,
+    max_steps: Annotated[int, typer.Option(min=1, max=64, help="Model calls per sample under --agent")] = 8,
+    tool_budget: Annotated[int, typer.Option(min=0, max=256, help="Tool calls per sample under --agent")] = 12,
 ) -> None:
     """Send the questions to the models, log every sample, score them, write predictions into the graph."""
     from chronokg.cli.progress import run_progress
@@ -57,8 +70,15 @@ def run_command(
         else:
             if not questions or not model:
                 raise ChronoKGError("give question files and at least one --model (or --resume RUN_DIR)")
+            if rag not in (None, "time-aware", "atemporal"):
+                raise ChronoKGError(f"--rag {rag!r}: give time-aware or atemporal")
+            if agent not in (None, "tools"):
+                raise ChronoKGError(f"--agent {agent!r}: the one agent arm is 'tools'")
             options = runner.RunOptions(protocol=protocol, samples=samples, concurrency=concurrency, limit=limit,
                                         cache=cache, judge=judge, family_options=_family_options(family_option or []),
+                                        rag=rag, rag_k=k, rag_index=str(rag_index) if rag_index else None,
+                                        agent=agent, tools_url=tools, agent_max_steps=max_steps,
+                                        agent_tool_budget=tool_budget,
                                         judge_base_url=judge_base_url or (
                                             base_url if (judge or "").startswith("openai-compat/") else None))
             entries = [runner.ModelEntry(spec=m, base_url=base_url if not m.startswith("baseline/") else None)

@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 import chronokg
 from chronokg.bench.question import Question, read_jsonl
 from chronokg.errors import ChronoKGError, InputError
+from chronokg.eval.arms import AgentMode, Arms, RagMode
 from chronokg.eval.judge import open_judge, reset_judge, set_judge
 from chronokg.eval.log import RunInfo, SampleLog, SampleRecord, Unit, latest, read_info, write_info
 from chronokg.eval.profile import Outcome, Profile, profile_for
@@ -49,6 +50,17 @@ class RunOptions(BaseModel):
     family_options: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Per-family evaluation options, passed to the family's profile "
                                           "(e.g. {'micxr': {'stagewise': true}})")
+    rag: RagMode | None = Field(default=None, description="Add retrieved passages to each question: valid on its "
+                                                          "target date (time-aware) or by similarity alone "
+                                                          "(atemporal, the ConflictMedQA protocol)")
+    rag_k: int = Field(default=2, ge=1, le=50, description="Passages per question under --rag")
+    rag_index: str | None = Field(default=None, description="The passage index folder (default: beside the store)")
+    agent: AgentMode | None = Field(default=None, description="tools: the model may call chronokg's tools "
+                                                              "in a bounded loop before it answers")
+    tools_url: str | None = Field(default=None, description="Where the agent's tools are: None (in process over "
+                                                            "the run's store), http(s)://… or mcp+http(s)://…")
+    agent_max_steps: int = Field(default=8, ge=1, le=64, description="Model calls per sample under --agent")
+    agent_tool_budget: int = Field(default=12, ge=0, le=256, description="Tool calls per sample under --agent")
 
     def profile(self, family: str) -> Profile:
         """The family's profile under these options."""
@@ -71,6 +83,10 @@ def run_id(models: Sequence[ModelEntry], files: Sequence[dict[str, str]], option
         what["judge"] = options.judge
     if options.family_options:  # only when given, so runs without them keep their ids
         what["family_options"] = options.family_options
+    if options.rag:
+        what["rag"] = [options.rag, options.rag_k, options.rag_index]
+    if options.agent:
+        what["agent"] = [options.agent, options.tools_url, options.agent_max_steps, options.agent_tool_budget]
     key = json.dumps(what, sort_keys=True)
     return "run-" + hashlib.sha256(key.encode()).hexdigest()[:12]
 
@@ -140,9 +156,11 @@ def pending(questions: Sequence[Question], specs: Sequence[str], options: RunOpt
 
 
 async def execute(log: SampleLog, units: Sequence[tuple[Question, str, int]], clients: dict[str, ModelClient],
-                  options: RunOptions, on_record: Callable[[SampleRecord], None] | None = None) -> Tally:
+                  options: RunOptions, on_record: Callable[[SampleRecord], None] | None = None,
+                  arms: Arms | None = None) -> Tally:
     """Answer every unit with at most `options.concurrency` in flight; each record is logged as it completes."""
     tally = Tally()
+    arms = arms or Arms()
     profiles = {family: options.profile(family) for family in {q.family for q, _, _ in units}}
     queue: asyncio.Queue[tuple[Question, str, int]] = asyncio.Queue()
     for unit in units:
@@ -154,12 +172,17 @@ async def execute(log: SampleLog, units: Sequence[tuple[Question, str, int]], cl
                 question, spec, sample = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
+            trace = arms.begin()
             try:
-                outcome = await profiles[question.family].answer(clients[spec], question, options.protocol,
-                                                                 sample)
+                asked, given = arms.question(question)
+                outcome = await profiles[question.family].answer(clients[spec], asked, options.protocol, sample)
+                outcome.steps = [*given, *outcome.steps, *arms.end(trace)]
+                trace = None
                 record = _record(question, spec, sample, outcome, None)
             except (ChronoKGError, OSError, TimeoutError, ValueError) as exc:
                 record = _record(question, spec, sample, None, f"{type(exc).__name__}: {exc}")
+            finally:
+                arms.end(trace)
             log.write(record)
             tally.add(record)
             if on_record is not None:
@@ -181,19 +204,43 @@ def open_clients(models: Sequence[ModelEntry], options: RunOptions, questions: S
     return clients
 
 
+def open_arms(options: RunOptions, store: Any = None) -> Arms:
+    """The run's retrieval arms (none: a no-op); fails before any request when one cannot work."""
+    from chronokg.settings import Settings
+
+    rag = None
+    if options.rag:
+        from chronokg.eval.arms import RagArm
+
+        rag = RagArm.open(options.rag, options.rag_k, options.rag_index)
+    tools = None
+    if options.agent:
+        from chronokg.eval.arms import open_tools
+
+        token = Settings().tools_token
+        tools = open_tools(options.tools_url, store, token.get_secret_value() if token else None)
+    return Arms(rag, tools, max_steps=options.agent_max_steps, tool_budget=options.agent_tool_budget)
+
+
 async def _run_all(log: SampleLog, units: list[tuple[Question, str, int]], clients: dict[str, ModelClient],
-                   options: RunOptions, on_record: Callable[[SampleRecord], None] | None) -> Tally:
+                   options: RunOptions, on_record: Callable[[SampleRecord], None] | None,
+                   arms: Arms | None = None) -> Tally:
     judge = None
+    arms = arms or Arms()
     try:
+        await arms.start()
+        await asyncio.to_thread(arms.prepare, [q for q, _, _ in units])
         judge = open_judge(options.judge, options.judge_base_url, options.cache, options.concurrency)
         token = set_judge(judge)  # the profiles of this run's samples read it (`current_judge`)
         try:
-            return await execute(log, units, clients, options, on_record)
+            wrapped = {spec: arms.client(client) for spec, client in clients.items()}
+            return await execute(log, units, wrapped, options, on_record, arms)
         finally:
             reset_judge(token)
     finally:
         for client in [*clients.values(), *([judge.client] if judge is not None else [])]:
             await client.aclose()
+        await arms.aclose()
 
 
 def prepare(folder_root: Path, files: Sequence[Path], models: Sequence[ModelEntry], options: RunOptions,
@@ -232,8 +279,9 @@ def run(folder: Path, info: RunInfo, questions: Sequence[Question], store: Any =
         units = pending(questions, [m.spec for m in models], options, done)
         if on_start is not None:
             on_start(len(units), len(done))
+        arms = open_arms(options, store)
         clients = open_clients(models, options, questions, store)
-        tally = asyncio.run(_run_all(log, units, clients, options, on_record))
+        tally = asyncio.run(_run_all(log, units, clients, options, on_record, arms))
     finally:
         log.close()
     records = latest(path)
