@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,11 @@ def test_demo_runs_every_showcase_query(store_path: Path) -> None:
     for title in ("recommended_on", "trajectory", "timeline", "changed_between", "facts_as_of", "stats"):
         assert title in out
     assert "C-A-B" in out and "Guterres" in out and "Ban Ki-moon" in out
+    flat = " ".join(out.split())  # the tables wrap
+    assert re.search(r"bench verify: \d+ answer keys re-run, 0 changed", flat)
+    assert "eval run (reference baselines)" in flat and "generate tempomed" in flat
+    # the agent tools: a read answered, a write and a file read refused by the guard
+    assert '"facts": 34' in flat and "refused: FOREACH" in flat and "refused: LOAD" in flat
     code, again = run(store_path, "demo", "--keep")
     assert code == 0 and "store unchanged" in again
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 
 from chronokg.cli.render import Format, emit, load_summary
@@ -48,6 +49,7 @@ def run_showcase(store: GraphStore, console: Console) -> None:
              columns=["object_caption", "valid_from", "valid_to", "known_from", "known_to"])
 
     show_benchmark(store, console, show)
+    show_tools(store, console, show)
 
     show("stats()", "Counts per label and relationship type.")
     emit(console, [r for r in catalog.stats(store) if r.kind != "source"], Format.table,
@@ -100,6 +102,36 @@ def show_benchmark(store: GraphStore, console: Console, show: Callable[[str, str
                             historical=acc["historical"]["accuracy"], probes=acc["probe"]["accuracy"],
                             cutoff_estimate=years.get("cutoff_estimate"), most_common_pattern=top))
     emit(console, rows, Format.table)
+
+
+def show_tools(store: GraphStore, console: Console, show: Callable[[str, str], None]) -> None:
+    """The tools an agent gets (the query specs tagged 'tool' and guarded Cypher), called in process: the
+    same calls `chronokg serve http|mcp` and `eval run --agent tools` make, through the same read-only guard."""
+    from chronokg.graph.guard import ReadLimits
+    from chronokg.serve.host import run_tool
+    from chronokg.serve.tools import CYPHER, ToolError, ToolResult, query_tools
+
+    show("tools for agents", "Declared once from the query specs and served in process, by 'chronokg serve "
+                             "http|mcp' and to 'eval run --agent tools'; every read, an agent's own Cypher "
+                             "included, goes through the read-only guard with time, row and size limits.")
+    tools = {t.name: t for t in [*query_tools(), CYPHER]}
+    console.print("tools: " + ", ".join(tools))
+    calls: list[tuple[str, dict[str, object]]] = [
+        ("decision_at", {"decision": "adult-cpr-compression-depth", "date": "2012-06-01"}),
+        ("cypher", {"query": "MATCH (f:Fact) RETURN count(f) AS facts"}),
+        ("cypher", {"query": "MATCH (f:Fact) WITH collect(f) AS fs FOREACH (f IN fs | DETACH DELETE f)"}),
+        ("cypher", {"query": "LOAD CSV FROM 'file:///etc/passwd' AS line RETURN line"}),
+    ]
+    for name, args in calls:
+        try:
+            result = run_tool(store, tools[name], tools[name].validate(args), ReadLimits())
+        except ToolError as exc:
+            result = ToolResult.failed(name, exc)
+        call = f"{name}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
+        answer = (f"{len(result.rows)} row(s): {result.content()[:100]}" if result.ok else
+                  f"{result.error.type}: {result.error.message}" if result.error else "")
+        mark = "[green]answered[/]" if result.ok else "[red]refused [/]"
+        console.print(f"{mark} {escape(call)}\n         → {escape(answer)}", soft_wrap=True)
 
 
 class DemoRow(BaseModel):
