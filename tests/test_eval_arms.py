@@ -81,7 +81,8 @@ def run(demo: tuple[Path, Path], server: OpenAIServer, tmp: Path, *, store: bool
     options = runner.RunOptions(protocol="seed", concurrency=8, limit=limit, cache=False,
                                 rag_index=str(store_path) + ".rag" if arm.get("rag") else None, **arm)
     entries = [runner.ModelEntry(spec="openai-compat/scripted", base_url=server.url)]
-    folder, info = runner.prepare(tmp / "runs", [questions], entries, options)
+    folder, info = runner.prepare(tmp / "runs", [questions], entries, options,
+                                  store_uri=f"kglite://{store_path}" if store else None)
     loaded = runner.load_questions([questions], limit)
     if store:
         with KgliteStore(store_path, read_only=True) as s:
@@ -170,12 +171,40 @@ def test_a_rag_run_has_its_own_id_and_resumes_with_the_same_passages(demo: tuple
     assert len(ids) == 5
 
 
-def test_a_missing_index_is_one_clear_error_before_any_request(demo: tuple[Path, Path], model: OpenAIServer,
-                                                               tmp_path: Path) -> None:
-    options = runner.RunOptions(rag="time-aware", rag_index=str(tmp_path / "nowhere"))
-    with pytest.raises(ChronoKGError):
-        runner.open_arms(options)
-    assert model.model_requests == 0
+def test_what_would_fail_at_the_start_fails_before_a_run_folder_is_made(demo: tuple[Path, Path],
+                                                                         model: OpenAIServer, tmp_path: Path) -> None:
+    entries = [runner.ModelEntry(spec="openai-compat/scripted", base_url=model.url)]
+    store_uri = f"kglite://{demo[0]}"
+    bad = [
+        (runner.RunOptions(rag="time-aware", rag_index=str(tmp_path / "nowhere")), store_uri, "no passage index"),
+        (runner.RunOptions(rag="time-aware"), f"kglite://{tmp_path}/other.kgl", "other.kgl.rag"),
+        (runner.RunOptions(agent="tools"), None, "--tools URL"),
+        (runner.RunOptions(agent="tools", tools_url="ftp://x"), store_uri, "give http"),
+        (runner.RunOptions(judge="baseline/oracle"), store_uri, "not a reference baseline"),
+    ]
+    for options, uri, message in bad:
+        with pytest.raises(ChronoKGError, match=re.escape(message)):
+            runner.prepare(tmp_path / "runs", [demo[1]], entries, options, store_uri=uri)
+    assert not (tmp_path / "runs").exists() and model.model_requests == 0
+    # the index beside the run's store is found without --rag-index
+    folder, _ = runner.prepare(tmp_path / "runs", [demo[1]], entries, runner.RunOptions(rag="atemporal"),
+                               store_uri=store_uri)
+    assert folder.is_dir()
+
+
+def test_resume_refuses_a_question_file_that_changed(demo: tuple[Path, Path], model: OpenAIServer,
+                                                     tmp_path: Path) -> None:
+    questions = tmp_path / "q.jsonl"
+    questions.write_bytes(demo[1].read_bytes())
+    entries = [runner.ModelEntry(spec="baseline/random")]
+    _, info = runner.prepare(tmp_path / "runs", [questions], entries, runner.RunOptions())
+    assert runner.check_files(info) == [questions]
+    questions.write_text(questions.read_text().splitlines()[0] + "\n")
+    with pytest.raises(ChronoKGError, match="changed since the run started"):
+        runner.check_files(info)
+    questions.unlink()
+    with pytest.raises(ChronoKGError, match="is gone"):
+        runner.check_files(info)
 
 
 # --- agent ---------------------------------------------------------------------------------------------------
@@ -259,13 +288,26 @@ def test_agent_loop_is_bounded_and_a_hostile_query_is_refused(demo: tuple[Path, 
     assert digest(demo[0]) == before
 
 
-def test_agent_without_a_store_or_server_is_one_clear_error(demo: tuple[Path, Path], model: OpenAIServer,
-                                                            tmp_path: Path) -> None:
-    with pytest.raises(ChronoKGError, match="--tools URL"):
-        run(demo, model, tmp_path, store=False, agent="tools")
-    with pytest.raises(ChronoKGError, match="give http"):
-        runner.open_arms(runner.RunOptions(agent="tools", tools_url="ftp://x"))
-    assert model.model_requests == 0
+def test_a_throttled_mcp_server_fails_the_samples_instead_of_answering_them(demo: tuple[Path, Path],
+                                                                             model: OpenAIServer,
+                                                                             tmp_path: Path) -> None:
+    """A 429 from the tool server is a transport failure: the sample is logged as failed (and retried on resume),
+    never scored as if the model had been told its arguments were wrong."""
+    pytest.importorskip("mcp")
+    model.script = tool_reader
+    store_path, questions = demo
+    options = runner.RunOptions(concurrency=8, cache=False, limit=12, agent="tools")
+    with serve(store_path, "mcp", "--transport", "http", "--rate", "0.5", "--burst", "2") as base:
+        options = options.model_copy(update={"tools_url": f"mcp+{base}/mcp"})
+        entries = [runner.ModelEntry(spec="openai-compat/scripted", base_url=model.url)]
+        folder, info = runner.prepare(tmp_path / "runs", [questions], entries, options)
+        info, tally = runner.run(folder, info, runner.load_questions([questions], 12), None)
+    records = list(latest(folder / "samples.jsonl").values())
+    failed = [r for r in records if r.error]
+    assert failed and info.status == "incomplete" and tally.failed == len(failed)
+    assert all("MCP tool server" in (r.error or "") for r in failed)
+    ok = [r for r in records if r.ok]
+    assert all(r.correct for r in ok)  # the calls that got through were answered from real rows
 
 
 def test_agent_over_http_and_mcp_servers_gives_the_same_answers(demo: tuple[Path, Path], model: OpenAIServer,

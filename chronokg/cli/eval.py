@@ -65,7 +65,7 @@ def run_command(
         if resume is not None:
             info = read_info(resume)
             folder = resume
-            files = [Path(q["path"]) for q in info.questions]
+            files = runner.check_files(info)
             options = runner.RunOptions.model_validate(info.options)
         else:
             if not questions or not model:
@@ -283,7 +283,9 @@ def _metrics_table(values: list[Any]) -> None:
         table.add_column(c, overflow="fold")
     for v in values:
         extra = ""
-        if "cutoff_estimate" in v.details:
+        if v.details.get("cutoff_estimate") is None and "cutoff_estimate" in v.details:
+            extra = " (no cutoff found)"
+        elif "cutoff_estimate" in v.details:
             extra = f" (cutoff ≈ {v.details['cutoff_estimate']}, Mann-Kendall p = " + (
                 f"{v.details['mann_kendall']['p']:.3g})" if "mann_kendall" in v.details else "—)")
         table.add_row(v.metric, v.model, _short(v.value), _short(v.groups) + extra)

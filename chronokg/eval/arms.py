@@ -20,6 +20,7 @@ import contextvars
 import json
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from chronokg.bench.question import Question
@@ -50,15 +51,14 @@ class RagArm:
         self._given: dict[str, tuple[str, dict[str, Any]]] = {}
 
     @classmethod
-    def open(cls, mode: RagMode, k: int, index: str | None) -> RagArm:
+    def open(cls, mode: RagMode, k: int, index: str | None, store_uri: str | None = None) -> RagArm:
+        """The retriever over `index`, else over the index beside the run's store (`store_uri`)."""
         try:
-            from chronokg.retrieval.rag import Retriever, default_retriever
+            from chronokg.retrieval.rag import Retriever
         except ImportError as exc:
             raise ChronoKGError(f"--rag needs the retrieval extra: pip install 'chronokg[rag]' ({exc})") from None
-        from pathlib import Path
-
         try:
-            retriever = Retriever.open(Path(index)) if index else default_retriever()
+            retriever = Retriever.open(rag_index_folder(index, store_uri))
         except ImportError as exc:
             raise ChronoKGError(f"--rag needs the retrieval extra: pip install 'chronokg[rag]' ({exc})") from None
         return cls(mode, k, retriever)
@@ -87,6 +87,17 @@ class RagArm:
             self.prepare([question])
         text, step = self._given[question.id]
         return question.model_copy(update={"input": text}), step
+
+
+def rag_index_folder(index: str | None, store_uri: str | None) -> Path:
+    """`--rag-index`, else the index beside the run's store (else beside the settings' store)."""
+    if index:
+        return Path(index)
+    try:
+        from chronokg.retrieval.rag import index_dir
+    except ImportError as exc:
+        raise ChronoKGError(f"--rag needs the retrieval extra: pip install 'chronokg[rag]' ({exc})") from None
+    return index_dir(None, store_uri)
 
 
 # --- agent ------------------------------------------------------------------------------------------------------
@@ -166,6 +177,17 @@ class ToolAgent:
         await self.client.aclose()
 
 
+def check_tools_url(url: str | None, store_uri: str | None) -> None:
+    """Where the agent's tools would run, or one clear error saying why they can't."""
+    if url is None:
+        if store_uri is None:
+            raise ChronoKGError("--agent tools runs the tools over the run's store: give a store (--store), or a "
+                                "tool server with --tools URL")
+    elif not url.startswith(("http://", "https://", "mcp+http://", "mcp+https://")):
+        raise ChronoKGError(f"--tools {url!r}: give http(s)://HOST:PORT (serve http) or mcp+http(s)://HOST:PORT/mcp "
+                            "(serve mcp)")
+
+
 def open_tools(url: str | None, store: Any, token: str | None) -> ToolBox:
     """The tools an agent calls: in process over `store` (None), `http(s)://…` (`chronokg serve http`) or
     `mcp+http(s)://…` (`chronokg serve mcp --transport http`)."""
@@ -174,10 +196,8 @@ def open_tools(url: str | None, store: Any, token: str | None) -> ToolBox:
     except ImportError as exc:
         raise ChronoKGError(f"--agent tools needs the tool server's extra: pip install 'chronokg[serve]' "
                             f"({exc})") from None
+    check_tools_url(url, store.uri if store is not None else None)
     if url is None:
-        if store is None:
-            raise ChronoKGError("--agent tools runs the tools over the run's store: give a store (--store), or a "
-                                "tool server with --tools URL")
         from chronokg.graph.guard import ReadLimits
         from chronokg.serve.host import ToolHost
         from chronokg.serve.search import find_search
@@ -189,10 +209,7 @@ def open_tools(url: str | None, store: Any, token: str | None) -> ToolBox:
         return LocalTools(host)
     if url.startswith("mcp+"):
         return McpTools(url.removeprefix("mcp+"), token=token)
-    if url.startswith(("http://", "https://")):
-        return HttpTools(url, token=token)
-    raise ChronoKGError(f"--tools {url!r}: give http(s)://HOST:PORT (serve http) or mcp+http(s)://HOST:PORT/mcp "
-                        "(serve mcp)")
+    return HttpTools(url, token=token)
 
 
 # --- the arms of one run ----------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """ChroKnowPrompt (Park et al., ICLR 2025 §5; dmis-lab/ChroKnowledge `ChroKnowPrompt.py`,
 `sources/utils.py:236-572`, `sources/process.py:354-418`, `run_evaluation.ipynb`) over a finished run.
 
-    chronokg eval chroknow-prompt runs/run-abc123 [--template generation] [--fraction 0.1] [--span 3]
+    chronokg eval chroknow-prompt runs/run-abc123 [--template generation] [--fraction 0.1] \
+        [--prev-span 3] [--next-span 3]
 
 It is a second pass, not part of the knowledge-check run: which facts it prompts, and with what, depends
 on the categories of *every* year of a fact (all its questions, both decodings), and the traversal of

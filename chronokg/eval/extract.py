@@ -3,7 +3,7 @@
 Every function takes the raw model output and returns a label or `INVALID`. The seed versions follow
 the seeds' code line by line in behaviour (not in text): their quirks are kept on purpose, so a model
 scored here scores as in the published tables. Where a seed crashes (TempoMed's whitespace-only
-output), chronokg returns INVALID and says so in docs/metrics.md.
+output), chronokg returns INVALID and says so in docs/eval.md.
 """
 
 from __future__ import annotations

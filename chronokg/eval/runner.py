@@ -204,6 +204,39 @@ def open_clients(models: Sequence[ModelEntry], options: RunOptions, questions: S
     return clients
 
 
+def check_options(options: RunOptions, store_uri: str | None) -> None:
+    """What would make the run fail at its start (a baseline as judge, no passage index, nowhere to run the
+    tools), found before a run folder is made."""
+    if options.judge and options.judge.startswith("baseline/"):
+        open_judge(options.judge)  # raises, naming why
+    if options.rag:
+        from chronokg.eval.arms import rag_index_folder
+
+        folder = rag_index_folder(options.rag_index, store_uri)
+        if not (folder / "meta.json").exists():
+            raise ChronoKGError(f"--rag: no passage index at {folder} (build it with 'chronokg index build', "
+                                "or give --rag-index DIR)")
+    if options.agent:
+        from chronokg.eval.arms import check_tools_url
+
+        check_tools_url(options.tools_url, store_uri)
+
+
+def check_files(info: RunInfo) -> list[Path]:
+    """A resumed run's question files, each still there with the content it had (else one clear error)."""
+    paths = []
+    for described in info.questions:
+        path = Path(described["path"])
+        if not path.is_file():
+            raise ChronoKGError(f"run {info.run_id}: question file {path} is gone (resume from the directory the "
+                                "run was started in, or restore the file)")
+        if file_hash(path) != described["sha256"]:
+            raise ChronoKGError(f"run {info.run_id}: question file {path} changed since the run started; a changed "
+                                "file is a new run (start it without --resume)")
+        paths.append(path)
+    return paths
+
+
 def open_arms(options: RunOptions, store: Any = None) -> Arms:
     """The run's retrieval arms (none: a no-op); fails before any request when one cannot work."""
     from chronokg.settings import Settings
@@ -212,7 +245,8 @@ def open_arms(options: RunOptions, store: Any = None) -> Arms:
     if options.rag:
         from chronokg.eval.arms import RagArm
 
-        rag = RagArm.open(options.rag, options.rag_k, options.rag_index)
+        rag = RagArm.open(options.rag, options.rag_k, options.rag_index,
+                          store.uri if store is not None else None)
     tools = None
     if options.agent:
         from chronokg.eval.arms import open_tools
@@ -248,6 +282,7 @@ def prepare(folder_root: Path, files: Sequence[Path], models: Sequence[ModelEntr
     """The run folder and its `run.json` (an existing folder of the same run is resumed, a different one refused)."""
     for family in options.family_options:  # bad family options fail before a folder is made
         options.profile(family)
+    check_options(options, store_uri)
     described = [{"path": str(p), "sha256": file_hash(p)} for p in files]
     rid = run_id(models, described, options)
     folder = folder_root / rid

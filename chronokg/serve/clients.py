@@ -194,9 +194,11 @@ class McpTools(_Closing):
                 f"{name}: the arguments must be a JSON object")))
         try:
             result = await self._session().call_tool(name, body)
-        except MCPError as exc:  # the server raises one only for an unknown tool
-            kind = "unknown_tool" if exc.message.startswith("no tool") else "invalid_arguments"
-            return ToolResult(tool=name, ok=False, error=ToolFailure(type=kind, message=exc.message))
+        except MCPError as exc:
+            if exc.message.startswith("no tool"):  # the one error our server raises itself
+                return ToolResult(tool=name, ok=False, error=ToolFailure(type="unknown_tool", message=exc.message))
+            # anything else came from the transport (a 429 from the rate limit, a 401, a 5xx): not an answer
+            raise ToolTransportError(f"MCP tool server: {exc.message}") from exc
         if isinstance(result.structured_content, dict):
             return ToolResult.model_validate(result.structured_content)
         text = "".join(getattr(block, "text", "") for block in result.content)
