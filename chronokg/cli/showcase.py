@@ -105,33 +105,38 @@ def show_benchmark(store: GraphStore, console: Console, show: Callable[[str, str
 
 
 def show_tools(store: GraphStore, console: Console, show: Callable[[str, str], None]) -> None:
-    """The tools an agent gets (the query specs tagged 'tool' and guarded Cypher), called in process: the
-    same calls `chronokg serve http|mcp` and `eval run --agent tools` make, through the same read-only guard."""
-    from chronokg.graph.guard import ReadLimits
-    from chronokg.serve.host import run_tool
-    from chronokg.serve.tools import CYPHER, ToolError, ToolResult, query_tools
+    """The tools an agent gets (the query specs tagged 'tool' and guarded Cypher), called through a `ToolHost`
+    over a read-only handle of the store: what `chronokg serve http|mcp` and `eval run --agent tools` do."""
+    from chronokg.errors import ChronoKGError
+    from chronokg.graph.open import open_store
+    from chronokg.serve.host import ToolHost
 
     show("tools for agents", "Declared once from the query specs and served in process, by 'chronokg serve "
                              "http|mcp' and to 'eval run --agent tools'; every read, an agent's own Cypher "
                              "included, goes through the read-only guard with time, row and size limits.")
-    tools = {t.name: t for t in [*query_tools(), CYPHER]}
-    console.print("tools: " + ", ".join(tools))
+    save = getattr(store, "save", None)
+    if save is not None:
+        save()  # an embedded writer's checkpoint, which a read-only handle loads
+    try:
+        reader = open_store(store.uri, read_only=True)
+    except ChronoKGError as exc:  # an in-memory store has no second handle
+        console.print(f"[dim]skipped: {escape(str(exc))}[/]")
+        return
     calls: list[tuple[str, dict[str, object]]] = [
         ("decision_at", {"decision": "adult-cpr-compression-depth", "date": "2012-06-01"}),
         ("cypher", {"query": "MATCH (f:Fact) RETURN count(f) AS facts"}),
         ("cypher", {"query": "MATCH (f:Fact) WITH collect(f) AS fs FOREACH (f IN fs | DETACH DELETE f)"}),
         ("cypher", {"query": "LOAD CSV FROM 'file:///etc/passwd' AS line RETURN line"}),
     ]
-    for name, args in calls:
-        try:
-            result = run_tool(store, tools[name], tools[name].validate(args), ReadLimits())
-        except ToolError as exc:
-            result = ToolResult.failed(name, exc)
-        call = f"{name}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
-        answer = (f"{len(result.rows)} row(s): {result.content()[:100]}" if result.ok else
-                  f"{result.error.type}: {result.error.message}" if result.error else "")
-        mark = "[green]answered[/]" if result.ok else "[red]refused [/]"
-        console.print(f"{mark} {escape(call)}\n         → {escape(answer)}", soft_wrap=True)
+    with ToolHost(reader, close_store=True) as host:
+        console.print("tools: " + ", ".join(spec.name for spec in host.tool_specs()))
+        for name, args in calls:
+            result = host.call_tool(name, args)
+            call = f"{name}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
+            answer = (f"{len(result.rows)} row(s): {result.content()[:100]}" if result.ok else
+                      f"{result.error.type}: {result.error.message}" if result.error else "")
+            mark = "[green]answered[/]" if result.ok else "[red]refused [/]"
+            console.print(f"{mark} {escape(call)}\n         → {escape(answer)}", soft_wrap=True)
 
 
 class DemoRow(BaseModel):
