@@ -55,12 +55,10 @@ class RagArm:
         """The retriever over `index`, else over the index beside the run's store (`store_uri`)."""
         try:
             from chronokg.retrieval.rag import Retriever
-        except ImportError as exc:
-            raise ChronoKGError(f"--rag needs the retrieval extra: pip install 'chronokg[rag]' ({exc})") from None
-        try:
+
             retriever = Retriever.open(rag_index_folder(index, store_uri))
         except ImportError as exc:
-            raise ChronoKGError(f"--rag needs the retrieval extra: pip install 'chronokg[rag]' ({exc})") from None
+            raise _rag_missing(exc) from None
         return cls(mode, k, retriever)
 
     def prepare(self, questions: Sequence[Question]) -> None:
@@ -96,8 +94,12 @@ def rag_index_folder(index: str | None, store_uri: str | None) -> Path:
     try:
         from chronokg.retrieval.rag import index_dir
     except ImportError as exc:
-        raise ChronoKGError(f"--rag needs the retrieval extra: pip install 'chronokg[rag]' ({exc})") from None
+        raise _rag_missing(exc) from None
     return index_dir(None, store_uri)
+
+
+def _rag_missing(exc: ImportError) -> ChronoKGError:
+    return ChronoKGError(f"--rag needs the retrieval extra: pip install 'chronokg[rag]' ({exc})")
 
 
 # --- agent ------------------------------------------------------------------------------------------------------
@@ -244,15 +246,13 @@ class Arms:
         asked, step = self.rag.apply(question)
         return asked, [step]
 
-    def begin(self) -> contextvars.Token[list[dict[str, Any]] | None] | None:
-        return _TRACE.set([]) if self.tools is not None else None
+    def begin(self) -> tuple[contextvars.Token[list[dict[str, Any]] | None], list[dict[str, Any]]]:
+        """A fresh list the tool loop of this sample appends its steps to (empty without the agent arm)."""
+        steps: list[dict[str, Any]] = []
+        return _TRACE.set(steps), steps
 
-    def end(self, token: contextvars.Token[list[dict[str, Any]] | None] | None) -> list[dict[str, Any]]:
-        if token is None:
-            return []
-        trace = _TRACE.get() or []
+    def end(self, token: contextvars.Token[list[dict[str, Any]] | None]) -> None:
         _TRACE.reset(token)
-        return trace
 
     async def aclose(self) -> None:
         if self.tools is not None:

@@ -172,17 +172,16 @@ async def execute(log: SampleLog, units: Sequence[tuple[Question, str, int]], cl
                 question, spec, sample = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            trace = arms.begin()
+            token, tool_steps = arms.begin()
             try:
                 asked, given = arms.question(question)
                 outcome = await profiles[question.family].answer(clients[spec], asked, options.protocol, sample)
-                outcome.steps = [*given, *outcome.steps, *arms.end(trace)]
-                trace = None
+                outcome.steps = [*given, *outcome.steps, *tool_steps]
                 record = _record(question, spec, sample, outcome, None)
             except (ChronoKGError, OSError, TimeoutError, ValueError) as exc:
                 record = _record(question, spec, sample, None, f"{type(exc).__name__}: {exc}")
             finally:
-                arms.end(trace)
+                arms.end(token)
             log.write(record)
             tally.add(record)
             if on_record is not None:
