@@ -26,7 +26,7 @@ from chronokg.queries.rows import (
     StatsRow,
     VersionRow,
 )
-from chronokg.queries.spec import QueryParams, QuerySpec, register
+from chronokg.queries.spec import MAX_COUNT, QueryParams, QuerySpec, register
 
 MAX_CHAIN = 32  # supersession hops followed from a guideline: far above any real chain
 
@@ -84,7 +84,7 @@ class AsOfParams(QueryParams):
     predicate: str | None = Field(default=None, description="Predicate id (PID, RELA, recommendation, ...)")
     known_at: Day | None = Field(default=None, description="What the releases known on this day said "
                                                             "(default: the latest releases)")
-    limit: int | None = Field(default=None, ge=1, description="At most this many facts")
+    limit: int | None = Field(default=None, ge=1, le=MAX_COUNT, description="At most this many facts")
 
 
 class TimelineParams(QueryParams):

@@ -71,6 +71,8 @@ def run_tool(store: GraphStore, tool: Tool, args: BaseModel, limits: ReadLimits,
         return ToolResult.failed(tool.name, ToolError("query_failed", str(exc)))
     except ChronoKGError as exc:
         return ToolResult.failed(tool.name, ToolError("query_failed", str(exc)))
+    except (OverflowError, RecursionError) as exc:  # a value the boundary models let through and the engine cannot take
+        return ToolResult.failed(tool.name, ToolError("invalid_arguments", f"{tool.name}: {exc}"))
     return ToolResult(tool=tool.name, rows=rows, truncated=truncated, total_rows=total,
                       elapsed_s=round(time.monotonic() - start, 6))
 
