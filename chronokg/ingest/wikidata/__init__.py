@@ -916,7 +916,7 @@ class Stager:
         src = record.source(origin)
         batch.source(src)
         batch.node(schema.SOURCE, src.id, entity_id=record.id)
-        batch.entity(record.id, kind=kind, caption=record.label)
+        batch.entity(record.id, kind=kind, caption=record.label, known_from=record.modified.date())
         taken = self.selection.taken(record)
         self.not_selected.update(p for p in record.present if p not in taken)
         try:
