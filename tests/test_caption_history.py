@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from chronokg.cli.app import app
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.graph.merge import versions
-from chronokg.ingest import umls, wikidata
+from chronokg.ingest import cfr, umls, wikidata
 from chronokg.queries import catalog
 from tests.test_umls import T2DM, fact_state, folders
 from tests.test_wikidata import raw, write_entity
@@ -77,3 +77,20 @@ def test_wikidata_label_known_at_a_revision(shared_data: Path, tmp_path: Path) -
     now = catalog.timeline(store, "Q646148")
     assert then and {r.subject_caption for r in then} == {"An older label"}
     assert now and {r.subject_caption for r in now} == {label}
+
+
+def test_cfr_section_caption_known_at_an_edition(tmp_path: Path) -> None:
+    from tests.test_cfr import ANNUAL
+
+    first = tmp_path / "CFR-2024-title7-vol1.xml"
+    first.write_text(ANNUAL, encoding="utf-8")
+    second = tmp_path / "CFR-2025-title7-vol1.xml"
+    second.write_text(ANNUAL.replace("Revised as of January 1, 2024", "Revised as of January 1, 2025")
+                      .replace("§ 10.1</SECTNO><SUBJECT>Purpose.", "§ 10.1</SECTNO><SUBJECT>Purpose and scope."),
+                      encoding="utf-8")
+    store = KgliteStore(":memory:")
+    cfr.load(store, [first, second])
+    then = catalog.timeline(store, "cfr:7:10.1", known_at=dt.date(2024, 6, 1))
+    now = catalog.timeline(store, "cfr:7:10.1")
+    assert then and {r.subject_caption for r in then} == {"§ 10.1 Purpose"}
+    assert now and {r.subject_caption for r in now} == {"§ 10.1 Purpose and scope"}
