@@ -177,3 +177,19 @@ def test_serve_tokens_from_the_environment_are_16_characters_like_the_token_file
         assert done.returncode != 0
         assert "Traceback" not in done.stderr
         assert "CHRONOKG_SERVE_TOKENS" in done.stderr and "at least 16 characters" in done.stderr
+
+
+def test_a_bug_in_a_call_is_a_structured_error_in_process(served: tuple[Path, str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exception no boundary foresaw (injected: no real input is known to cause one any more) comes back as an
+    `internal` error result, as from a forked worker, never as an exception through a transport."""
+    import chronokg.serve.host as host_module
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise OverflowError("int too big to convert")  # the kind of error limit=10**30 used to raise
+
+    with ToolHost(KgliteStore(served[0], read_only=True), close_store=True) as host:
+        monkeypatch.setattr(host_module, "run_tool", broken)
+        result = host.call_tool("facts_as_of", {"date": "2016-06-01"})
+    assert result.error is not None and result.error.type == "internal"
+    assert result.error.message == "OverflowError: int too big to convert"
