@@ -9,6 +9,7 @@ names both records (set the current record with `at`), never last-one-wins.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,13 @@ from chronokg.graph.merge import DEFAULT_POLICY, ORIGIN, Conflict, Policy, descr
 from chronokg.graph.model import Fact, Source
 
 EdgeKey = tuple[str, str, str]  # (type, source label, target label)
+
+
+CAPTION_VERSIONS = "caption_versions"  # an entity's names through time: "YYYY-MM-DD<TAB>caption", one per release
+
+
+def caption_version(known_from: dt.date, caption: str) -> str:
+    return f"{known_from.isoformat()}\t{caption}"
 
 
 def origin_text(path: str | Path, record: str | int) -> str:
@@ -90,8 +98,14 @@ class GraphBatch:
     def source(self, source: Source) -> None:
         self.node(schema.SOURCE, source.id, **source.model_dump(exclude={"id"}))
 
-    def entity(self, entity_id: str, kind: str | None = None, caption: str | None = None) -> None:
-        self.node(schema.ENTITY, entity_id, kind=kind, caption=caption)
+    def entity(self, entity_id: str, kind: str | None = None, caption: str | None = None,
+               known_from: dt.date | None = None, **props: Any) -> None:
+        """Stage an entity; `known_from` (a loader of ordered releases: the release's date) also records its
+        caption as a version known from then (`caption_versions`), so known-at queries show the name the store
+        knew at that time while `caption` stays the latest."""
+        if known_from is not None and caption is not None:
+            props[CAPTION_VERSIONS] = [caption_version(known_from, caption)]
+        self.node(schema.ENTITY, entity_id, kind=kind, caption=caption, **props)
 
     def fact(self, fact: Fact, subject_kind: str | None = None, object_kind: str | None = None) -> str:
         """Stage a fact with its subject/object entities and its provenance edge; returns its id.

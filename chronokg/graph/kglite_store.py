@@ -116,10 +116,10 @@ class KgliteStore:
         if durable == "off" and replay:
             # The log may hold commits a crash left unreplayed; kglite refuses to open it without a
             # log. Replay and checkpoint it first, then reopen as asked.
-            replaying = kglite.open(self._path, durable="normal")
+            replaying = _open_logged(self._path, "normal")
             replaying.save()
             replaying.close()
-        graph = kglite.open(self._path, durable=level)
+        graph = _open_logged(self._path, level)
         if replay and durable != "off":
             self._dirty = True  # replayed commits: checkpoint them at close so readers see them
         return graph
@@ -351,18 +351,49 @@ def _holder(exc: Any) -> str:
     return who + (f" (since {info['since']})" if info.get("since") else "")
 
 
-def unreplayed_log(path: Path) -> str | None:
-    """A notice when the store's log holds commits of a writer that died before its checkpoint.
+def _open_logged(path: str, level: Literal["full", "normal", "off"]) -> Any:
+    """`kglite.open`, with a log whose header is damaged (which no writer can open) said in one line."""
+    try:
+        return kglite.open(path, durable=level)
+    except OSError as exc:
+        if "write-ahead log" not in str(exc):
+            raise
+        reason = str(exc).split(": ", 1)[-1].split(". ")[0]
+        raise StoreError(f"{path}-wal, the store's write-ahead log, cannot be read ({reason}); the last checkpoint "
+                         "is intact and readers still see it: run `chronokg store check` to see what the store "
+                         "holds, then `chronokg store check --repair` to recover (docs/integrity.md)") from None
 
-    Readers read the last checkpoint only; the next writer replays the log.
-    """
-    wal = Path(str(path) + "-wal")
-    if not wal.exists() or wal.stat().st_size <= WAL_HEADER:
-        return None
+
+def lease_holder(path: Path) -> str | None:
+    """Who holds the writer lease of the store at `path` now ("process 123"), or None."""
     owner = Path(str(path) + ".lock-owner")
-    fields = dict(line.partition("=")[::2] for line in owner.read_text().splitlines()) if owner.exists() else {}
+    try:
+        text = owner.read_text() if owner.exists() else ""
+    except OSError:
+        return None
+    fields = dict(line.partition("=")[::2] for line in text.splitlines())
     pid = fields.get("pid", "")
     if "released" not in fields and pid.isdigit() and _alive(int(pid)):
+        return f"process {pid}"
+    return None
+
+
+def unreplayed_log(path: Path) -> str | None:
+    """A notice when the store's log holds commits of a writer that died before its checkpoint, or cannot
+    be read at all. Readers read the last checkpoint only; the next writer replays the log.
+    """
+    wal = Path(str(path) + "-wal")
+    size = wal.stat().st_size if wal.exists() else 0
+    if size == 0:
+        return None
+    with wal.open("rb") as log:
+        head = log.read(WAL_HEADER)
+    if not head.startswith(b"KWAL") or len(head) < WAL_HEADER:
+        return (f"{wal} is damaged (not a kglite write-ahead log); readers see the last checkpoint, and no writer "
+                "can open the store until it is repaired: run `chronokg store check`")
+    if size <= WAL_HEADER:
+        return None
+    if lease_holder(path) is not None:
         return None  # a writer is at work: its commits become visible at its checkpoint
     return (f"{path} has writes in its log that were never checkpointed (a writer stopped without closing); "
             "readers do not see them until a writer opens the store again (chronokg init)")

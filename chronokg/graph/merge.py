@@ -36,6 +36,7 @@ class Merge(StrEnum):
     UNION = "union"  # lists: union in first-seen order
     EARLIEST = "earliest"  # dates: keep the earliest; the keys that follow it move with it
     RETRACT = "retract"  # known_to: set by a retraction, reopened by an explicit None, else kept
+    VERSIONS = "versions"  # "YYYY-MM-DD<TAB>value" lists: in date order, a value kept only where it changes
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,9 @@ class Policy:
 DEFAULT_POLICY = Policy(
     rules={
         schema.FACT: {"known_from": Merge.EARLIEST, "known_to": Merge.RETRACT},
-        schema.ENTITY: {"caption": Merge.FIRST, "kind": Merge.FIRST, "aliases": Merge.UNION},
+        # caption_versions: the names releases gave an entity, each with its release date (versioned like facts)
+        schema.ENTITY: {"caption": Merge.FIRST, "kind": Merge.FIRST, "aliases": Merge.UNION,
+                        "caption_versions": Merge.VERSIONS},
         # The same organization is spelled differently across records ("SEOM–GEMCAD–TTD", "SEOM/GEMCAD/TTD").
         schema.ORGANIZATION: {"caption": Merge.FIRST},
         # Where a release's file was read from, and a question's row number: provenance, not content.
@@ -100,6 +103,18 @@ def _union(old: Any, new: Any) -> Any:
     if not isinstance(old, list) or not isinstance(new, list):
         return old if old == new else None
     return old + [v for v in new if v not in old]
+
+
+def versions(*lists: Any) -> list[str] | None:
+    """Dated versions ("YYYY-MM-DD<TAB>value") merged: date order, each value only from the date it changed,
+    so any order or split of the same releases gives the same list. None if a side is not such a list."""
+    if not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in lists):
+        return None
+    out: list[str] = []
+    for entry in sorted({x for v in lists for x in v}):
+        if not out or entry[11:] != out[-1][11:]:
+            out.append(entry)
+    return out
 
 
 def merge(label: str, node_id: str, old: Mapping[str, Any], new: Mapping[str, Any], policy: Policy) -> Outcome:
@@ -140,6 +155,12 @@ def merge(label: str, node_id: str, old: Mapping[str, Any], new: Mapping[str, An
                 out.events.append("known_earlier")
         elif rule is Merge.LATEST:
             out.changes[key] = value
+        elif rule is Merge.VERSIONS:
+            merged = versions(current, value)
+            if merged is None:
+                out.conflicts.append(Conflict(label, node_id, key, current, value))
+            elif merged != current:
+                out.changes[key] = merged
         elif rule is Merge.UNION:
             merged = _union(current, value)
             if merged is None:

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from chronokg.queries.catalog import known_clause
 from chronokg.queries.rows import Row
-from chronokg.queries.spec import QueryParams, QuerySpec, register
+from chronokg.queries.spec import MAX_ITEMS, QueryParams, QuerySpec, register
 
 GOLD_PREDICATE = "gold_answer"  # chronokg.ingest.qasets.GOLD (queries do not import loaders)
 
@@ -75,10 +75,12 @@ QA_GOLD = register(QuerySpec(
 
 
 class QuestionsParams(QueryParams):
-    benchmarks: list[str] | None = Field(default=None, description="Only these benchmarks (selfaware, truthfulqa, "
-                                                                    "triviaqa, nq, boolq)")
-    sources: list[str] | None = Field(default=None, description="Only questions loaded from, or given a gold "
-                                                                 "answer by, these releases (a later qa-update)")
+    benchmarks: list[str] | None = Field(default=None, max_length=MAX_ITEMS,
+                                         description="Only these benchmarks (selfaware, truthfulqa, "
+                                                     "triviaqa, nq, boolq)")
+    sources: list[str] | None = Field(default=None, max_length=MAX_ITEMS,
+                                      description="Only questions loaded from, or given a gold "
+                                                  "answer by, these releases (a later qa-update)")
 
 
 class QuestionRow(Row):

@@ -26,7 +26,7 @@ from chronokg.queries.rows import (
     StatsRow,
     VersionRow,
 )
-from chronokg.queries.spec import QueryParams, QuerySpec, register
+from chronokg.queries.spec import MAX_COUNT, QueryParams, QuerySpec, register
 
 MAX_CHAIN = 32  # supersession hops followed from a guideline: far above any real chain
 
@@ -41,6 +41,22 @@ RETURN f.id AS id, f.subject_id AS subject, s.caption AS subject_caption, f.pred
        f.object_id AS object, o.caption AS object_caption, f.value AS value,
        f.valid_from AS valid_from, f.valid_to AS valid_to, f.precision AS precision,
        f.known_from AS known_from, f.known_to AS known_to, f.source_id AS source_id"""
+
+
+def caption_at(var: str, param: str) -> str:
+    """`var`'s caption as known at `param`: the newest of its `caption_versions` ("YYYY-MM-DD<TAB>name", one a
+    release) known by then, else its caption (an entity whose name never changed has no versions)."""
+    best = (f"reduce(b = '', c IN coalesce({var}.caption_versions, []) | "
+            f"CASE WHEN left(c, 10) <= toString({param}) AND c > b THEN c ELSE b END)")
+    return f"CASE WHEN {best} = '' THEN {var}.caption ELSE substring({best}, 11) END"
+
+
+def fact_return(known_at: str | None) -> str:
+    """`FACT_RETURN`, with the captions known at `known_at` (a parameter) when one is given."""
+    if known_at is None:
+        return FACT_RETURN
+    return (FACT_RETURN.replace("s.caption AS subject_caption", f"{caption_at('s', known_at)} AS subject_caption")
+            .replace("o.caption AS object_caption", f"{caption_at('o', known_at)} AS object_caption"))
 
 
 def valid_clause(var: str, param: str) -> str:
@@ -84,7 +100,7 @@ class AsOfParams(QueryParams):
     predicate: str | None = Field(default=None, description="Predicate id (PID, RELA, recommendation, ...)")
     known_at: Day | None = Field(default=None, description="What the releases known on this day said "
                                                             "(default: the latest releases)")
-    limit: int | None = Field(default=None, ge=1, description="At most this many facts")
+    limit: int | None = Field(default=None, ge=1, le=MAX_COUNT, description="At most this many facts")
 
 
 class TimelineParams(QueryParams):
@@ -138,7 +154,8 @@ def facts_as_of_cypher(
     if limit is not None:
         # Cut before the caption lookups: otherwise every matching fact is joined to its entities first.
         head += " ORDER BY f.subject_id, f.predicate, f.valid_from, f.id LIMIT $limit"
-    cypher = "MATCH (f:Fact)\nWHERE " + "\n  AND ".join(where) + head + FACT_RETURN
+    cypher = "MATCH (f:Fact)\nWHERE " + "\n  AND ".join(where) + head
+    cypher += fact_return("$known_at" if known_at is not None else None)
     cypher += "\nORDER BY subject, predicate, valid_from, id"
     if limit is not None:
         cypher += "\nLIMIT $limit"
@@ -154,7 +171,8 @@ def _timeline_cypher(p: TimelineParams) -> tuple[str, dict[str, Any]]:
         where.append(known_clause("f", "$known_at"))
     elif not p.include_retracted:
         where.append(known_clause("f", None))
-    cypher = "MATCH (f:Fact)\nWHERE " + "\n  AND ".join(where) + "\nWITH f" + FACT_RETURN
+    cypher = "MATCH (f:Fact)\nWHERE " + "\n  AND ".join(where) + "\nWITH f"
+    cypher += fact_return("$known_at" if p.known_at is not None else None)
     # Open starts first, open ends last; ties (same-year supersession) fall back to the end.
     cypher += (
         "\nORDER BY predicate, valid_from IS NOT NULL, valid_from, valid_to IS NULL, valid_to, "

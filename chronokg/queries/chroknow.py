@@ -16,14 +16,15 @@ from pydantic import Field
 
 from chronokg.queries.catalog import known_clause
 from chronokg.queries.rows import Row
-from chronokg.queries.spec import QueryParams, QuerySpec, register
+from chronokg.queries.spec import MAX_COUNT, MAX_ITEMS, QueryParams, QuerySpec, register
 
 Scalar = str | int | float | bool | None
 
 
 class RowsParams(QueryParams):
     fewshot: bool = Field(default=False, description="The few-shot pools (Fewshots/) instead of the benchmark rows")
-    sources: list[str] | None = Field(default=None, description="Only rows loaded from these releases")
+    sources: list[str] | None = Field(default=None, max_length=MAX_ITEMS,
+                                      description="Only rows loaded from these releases")
 
 
 class ChroKnowRow(Row):
@@ -154,8 +155,10 @@ RELATION_OBJECTS = register(QuerySpec(
 
 
 class CfrChangesParams(QueryParams):
-    sources: list[str] | None = Field(default=None, description="Only changes first published in these releases")
-    max_regions: int = Field(default=1, ge=1, description="At most this many changed regions in a paragraph")
+    sources: list[str] | None = Field(default=None, max_length=MAX_ITEMS,
+                                      description="Only changes first published in these releases")
+    max_regions: int = Field(default=1, ge=1, le=MAX_COUNT,
+                             description="At most this many changed regions in a paragraph")
 
 
 class CfrChangeRow(Row):

@@ -22,7 +22,7 @@ from pydantic import Field
 from chronokg.queries.catalog import MAX_CHAIN, known_clause, valid_clause
 from chronokg.queries.guidelines import change_pair_head
 from chronokg.queries.rows import Row
-from chronokg.queries.spec import QueryParams, QuerySpec, register
+from chronokg.queries.spec import MAX_ITEMS, QueryParams, QuerySpec, register
 
 UP_TO_DATE = "up_to_date"
 OUTDATED = "outdated"
@@ -30,7 +30,8 @@ RECOMMENDATION_KINDS = (UP_TO_DATE, OUTDATED, "other")
 
 
 class ConflictPairsParams(QueryParams):
-    sources: list[str] | None = Field(default=None, description="Only change pairs loaded from these releases")
+    sources: list[str] | None = Field(default=None, max_length=MAX_ITEMS,
+                                      description="Only change pairs loaded from these releases")
 
 
 class ConflictPairRow(Row):

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from chronokg.queries.catalog import MAX_CHAIN, known_clause, valid_clause
 from chronokg.queries.rows import Row
-from chronokg.queries.spec import QueryParams, QuerySpec, register
+from chronokg.queries.spec import MAX_ITEMS, QueryParams, QuerySpec, register
 
 
 class DecisionAtParams(QueryParams):
@@ -89,7 +89,8 @@ DECISION_AT = register(QuerySpec(
 
 
 class PairListParams(QueryParams):
-    sources: list[str] | None = Field(default=None, description="Only change pairs loaded from these releases")
+    sources: list[str] | None = Field(default=None, max_length=MAX_ITEMS,
+                                      description="Only change pairs loaded from these releases")
     guideline: str | None = Field(default=None, description="Only the pairs whose current guideline is this")
 
 

@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import Field
 
 from chronokg.queries.rows import Row
-from chronokg.queries.spec import QueryParams, QuerySpec, register
+from chronokg.queries.spec import MAX_ITEMS, QueryParams, QuerySpec, register
 
 WINDOW_SIZE = 5  # studies per MI-CXR window (T1..T5)
 PREDICATES = ("finding_present", "finding_severity")
@@ -94,7 +94,8 @@ def with_slots(rows: list[CxrStateRow]) -> list[CxrStateRow]:
 class WindowParams(QueryParams):
     patient: str = Field(description="Patient id (p10000032)")
     first_study: str = Field(description="Study id of T1, the window's first study")
-    findings: list[str] | None = Field(default=None, description="Only facts about these findings (default: all)")
+    findings: list[str] | None = Field(default=None, max_length=MAX_ITEMS,
+                                       description="Only facts about these findings (default: all)")
 
 
 def _window(p: WindowParams) -> tuple[str, dict[str, Any]]:
@@ -125,9 +126,11 @@ CXR_WINDOW = register(QuerySpec(
 
 
 class TimelinesParams(QueryParams):
-    patients: list[str] | None = Field(default=None, description="Only these patients (default: every patient)")
-    sources: list[str] | None = Field(default=None, description="Only studies loaded from these releases "
-                                                                "(Source ids)")
+    patients: list[str] | None = Field(default=None, max_length=MAX_ITEMS,
+                                       description="Only these patients (default: every patient)")
+    sources: list[str] | None = Field(default=None, max_length=MAX_ITEMS,
+                                      description="Only studies loaded from these releases "
+                                                  "(Source ids)")
 
 
 def _studies(patients: list[str] | None, patient: str | None, sources: list[str] | None
@@ -190,7 +193,8 @@ def window_rows(timeline: list[CxrStateRow], first_study: str, findings: list[st
 
 class WindowListParams(QueryParams):
     patient: str | None = Field(default=None, description="Only this patient (default: every patient)")
-    sources: list[str] | None = Field(default=None, description="Only studies loaded from these releases")
+    sources: list[str] | None = Field(default=None, max_length=MAX_ITEMS,
+                                      description="Only studies loaded from these releases")
 
 
 class CxrWindowRow(Row):

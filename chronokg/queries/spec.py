@@ -25,10 +25,18 @@ P = TypeVar("P", bound=BaseModel)
 R = TypeVar("R", bound=BaseModel)
 
 
-class QueryParams(BaseModel):
-    """Base of every query's parameters: unknown names are errors, not silently ignored."""
+# Bounds of every query parameter, checked where parameters come in (CLI, tools, answer keys): no text,
+# list or count from outside reaches the engine unbounded (a count past 64 bits cannot even be sent to it).
+MAX_TEXT = 1_000  # characters in any text parameter (ids, words to look for)
+MAX_ITEMS = 100_000  # items in any list parameter (a whole MIMIC-CXR cohort of patients fits)
+MAX_COUNT = 1_000_000  # any count parameter (a row limit)
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+class QueryParams(BaseModel):
+    """Base of every query's parameters: unknown names are errors, not silently ignored; text is bounded
+    (`MAX_TEXT`), and each list and count field declares its bound (`MAX_ITEMS`, `MAX_COUNT`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, str_max_length=MAX_TEXT)
 
 
 class QueryError(ChronoKGError):

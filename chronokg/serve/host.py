@@ -32,7 +32,16 @@ from chronokg.graph.store import GraphStore
 from chronokg.models.types import ToolSpec
 from chronokg.queries.spec import QUERIES, QueryError
 from chronokg.serve.search import SEARCH_TOOL, SearchBackend, SearchParams, find_search
-from chronokg.serve.tools import CYPHER, CypherParams, Tool, ToolError, ToolResult, jsonable, query_tools
+from chronokg.serve.tools import (
+    CYPHER,
+    CypherParams,
+    Tool,
+    ToolError,
+    ToolFailure,
+    ToolResult,
+    jsonable,
+    query_tools,
+)
 from chronokg.serve.workers import WorkerPool
 from chronokg.settings import Settings
 
@@ -71,6 +80,8 @@ def run_tool(store: GraphStore, tool: Tool, args: BaseModel, limits: ReadLimits,
         return ToolResult.failed(tool.name, ToolError("query_failed", str(exc)))
     except ChronoKGError as exc:
         return ToolResult.failed(tool.name, ToolError("query_failed", str(exc)))
+    except (OverflowError, RecursionError) as exc:  # a value the boundary models let through and the engine cannot take
+        return ToolResult.failed(tool.name, ToolError("invalid_arguments", f"{tool.name}: {exc}"))
     return ToolResult(tool=tool.name, rows=rows, truncated=truncated, total_rows=total,
                       elapsed_s=round(time.monotonic() - start, 6))
 
@@ -145,7 +156,11 @@ class ToolHost:
         if self._pool is not None and tool.kind != "search":
             return self._pool.call(tool.name, args)
         with self._local if self._serial else contextlib.nullcontext():
-            return run_tool(self.store, tool, args, self.limits, self.search)
+            try:
+                return run_tool(self.store, tool, args, self.limits, self.search)
+            except Exception as exc:  # a bug: a structured error like a worker's, never a transport's traceback
+                return ToolResult(tool=name, ok=False, error=ToolFailure(type="internal",
+                                                                         message=f"{type(exc).__name__}: {exc}"))
 
     async def acall_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> ToolResult:
         """`call_tool` from async code: it runs in a worker thread, so the event loop never blocks."""

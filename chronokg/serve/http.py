@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
+from starlette.exceptions import HTTPException
 
 from chronokg.models.types import ToolSpec
 from chronokg.serve.gate import ASGIApp, Gate
@@ -26,6 +27,7 @@ STATUS: dict[ErrorType, int] = {
     "unknown_tool": 404, "invalid_arguments": 422, "refused": 403, "limit_exceeded": 422, "query_failed": 400,
     "unavailable": 503, "internal": 500,
 }
+HTTP_ERRORS = {404: "not_found", 405: "method_not_allowed"}  # FastAPI's own refusals, in our shape
 OPEN_PATHS = ("/health", "/docs", "/openapi.json", "/docs/oauth2-redirect", "/redoc")
 
 
@@ -60,6 +62,7 @@ def create_app(host: ToolHost, *, tokens: list[str] | None = None, rate: float =
                     "and (where an index exists) time-aware passage search. The same tools are offered over MCP "
                     "(`chronokg serve mcp`) and in process (`chronokg.serve.ToolHost`).",
     )
+    app.add_exception_handler(HTTPException, _http_error)
     errors: dict[int | str, dict[str, Any]] = {code: {"model": ErrorBody} for code in (400, 401, 403, 404, 413,
                                                                                       422, 429, 503)}
 
@@ -87,6 +90,14 @@ def create_app(host: ToolHost, *, tokens: list[str] | None = None, rate: float =
                 open_paths=OPEN_PATHS)
 
 
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    """A path or method FastAPI has no route for, answered `{"error": {...}}` like every other refusal."""
+    status = exc.status_code if isinstance(exc, HTTPException) else 400
+    message = f"{request.method} {request.url.path}: {exc.detail if isinstance(exc, HTTPException) else exc}"
+    return JSONResponse({"error": {"type": HTTP_ERRORS.get(status, "bad_request"), "message": message}},
+                        status_code=status, headers=getattr(exc, "headers", None))
+
+
 def _add_tool_route(app: FastAPI, host: ToolHost, tool: Tool, errors: dict[int | str, dict[str, Any]]) -> None:
     name = tool.name
 
@@ -97,6 +108,9 @@ def _add_tool_route(app: FastAPI, host: ToolHost, tool: Tool, errors: dict[int |
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             return JSONResponse({"error": {"type": "invalid_arguments", "message": f"{name}: the body is not JSON "
                                            f"({exc})"}}, status_code=422)
+        except RecursionError:
+            return JSONResponse({"error": {"type": "invalid_arguments", "message": f"{name}: the body is nested "
+                                           "too deep"}}, status_code=422)
         return result_response(await host.acall_tool(name, arguments))
 
     app.add_api_route(

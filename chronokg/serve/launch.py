@@ -13,12 +13,21 @@ from chronokg.serve.gate import ASGIApp, is_loopback
 from chronokg.serve.host import ToolHost
 from chronokg.settings import Settings
 
+MIN_TOKEN = 16  # characters in a bearer token: too long to guess
+
 
 def load_tokens(settings: Settings, token_file: Path | None) -> list[str]:
-    """Tokens from `CHRONOKG_SERVE_TOKENS` (comma-separated) and a file (one a line, # comments)."""
+    """Tokens from `CHRONOKG_SERVE_TOKENS` (comma-separated) and a file (one a line, # comments); every token
+    is one word of at least `MIN_TOKEN` characters, wherever it comes from."""
     tokens: list[str] = []
     if settings.serve_tokens is not None:
-        tokens += [t.strip() for t in settings.serve_tokens.get_secret_value().split(",") if t.strip()]
+        for number, raw in enumerate(settings.serve_tokens.get_secret_value().split(","), 1):
+            token = raw.strip()
+            if token and (any(c.isspace() for c in token) or len(token) < MIN_TOKEN):
+                raise ChronoKGError(f"CHRONOKG_SERVE_TOKENS: token {number} is not one word of at least "
+                                    f"{MIN_TOKEN} characters")
+            if token:
+                tokens.append(token)
     if token_file is not None:
         try:
             lines = token_file.read_text().splitlines()
@@ -27,8 +36,9 @@ def load_tokens(settings: Settings, token_file: Path | None) -> list[str]:
         for number, line in enumerate(lines, 1):
             token = line.strip()
             if token and not token.startswith("#"):
-                if any(c.isspace() for c in token) or len(token) < 16:
-                    raise InputError(token_file, f"line {number}", "a token is one word of at least 16 characters")
+                if any(c.isspace() for c in token) or len(token) < MIN_TOKEN:
+                    raise InputError(token_file, f"line {number}",
+                                     f"a token is one word of at least {MIN_TOKEN} characters")
                 tokens.append(token)
     return tokens
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import to_jsonable_python
 
 from chronokg.errors import ChronoKGError
@@ -32,6 +32,9 @@ ErrorType = Literal["unknown_tool", "invalid_arguments", "refused", "limit_excee
 RENAMED = {"as-of": "facts_as_of"}
 _NAME = re.compile(r"^[A-Za-z0-9_]{1,64}$")  # what every tool-calling API accepts
 _FLAG = re.compile(r"--([a-z][a-z0-9-]*)")
+INT64 = (-(2**63), 2**63 - 1)  # what an engine can take as an integer parameter
+MAX_DEPTH = 32  # nesting of lists and maps in a Cypher parameter
+MAX_VALUES = 100_000  # values in all Cypher parameters together
 
 
 class ToolError(ChronoKGError):
@@ -85,7 +88,34 @@ class CypherParams(BaseModel):
                        description="One read-only Cypher statement (Neo4j 5 syntax). Anything that could write, "
                                    "administer or read files is refused, with the reason; time and rows are "
                                    "limited.")
-    params: dict[str, Any] = Field(default_factory=dict, description="Query parameters ($name in the query)")
+    params: dict[str, Any] = Field(default_factory=dict, description="Query parameters ($name in the query): "
+                                   f"integers within 64 bits, text of at most {MAX_LENGTH:,} characters, lists "
+                                   f"and maps nested at most {MAX_DEPTH} deep")
+
+    @field_validator("params")
+    @classmethod
+    def _bounded(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """Every value one an engine can take: no integer past 64 bits, no text or nesting without bound."""
+        count = 0
+        stack: list[tuple[str, Any, int]] = [(f"${k}", v, 1) for k, v in params.items()]
+        while stack:
+            where, value, depth = stack.pop()
+            count += 1
+            if count > MAX_VALUES:
+                raise ValueError(f"more than {MAX_VALUES:,} values in the parameters")
+            if depth > MAX_DEPTH:
+                raise ValueError(f"{where}: nested more than {MAX_DEPTH} deep")
+            if isinstance(value, bool) or value is None or isinstance(value, float):
+                continue
+            if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
+                raise ValueError(f"{where}: the integer is outside the signed 64-bit range")
+            if isinstance(value, str) and len(value) > MAX_LENGTH:
+                raise ValueError(f"{where}: the text is over {MAX_LENGTH:,} characters")
+            if isinstance(value, dict):
+                stack.extend((f"{where}.{k}", v, depth + 1) for k, v in value.items())
+            elif isinstance(value, list):
+                stack.extend((f"{where}[{i}]", v, depth + 1) for i, v in enumerate(value))
+        return params
 
 
 @dataclass(frozen=True)
@@ -117,6 +147,8 @@ class Tool:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except json.JSONDecodeError as exc:
                 raise ToolError("invalid_arguments", f"{self.name}: the arguments are not JSON ({exc})") from None
+            except RecursionError:
+                raise ToolError("invalid_arguments", f"{self.name}: the arguments are nested too deep") from None
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, Mapping):

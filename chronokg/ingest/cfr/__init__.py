@@ -595,16 +595,16 @@ class TitleHistory:
         seen: set[tuple[str, str]] = set()
         for part in edition.parts:
             pid = part_id(self.title, part.number)
-            batch.node(schema.ENTITY, pid, kind=PART_KIND, caption=part.heading or f"Part {part.number}",
-                       cfr_node=part.node)
+            batch.entity(pid, kind=PART_KIND, caption=part.heading or f"Part {part.number}", known_from=edition.date,
+                         cfr_node=part.node)
             for predicate, value in ((HEADING, part.heading), (AUTHORITY, part.authority),
                                      (SOURCE_NOTE, part.source_note)):
                 if value:
                     self._assert(pid, predicate, value, src, seen)
         for sec in edition.sections:
             sid = section_id(self.title, sec.number)
-            batch.node(schema.ENTITY, sid, kind=SECTION_KIND, caption=sec.caption, cfr_node=sec.node,
-                       cfr_part=part_id(self.title, sec.part) if sec.part else None)
+            batch.entity(sid, kind=SECTION_KIND, caption=sec.caption, known_from=edition.date, cfr_node=sec.node,
+                         cfr_part=part_id(self.title, sec.part) if sec.part else None)
             for predicate, value in ((HEADING, sec.heading), (CITATION, sec.citation),
                                      (AUTHORITY, sec.authority), (SOURCE_NOTE, sec.source_note)):
                 if value:

@@ -29,8 +29,9 @@ from typing import Any
 
 from chronokg.errors import InputError
 from chronokg.graph import schema
-from chronokg.graph.batch import GraphBatch
+from chronokg.graph.batch import GraphBatch, origin_text
 from chronokg.graph.dates import Precision, year_start
+from chronokg.graph.merge import describe
 from chronokg.graph.model import Fact, Source, stable_id
 from chronokg.graph.store import GraphStore
 from chronokg.ingest.common import (
@@ -52,6 +53,12 @@ SUPERSEDED_BY = "superseded_by"
 # known time of its facts unless the user names another.
 DEFAULT_RELEASE = dt.date(2026, 5, 12)
 DIFF_SUFFIX = "_extracted_diffs.json"
+# Characters in any text field of a record: the released file's longest is 1,311 (a question stem), so a
+# record past this is damaged or hostile, not a long question, and is refused rather than stored whole.
+MAX_TEXT = 20_000
+# An MCQ record's fields, as compared between two records with the same idx (the years are compared by the
+# guidelines' own merge rule).
+RECORD_FIELDS = ("PMID_current", "PMID_prior", "Question", "choices", "Correct", "Explanation")
 
 _DOC = (
     r"(?i:guidelines?|guidance|recommendations?|statement|consensus(?: statement)?|position statement"
@@ -106,8 +113,37 @@ def _text(path: Path, record: str, obj: dict[str, Any], key: str, required: bool
     if value is None and not required:
         return None
     if not isinstance(value, str) or not value.strip():
-        raise InputError(path, record, f"field {key!r} must be non-empty text, got {value!r}")
+        raise InputError(path, record, f"field {key!r} must be non-empty text, got {describe(value)}")
+    if len(value) > MAX_TEXT:
+        raise InputError(path, record, f"field {key!r} is {len(value):,} characters (at most {MAX_TEXT:,})")
     return value.strip()
+
+
+def _bounded(path: Path, record: str, obj: dict[str, Any], key: str) -> None:
+    """An optional field, if text, within `MAX_TEXT`."""
+    value = obj.get(key)
+    if isinstance(value, str) and len(value) > MAX_TEXT:
+        raise InputError(path, record, f"field {key!r} is {len(value):,} characters (at most {MAX_TEXT:,})")
+
+
+def _mcq_fields(question: str, current: str, prior: str, answer: dict[str, Any], choices: list[str]) -> dict[str, Any]:
+    """What an MCQ record says, by field (`RECORD_FIELDS`), as stored."""
+    return {"PMID_current": current, "PMID_prior": prior, "Question": question, "choices": choices,
+            "Correct": answer.get("Correct"), "Explanation": answer.get("Explanation")}
+
+
+def _differences(here: dict[str, Any], there: dict[str, Any]) -> str:
+    """Each field the two records give differently, both values shown where they first differ (cut short)."""
+    parts = []
+    for key in RECORD_FIELDS:
+        a, b = here.get(key), there.get(key)
+        if a != b:
+            if isinstance(a, str) and isinstance(b, str):
+                start = max(0, next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                                    min(len(a), len(b))) - 20)
+                a, b = ("…" if start else "") + a[start:], ("…" if start else "") + b[start:]
+            parts.append(f"{key} is {describe(a, 60)} here, but {describe(b, 60)} there")
+    return "; ".join(parts)
 
 
 class GuidelineBuilder:
@@ -117,6 +153,7 @@ class GuidelineBuilder:
         self.batch = GraphBatch()
         self.release_date = release_date
         self.records = 0
+        self.questions: dict[Any, tuple[Path, str, dict[str, Any]]] = {}  # MCQ idx -> (origin, fields) in this load
 
     def file_source(self, path: Path, what: str) -> Source:
         src = file_source(path, KIND, self.release_date, what, prefix="TempoMed-Bench")
@@ -211,7 +248,15 @@ class GuidelineBuilder:
             choice_a = _text(path, record, answer, "Choice_A")
             choice_b = _text(path, record, answer, "Choice_B")
             assert question is not None and choice_a is not None and choice_b is not None
+            for key in ("Choice_C", "Choice_D", "Choice_E", "Explanation", "Correct"):
+                _bounded(path, record, answer, key)
             choices = [str(answer.get(f"Choice_{c}", "")) for c in "ABCDE" if answer.get(f"Choice_{c}")]
+            idx = obj.get("idx", n)
+            fields = _mcq_fields(obj["Question"], current, prior, answer, choices)
+            seen = self.questions.setdefault(idx, (path, record, fields))
+            if seen[2] != fields:
+                raise InputError(path, record, f"idx {idx} is also {origin_text(seen[0], seen[1])}, which "
+                                               f"differs: {_differences(fields, seen[2])}")
             org = organization_from_question(question, cur_year)
             self.guideline(current, cur_year, src, organizations=[org] if org else [])
             self.guideline(prior, prior_year, src)
@@ -222,12 +267,28 @@ class GuidelineBuilder:
                 prior_year=prior_year, current_rec=choice_a, prior_rec=choice_b,
                 summary=_text(path, record, answer, "Explanation", required=False), clinical_focus=None, src=src,
             )
-            qid = f"tmq-{obj.get('idx', n)}-{stable_id(question)[:8]}"
-            self.batch.node(schema.SOURCE_QUESTION, qid, benchmark=KIND, record=obj.get("idx", n),
+            qid = f"tmq-{idx}-{stable_id(question)[:8]}"
+            self.batch.node(schema.SOURCE_QUESTION, qid, benchmark=KIND, record=idx,
                             question=obj["Question"], choices=choices, correct=answer.get("Correct"),
                             explanation=answer.get("Explanation"))
             self.batch.edge(schema.ABOUT, schema.SOURCE_QUESTION, qid, schema.CHANGE_PAIR, pair)
             self.records += 1
+
+    def check_store(self, store: GraphStore) -> None:
+        """A record that contradicts, in any field, the question the store holds for its idx in this release
+        (the same release date) is an error naming both records."""
+        if not self.questions:
+            return
+        rows = store.run(STORED_QUESTIONS, {"idxs": list(self.questions), "release": self.release_date})
+        for row in rows:
+            path, record, fields = self.questions[row["idx"]]
+            stored = {"PMID_current": row["current"], "PMID_prior": row["prior"], "Question": row["question"],
+                      "choices": list(row["choices"] or []), "Correct": row["correct"],
+                      "Explanation": row["explanation"]}
+            if stored != fields:
+                raise InputError(path, record, f"idx {row['idx']} of release {self.release_date} is already in "
+                                               f"the store from {row['origin'] or row['id']}, which differs: "
+                                               f"{_differences(fields, stored)}")
 
     def trajectory_file(self, path: Path) -> None:
         data = read_json(path)
@@ -298,6 +359,8 @@ class GuidelineBuilder:
             self.batch.at(path, record)
             if not isinstance(obj, dict):
                 raise InputError(path, record, "expected an object")
+            for key in ("current_recommendation_raw_text", "prior_recommendation_raw_text"):
+                _bounded(path, record, obj, key)
             focus = _text(path, record, obj, "clinical_focus")
             cur_rec = _text(path, record, obj, "current_recommendation")
             prior_rec = _text(path, record, obj, "prior_recommendation")
@@ -341,6 +404,13 @@ def expand(paths: Iterable[Path]) -> list[Path]:
 def stage(paths: Iterable[Path], release_date: dt.date = DEFAULT_RELEASE,
           known_years: dict[str, int] | None = None) -> tuple[GraphBatch, int, list[Path]]:
     """Parse and validate every input into one batch (nothing is written)."""
+    builder, files = build(paths, release_date, known_years)
+    return builder.batch, builder.records, files
+
+
+def build(paths: Iterable[Path], release_date: dt.date = DEFAULT_RELEASE,
+          known_years: dict[str, int] | None = None) -> tuple[GuidelineBuilder, list[Path]]:
+    """The builder holding every input, parsed and validated (nothing is written)."""
     files = expand(paths)
     builder = GuidelineBuilder(release_date)
     kinds = {f: classify(f) for f in files}
@@ -355,7 +425,16 @@ def stage(paths: Iterable[Path], release_date: dt.date = DEFAULT_RELEASE,
     for f in files:
         if kinds[f] == "diffs":
             builder.diff_file(f, years)
-    return builder.batch, builder.records, files
+    return builder, files
+
+
+STORED_QUESTIONS = f"""
+MATCH (q:{schema.SOURCE_QUESTION})-[:{schema.ABOUT}]->(p:{schema.CHANGE_PAIR})
+      -[:{schema.LOADED_FROM}]->(s:{schema.SOURCE})
+WHERE q.benchmark = '{KIND}' AND q.record IN $idxs AND s.release_date = $release
+RETURN DISTINCT q.id AS id, q.record AS idx, q.question AS question, q.choices AS choices, q.correct AS correct,
+       q.explanation AS explanation, q.from_record AS origin, p.current_pmid AS current, p.prior_pmid AS prior
+ORDER BY id"""
 
 
 def guideline_years(store: GraphStore) -> dict[str, int]:
@@ -365,5 +444,7 @@ def guideline_years(store: GraphStore) -> dict[str, int]:
 def load(store: GraphStore, paths: Iterable[Path], release_date: dt.date = DEFAULT_RELEASE,
          progress: Progress | None = None) -> LoadSummary:
     """Load TempoMed-Bench files in one transaction; bad input raises `InputError` and writes nothing."""
-    batch, records, files = stage(paths, release_date, known_years=guideline_years(store))
+    builder, files = build(paths, release_date, known_years=guideline_years(store))
+    builder.check_store(store)
+    batch, records = builder.batch, builder.records
     return apply(store, batch, KIND, files, records, progress)

@@ -64,7 +64,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from chronokg.errors import InputError, StoreError
 from chronokg.graph import schema
-from chronokg.graph.batch import GraphBatch
+from chronokg.graph.batch import GraphBatch, caption_version
 from chronokg.graph.counts import graph_counts
 from chronokg.graph.dates import Precision, parse_date
 from chronokg.graph.merge import DEFAULT_POLICY
@@ -401,7 +401,11 @@ class _Loader:
         self.progress = progress
         self.vocab = _Vocab()
         self.open: dict[int, int] = {}
-        self.entities: dict[int, int] = {}  # CUI number -> hash of the caption this load wrote
+        self.entities: dict[int, tuple[int, int]] = {}  # CUI number -> (hash of the caption this load wrote, release)
+        # A stream's reads see the store before the load, so the name history of a concept renamed within
+        # this load is carried here (renames are rare): CUI number -> its caption versions written so far.
+        self.renamed: dict[int, list[str]] = {}
+        self.previous: dict[int, str] = {}  # the names of the release read before this one
         self.stats: list[ReleaseStats] = []
         self.staged: dict[str, int] = {}
 
@@ -527,15 +531,25 @@ class _Loader:
         for cui in sorted(needed):
             caption = names.get(cui)
             mark = hash(caption)
-            if self.entities.get(cui) != mark:
-                self.entities[cui] = mark
-                batch.entity(_cui(cui), kind=CONCEPT, caption=caption)
+            written = self.entities.get(cui)
+            if written is None or written[0] != mark:
+                self.entities[cui] = (mark, k)
+                if written is None or caption is None:
+                    batch.entity(_cui(cui), kind=CONCEPT, caption=caption, known_from=rel.date)
+                else:  # renamed within this load: the versions so far, and this one
+                    history = self.renamed.get(cui)
+                    if history is None:
+                        old = self.previous.get(cui)
+                        history = [caption_version(self.timeline[written[1]].date, old)] if old else []
+                    history = self.renamed[cui] = [*history, caption_version(rel.date, caption)]
+                    batch.entity(_cui(cui), kind=CONCEPT, caption=caption, caption_versions=history)
             done += 1
             if len(batch) >= CHUNK:
                 yield self._emit(batch, done)
                 batch, done = GraphBatch(POLICY), 0
         yield self._emit(batch, done)
-        del names, needed
+        self.previous = names
+        del needed
 
         batch, done = GraphBatch(POLICY), 0
         for key, sabs in kept.items():

@@ -25,7 +25,10 @@ transaction. Each statement of a selected property becomes one fact:
 * Julian-calendar dates of day precision are converted to Gregorian, as
   Wikidata's RDF does; coarser ones are kept as written (attrs `calendar`);
 * somevalue/novalue statements, dates before year 1 or after 9999 and
-  intervals ending before they start are skipped and counted;
+  intervals ending before they start are skipped, counted, and named by
+  statement id in the summary (`skipped_statements`, printed by the CLI);
+  a day that does not exist (2023-02-30) is read at month precision and
+  named the same way (`invalid_day_as_month`);
 * known time = the revision: `known_from` is the entity's `modified` date,
   and each revision is one `Source` (`wikidata:{QID}@{lastrevid}`). Loading
   a newer revision closes (`known_to`) the facts of the properties it covers
@@ -79,6 +82,7 @@ TIME_QUALIFIERS: tuple[str, ...] = (START, END, POINT, EARLIEST, LATEST)
 ENTITY_KINDS = {"item": "wikidata_item", "property": "wikidata_property", "lexeme": "wikidata_lexeme"}
 CHUNK_ENTITIES = 500  # entities per streamed chunk of a dump
 MIN_PRECISION = 6  # millennium; coarser bounds are dropped
+NAMED_SKIPS = 20  # statement ids a load summary names per skip reason (the count is always whole)
 PRECISION_DAY, PRECISION_MONTH, PRECISION_YEAR = 11, 10, 9
 _PERIOD_YEARS = {9: 1, 8: 10, 7: 100, 6: 1000}  # years in a period of each year-or-coarser precision
 _QID = re.compile(r"^[QPL][1-9]\d*$")
@@ -401,11 +405,21 @@ def _point(claim: Claim, counts: Counter[str]) -> Resolved | None:
     return None if found is None else found[0]
 
 
-def build_facts(record: EntityRecord, selection: Selection, counts: Counter[str] | None = None) -> list[Fact]:
-    """The facts one entity revision asserts for the selected properties; skips are counted in `counts`."""
+def build_facts(record: EntityRecord, selection: Selection, counts: Counter[str] | None = None,
+                named: dict[str, list[str]] | None = None) -> list[Fact]:
+    """The facts one entity revision asserts for the selected properties; skips are counted in `counts`, and
+    the statements behind each count named in `named` (the first `NAMED_SKIPS` per reason)."""
     counts = counts if counts is not None else Counter()
     taken = selection.taken(record)
     claims = [c for c in record.claims if c.pid in taken]
+
+    def name(claim: Claim, before: Counter[str]) -> None:
+        if named is not None and counts != before:
+            for reason in counts - before:
+                ids = named.setdefault(reason, [])
+                if len(ids) < NAMED_SKIPS:
+                    ids.append(claim.statement_id or f"{record.id}/{claim.pid}")
+
     # Point-in-time series: each point is valid until the next non-deprecated point of its property.
     points: dict[str, dict[dt.date, Resolved]] = {}
     point_of: dict[int, Resolved] = {}
@@ -413,6 +427,7 @@ def build_facts(record: EntityRecord, selection: Selection, counts: Counter[str]
     for i, c in enumerate(claims):
         if c.snaktype != "value":
             continue
+        before = counts.copy()
         try:
             pt = _point(c, counts)
         except Skip as skip:
@@ -420,6 +435,8 @@ def build_facts(record: EntityRecord, selection: Selection, counts: Counter[str]
             continue
         except ValueError as exc:
             raise ValueError(f"statement {c.statement_id or c.pid}: {exc}") from exc
+        finally:
+            name(c, before)
         if pt is not None:
             point_of[i] = pt
             series = points.setdefault(c.pid, {})
@@ -428,8 +445,10 @@ def build_facts(record: EntityRecord, selection: Selection, counts: Counter[str]
     ordered = {pid: _Series(sorted(series), series) for pid, series in points.items()}
     facts: list[Fact] = []
     for i, c in enumerate(claims):
+        before = counts.copy()
         if c.snaktype != "value" or i in unusable:
             counts[unusable.get(i, c.snaktype)] += 1
+            name(c, before)
             continue
         try:
             facts.append(_fact(record, c, point_of.get(i), ordered.get(c.pid), counts))
@@ -437,6 +456,8 @@ def build_facts(record: EntityRecord, selection: Selection, counts: Counter[str]
             counts[skip.reason] += 1
         except ValueError as exc:
             raise ValueError(f"statement {c.statement_id or c.pid}: {exc}") from exc
+        finally:
+            name(c, before)
     return facts
 
 
@@ -856,6 +877,8 @@ class WikidataLoadSummary(LoadSummary):
     facts: int = 0
     retracted: int = 0
     skipped: dict[str, int] = Field(default_factory=dict)
+    skipped_statements: dict[str, list[str]] = Field(
+        default_factory=dict, description=f"The statements behind each skipped count (the first {NAMED_SKIPS})")
     not_selected: dict[str, int] = Field(default_factory=dict,
                                          description="Properties the selection left out: entities holding each")
 
@@ -867,6 +890,7 @@ class Stager:
     store: GraphStore
     selection: Selection
     skipped: Counter[str] = field(default_factory=Counter)
+    skipped_statements: dict[str, list[str]] = field(default_factory=dict)
     not_selected: Counter[str] = field(default_factory=Counter)
     records: int = 0
     facts: int = 0
@@ -892,11 +916,11 @@ class Stager:
         src = record.source(origin)
         batch.source(src)
         batch.node(schema.SOURCE, src.id, entity_id=record.id)
-        batch.entity(record.id, kind=kind, caption=record.label)
+        batch.entity(record.id, kind=kind, caption=record.label, known_from=record.modified.date())
         taken = self.selection.taken(record)
         self.not_selected.update(p for p in record.present if p not in taken)
         try:
-            facts = build_facts(record, self.selection, self.skipped)
+            facts = build_facts(record, self.selection, self.skipped, self.skipped_statements)
         except ValueError as exc:
             raise InputError(origin or record.id, record.id, str(exc)) from None
         ids: dict[str, str] = {}
@@ -911,6 +935,7 @@ class Stager:
         return WikidataLoadSummary(
             source_kind=KIND, paths=list(paths), records=self.records, staged=dict(self.staged), before=before,
             after=after, facts=self.facts, retracted=self.retracted, skipped=dict(sorted(self.skipped.items())),
+            skipped_statements=dict(sorted(self.skipped_statements.items())),
             not_selected=dict(self.not_selected.most_common()),
         )
 

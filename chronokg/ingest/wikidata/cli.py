@@ -33,6 +33,10 @@ def _report(summary: WikidataLoadSummary) -> None:
     console.print(f"{summary.facts} statements read as facts; {summary.retracted} facts retracted by newer revisions")
     if summary.skipped:
         console.print("skipped: " + ", ".join(f"{k} {v}" for k, v in summary.skipped.items()))
+        for reason, ids in summary.skipped_statements.items():
+            rest = summary.skipped.get(reason, len(ids)) - len(ids)
+            console.print(f"  {reason}: {', '.join(ids)}" + (f" and {rest:,} more" if rest > 0 else ""),
+                          markup=False, highlight=False)
     not_selected: dict[str, int] = getattr(summary, "not_selected", {})
     if not_selected:
         pids = list(not_selected)
