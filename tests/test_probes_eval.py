@@ -95,6 +95,17 @@ def test_protocol_is_validated_before_a_run_folder(demo: tuple[str, Path], env: 
     assert not (env / "runs").exists()
 
 
+def test_score_validates_the_protocol_too(demo: tuple[str, Path], env: Path) -> None:
+    _, questions = demo
+    outputs = env / "out.jsonl"
+    outputs.write_text(json.dumps({"id": json.loads(questions.read_text().splitlines()[0])["id"], "output": "A"})
+                       + "\n")
+    code, output = cli("eval", "score", str(questions), str(outputs), "--protocol", "nope", "--log-dir",
+                       str(env / "runs"))
+    assert code == 2 and error_lines(output) == ["error: --protocol 'nope': give seed or chronokg"], output
+    assert not (env / "runs").exists()
+
+
 def _rewrite(src: Path, dst: Path, edit: object) -> Path:
     lines = [json.loads(line) for line in src.read_text().splitlines()]
     lines = edit(lines)  # type: ignore[operator]
