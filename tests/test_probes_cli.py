@@ -26,7 +26,7 @@ def cli(*args: str, **env: str) -> tuple[int, str]:
     (["injest"], "error: No such command 'injest'. Did you mean 'ingest', 'init'?"),
     (["ingest", "tempmed"], "error: No such command 'tempmed'. Did you mean 'tempomed'?"),  # a lazy group
     (["generate", "conflictmedq"], "error: No such command 'conflictmedq'. Did you mean 'conflictmedqa'?"),
-    (["eval", "run", "--protocl", "x"], "error: No such option: --protocl"),
+    (["eval", "run", "--protocl", "x"], "error: No such option: --protocl (Possible options: --protocol, --tools)"),
     (["query", "cyper"], "error: No such command 'cyper'. Did you mean 'cypher'?"),
 ])
 def test_every_error_is_one_lower_case_line_with_suggestions(args: list[str], says: str) -> None:
