@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from platformdirs import user_cache_dir, user_config_dir, user_data_dir
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -34,7 +34,8 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="CHRONOKG_", extra="ignore")
 
-    store: str = Field(default_factory=default_store_uri, description="Store URI: kglite:///path or neo4j://host:port")
+    store: str = Field(default_factory=default_store_uri, description="Store URI: kglite:///path or neo4j://host:port "
+                       "(empty: the default)")
     neo4j_user: str = "neo4j"
     neo4j_password: SecretStr = SecretStr("")
     neo4j_database: str = "neo4j"
@@ -92,6 +93,12 @@ class Settings(BaseSettings):
         default=None, description="Bearer tokens the tool server accepts (comma-separated); needed to bind beyond "
         "loopback",
     )
+
+    @field_validator("store", mode="before")
+    @classmethod
+    def _empty_store_is_default(cls, value: object) -> object:
+        """`CHRONOKG_STORE=` (set but empty, as a shell or compose file often leaves it) means the default."""
+        return default_store_uri() if isinstance(value, str) and not value.strip() else value
 
     def env_value(self, name: str) -> str | None:
         """The variable a models config entry names (`api_key_env`): read here, like every other one."""

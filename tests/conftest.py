@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,3 +58,52 @@ def http_folder(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     root.mkdir()
     with serve_folder(root) as base:
         yield base, root
+
+
+def _no_traceback(where: str, *texts: object) -> None:
+    for text in texts:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", "replace")
+        if isinstance(text, str) and "Traceback" in text:
+            pytest.fail(f"{where} printed a Python traceback:\n{text[-3000:]}")
+
+
+@pytest.fixture(autouse=True)
+def cli_output_has_no_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fails any test whose `chronokg` invocation (CliRunner or a captured subprocess) shows a traceback,
+    or whose CliRunner invocation ended in an exception the CLI did not turn into an error line."""
+    import subprocess
+
+    from typer.testing import CliRunner
+
+    invoke = CliRunner.invoke
+
+    def checked_invoke(self: CliRunner, *args: Any, **kwargs: Any) -> Any:
+        result = invoke(self, *args, **kwargs)
+        command = " ".join(map(str, (args[1:2] or [kwargs.get("args")])[0] or []))
+        try:
+            stderr = result.stderr
+        except ValueError:
+            stderr = ""
+        _no_traceback(f"chronokg {command}", result.output, stderr)
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            import traceback
+
+            shown = "".join(traceback.format_exception(result.exception))
+            pytest.fail(f"chronokg {command} raised {type(result.exception).__name__} (the CLI must print one "
+                        f"error line instead):\n{shown[-3000:]}")
+        return result
+
+    monkeypatch.setattr(CliRunner, "invoke", checked_invoke)
+
+    run = subprocess.run
+
+    def checked_run(*args: Any, **kwargs: Any) -> Any:
+        done = run(*args, **kwargs)
+        argv = args[0] if args else kwargs.get("args")
+        words = [str(a) for a in argv] if isinstance(argv, (list, tuple)) else str(argv).split()
+        if "chronokg.cli" in words or any(Path(w).name == "chronokg" for w in words):  # the CLI, not a script
+            _no_traceback(" ".join(words), done.stdout, done.stderr)
+        return done
+
+    monkeypatch.setattr(subprocess, "run", checked_run)

@@ -108,11 +108,15 @@ def write_jsonl(path: Path, questions: Iterable[Question]) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
     n = 0
-    with tmp.open("w", encoding="utf-8") as fh:
-        for q in questions:
-            fh.write(json.dumps(q.canonical(), ensure_ascii=False) + "\n")
-            n += 1
-    tmp.replace(path)
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for q in questions:
+                fh.write(json.dumps(q.canonical(), ensure_ascii=False) + "\n")
+                n += 1
+        tmp.replace(path)
+    except BaseException:  # a failed write leaves nothing behind: no half file, no .part
+        tmp.unlink(missing_ok=True)
+        raise
     return n
 
 

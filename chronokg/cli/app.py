@@ -13,6 +13,7 @@ import typer
 from chronokg.cli.common import FormatOpt, console, err, guarded, opened, state
 from chronokg.cli.lazy import lazy_group
 from chronokg.cli.render import Format, emit
+from chronokg.cli.root import RootGroup
 
 
 def source_commands(group: str) -> Callable[[], dict[str, Any]]:
@@ -38,7 +39,8 @@ def family_commands() -> dict[str, Any]:
     return provider()
 
 app = typer.Typer(help="chronokg: a bitemporal knowledge graph of time-specific facts.", no_args_is_help=True,
-                  rich_markup_mode=None)  # plain top-level help: no rich help renderer to import (fast start)
+                  rich_markup_mode=None,  # plain top-level help: no rich help renderer to import (fast start)
+                  cls=RootGroup)  # the one error path of the CLI
 ingest_app = typer.Typer(help="Load a source into the store.", no_args_is_help=True,
                          cls=lazy_group(source_commands("ingest")))
 query_app = typer.Typer(help="Run a named query from the catalog (chronokg query list).", no_args_is_help=True,

@@ -60,7 +60,7 @@ def family_command(name: str) -> Command:
     ]
     command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     command.__doc__ = spec.help
-    app = typer.Typer(add_completion=False)
+    app = typer.Typer(add_completion=False, rich_markup_mode=None)  # plain help: ~half the lines at 80 columns
     app.command(name)(command)
     return typer.main.get_command(app)
 
@@ -92,16 +92,26 @@ def generate_and_save(family: str, options: Any, out: Path, fmt: str, write: boo
 
     if fmt not in {"canonical", "seed"}:
         raise ChronoKGError(f"--format must be canonical or seed, not {fmt!r}")
+    if fmt == "canonical" and out.is_dir():
+        raise ChronoKGError(f"--out {out} is a folder: give a .jsonl file (a folder is for --format seed)")
+    if fmt == "seed" and out.exists() and not out.is_dir():
+        raise ChronoKGError(f"--out {out} is a file: --format seed writes a folder of the seed's files")
     model = None
     if model_spec is not None:
         from chronokg.bench.llm import open_model
 
         model = open_model(model_spec, base_url)
-    with opened(read_only=not write) as store, progress_bar(console) as bar:
+    with opened(read_only=not write, must_exist=True) as store, progress_bar(console) as bar:
         added = snapshot.added_since(store, since) if since else None
-        snap = snapshot.record(store) if write else snapshot.current(store)
+        snap = snapshot.current(store)
         questions, ctx = generate(family, store, snap, options, since=added, model=model, progress=bar)
+        if not questions and since is None:  # nothing written anywhere: no empty file, no snapshot
+            hint = "; ".join(ctx.notes[:3])
+            raise ChronoKGError(f"generate {family}: no questions from {store.uri}: it holds none of the data "
+                                "this family is generated from (docs/benchmarks.md names the sources)"
+                                + (f" ({hint})" if hint else ""))
         if write:
+            snapshot.record(store)
             store_questions(store, questions)
     if fmt == "canonical":
         n = write_jsonl(out, questions)

@@ -60,7 +60,7 @@ FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="table for peo
 
 @contextmanager
 def opened(uri: str | None = None, load: bool = False,
-           read_only: bool = False) -> Iterator[GraphStore]:
+           read_only: bool = False, must_exist: bool = False) -> Iterator[GraphStore]:
     """The store named by --store, $CHRONOKG_STORE, or the default embedded one.
 
     `read_only=True` (queries, stats): a reader, which never writes the store and runs beside other
@@ -71,12 +71,24 @@ def opened(uri: str | None = None, load: bool = False,
     log unless the URI names `durable=` itself. A one-shot load is one transaction that is
     checkpointed atomically when the store closes, so a crash loses only that load (re-run
     it), and a large load needs several times less memory than with the log.
+
+    `must_exist=True` (commands that read what was loaded, even when they also write): an embedded store
+    file that is not there is an error, instead of a new empty store.
     """
     from chronokg.graph.open import open_store
     from chronokg.settings import Settings
 
     settings = Settings()
     uri = uri or state.store_uri or settings.store
+    if must_exist and uri.startswith("kglite://") and not uri.endswith(":memory:"):
+        from pathlib import Path
+
+        from chronokg.errors import StoreError
+
+        path = Path(uri.removeprefix("kglite://").partition("?")[0])
+        if not path.exists():
+            raise StoreError(f"no store at {path}: load a source into it first (chronokg ingest ...), or give "
+                             "--store URI")
     if load and uri.startswith("kglite://") and "?" not in uri and not uri.endswith(":memory:"):
         uri += "?durable=off"
     def waiting(message: str) -> None:
@@ -88,10 +100,24 @@ def opened(uri: str | None = None, load: bool = False,
         yield store
 
 
+def fail_line(message: str) -> None:
+    """The one way the CLI reports an error: `error: ...` on stderr, one line, in red."""
+    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)  # a message may hold [brackets]
+
+
+def os_error_message(exc: OSError) -> str:
+    """`PATH: what went wrong` for a file the user named (no errno tuple, no traceback)."""
+    what = exc.strerror or str(exc)
+    return f"{exc.filename}: {what}" if exc.filename is not None else what
+
+
 def guarded(fn: Callable[[], T]) -> T:
-    """Run a command body; chronokg errors become one red line and exit code 2."""
+    """Run a command body; chronokg errors and file errors become one red line and exit code 2."""
     try:
         return fn()
     except ChronoKGError as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}")  # a message may hold [brackets]: chronokg[serve]
+        fail_line(str(exc))
+        raise typer.Exit(2) from None
+    except OSError as exc:  # a path the user gave: missing, a directory, unreadable
+        fail_line(os_error_message(exc))
         raise typer.Exit(2) from None

@@ -66,10 +66,12 @@ def run_command(
             info = read_info(resume)
             folder = resume
             files = runner.check_files(info)
-            options = runner.RunOptions.model_validate(info.options)
+            options = runner.options_of(info, resume)
         else:
             if not questions or not model:
                 raise ChronoKGError("give question files and at least one --model (or --resume RUN_DIR)")
+            if protocol not in runner.PROTOCOLS:
+                raise ChronoKGError(f"--protocol {protocol!r}: give {' or '.join(runner.PROTOCOLS)}")
             if rag not in (None, "time-aware", "atemporal"):
                 raise ChronoKGError(f"--rag {rag!r}: give time-aware or atemporal")
             if agent not in (None, "tools"):
@@ -90,6 +92,7 @@ def run_command(
             if resume is None:
                 from chronokg.bench import snapshot
 
+                runner.check_models(entries, options, loaded, store)  # every spec, before a folder is made
                 folder, info = runner.prepare(log_dir, files, entries, options,
                                               snapshot=snapshot.current(store) if store is not None else None,
                                               store_uri=store.uri if store is not None else None)
@@ -100,6 +103,10 @@ def run_command(
         _summary(folder)
         if write:
             _write(folder, info, loaded)
+        if info.status != "complete":
+            err.print(f"[yellow]note:[/] {info.totals.get('failed', 0):,} samples failed; '--resume {folder}' "
+                      f"tries them again (exit code {runner.EXIT_INCOMPLETE}: incomplete)")
+            raise typer.Exit(runner.EXIT_INCOMPLETE)
     guarded(body)
 
 
@@ -180,8 +187,12 @@ def _summary(folder: Path) -> None:
         row[3] += r.prompt_tokens
         row[4] += r.completion_tokens
     table = Table(title="summary", header_style="bold cyan")
+    widest = max((len(spec) for spec in per), default=5)
     for c in ("model", "samples", "correct", "accuracy", "failed", "tokens in", "tokens out"):
-        table.add_column(c, justify="left" if c == "model" else "right")
+        if c == "model":  # whole (folded past 40), never cut: specs often share a prefix (openai-compat/...)
+            table.add_column(c, justify="left", overflow="fold", min_width=min(widest, 40))
+        else:
+            table.add_column(c, justify="right")
     for spec, (n, ok, failed, tin, tout) in sorted(per.items()):
         done = n - failed
         table.add_row(spec, f"{n:,}", f"{ok:,}", f"{ok / done:.1%}" if done else "—", f"{failed:,}", f"{tin:,}",

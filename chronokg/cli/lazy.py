@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from typer._click import exceptions as click  # typer ships its own click core: its exception classes
 from typer.core import TyperGroup
 
 Command = Any  # typer's own command class (typer ships its own click core)
@@ -42,5 +43,15 @@ def lazy_group(provider: Provider) -> type[TyperGroup]:
             if cmd_name not in self._cache:
                 self._cache[cmd_name] = maker()
             return self._cache[cmd_name]
+
+        def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Command | None, list[str]]:
+            try:
+                return super().resolve_command(ctx, args)
+            except click.UsageError as exc:  # "did you mean" over the lazy commands too, not only the built ones
+                from chronokg.cli.root import suggest
+
+                if args:
+                    exc.message = suggest(exc.message, args[0], self.list_commands(ctx))
+                raise
 
     return LazyGroup

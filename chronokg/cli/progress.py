@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -76,10 +78,29 @@ class RunProgress:
             self._progress.update(self._task, advance=1, stats=stats)
 
 
+class _AboveTheBar(logging.Handler):
+    """Model clients' warnings (each retry) printed above the live bar: every one shown, none overdrawn."""
+
+    def __init__(self, progress: Progress) -> None:
+        super().__init__(logging.WARNING)
+        self._progress = progress
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._progress.console.print(f"[yellow]note:[/] {escape(record.getMessage())}", soft_wrap=True)
+
+
 @contextmanager
 def run_progress(console: Console) -> Iterator[RunProgress]:
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(), TimeRemainingColumn(),
         TextColumn("{task.fields[stats]}"), console=console, transient=False,
     ) as progress:
-        yield RunProgress(progress)
+        logger = logging.getLogger("chronokg.models")
+        handler, propagate = _AboveTheBar(progress), logger.propagate
+        logger.addHandler(handler)
+        logger.propagate = False
+        try:
+            yield RunProgress(progress)
+        finally:
+            logger.removeHandler(handler)
+            logger.propagate = propagate

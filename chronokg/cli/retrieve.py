@@ -176,6 +176,9 @@ def refresh(
             more_q, more_p = r.targets(read_jsonl(questions))
             qids += more_q
             pids += more_p if not pid else []
+        if not qids and questions is not None:
+            raise typer.BadParameter(f"{questions} names no Wikidata items (its questions have no Wikidata "
+                                     "subject): name items with --qid", param_hint="--questions")
         if not qids:
             raise typer.BadParameter("name items with --qid or give --questions")
         client = SparqlClient(endpoint=endpoint or DEFAULT_ENDPOINT, cache_dir=cache_dir, refresh=True)

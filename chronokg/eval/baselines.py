@@ -61,8 +61,12 @@ class Baseline:
     def bind(self, questions: Sequence[Question], store: Any = None, protocol: str = "seed") -> None:
         self.questions = {q.id: q for q in questions}
         self.store = store
-        if self.name in {"oracle", "latest-only", "frozen"} and store is None:
-            raise ChronoKGError(f"baseline/{self.name} answers from the store: run it with a store")
+        if self.name in {"oracle", "latest-only", "frozen"}:
+            if store is None:
+                raise ChronoKGError(f"baseline/{self.name} answers from the store: run it with a store")
+            if not store.run("MATCH (f:Fact) RETURN f.id AS id LIMIT 1"):
+                raise ChronoKGError(f"baseline/{self.name} answers from the store, and {store.uri} holds no facts: "
+                                    "run it on the store the questions were generated from (--store URI)")
 
     async def aclose(self) -> None:
         return None

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from chronokg.errors import InputError
 
@@ -154,5 +154,9 @@ def read_info(folder: Path) -> RunInfo:
         raise InputError(folder, None, "not a run folder (no run.json)")
     try:
         return RunInfo.model_validate_json(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise InputError(path, None, f"not a run description: {exc}") from None
+    except ValidationError as exc:  # one line: the first problem and where it is, not pydantic's dump
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "the file"
+        raise InputError(path, None, f"not a run description ({where}: {first['msg']})") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(path, None, f"not a run description: {str(exc).splitlines()[0]}") from None

@@ -12,10 +12,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from chronokg.bench.question import Question
-from chronokg.errors import InputError
+from chronokg.errors import ChronoKGError, InputError
 from chronokg.eval.log import RunInfo, SampleLog, SampleRecord, latest, read_info, write_info
 from chronokg.eval.profile import profile_for
-from chronokg.eval.runner import ModelEntry, RunOptions, file_hash, load_questions, run_id
+from chronokg.eval.runner import PROTOCOLS, ModelEntry, RunOptions, file_hash, load_questions, run_id
 from chronokg.graph.store import GraphStore
 from chronokg.metrics.spec import MetricValue, for_family
 from chronokg.metrics.stats import Paired, paired_comparison
@@ -118,6 +118,8 @@ def score_outputs(questions: Path, predictions: Path, model: str, protocol: str,
     """A run folder for outputs produced elsewhere: `{id, output}` JSON lines, or a JSON list or CSV of records
     with `chronokg_id`/`id` and `output`/`model_answer`/`prediction` (a seed's result file of chronokg
     questions, including rows that name only what the seed knows, which the family's profile resolves)."""
+    if protocol not in PROTOCOLS:
+        raise ChronoKGError(f"--protocol {protocol!r}: give {' or '.join(PROTOCOLS)}")
     qs = {q.id: q for q in load_questions([questions], None)}
     items = _prediction_items(predictions)
     ids = _question_ids(predictions, items, qs)

@@ -17,9 +17,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 import chronokg
 from chronokg.bench.question import Question, read_jsonl
@@ -28,7 +28,7 @@ from chronokg.eval.arms import AgentMode, Arms, RagMode
 from chronokg.eval.judge import open_judge, reset_judge, set_judge
 from chronokg.eval.log import RunInfo, SampleLog, SampleRecord, Unit, latest, read_info, write_info
 from chronokg.eval.profile import Outcome, Profile, profile_for
-from chronokg.models import ModelClient, get_model
+from chronokg.models import ModelClient, RetriesExhausted, get_model
 
 
 class ModelEntry(BaseModel):
@@ -38,8 +38,15 @@ class ModelEntry(BaseModel):
     base_url: str | None = None
 
 
+PROTOCOLS = ("seed", "chronokg")
+
+# `eval run` exits with this code when the run ended `incomplete` (some samples failed; --resume retries them).
+EXIT_INCOMPLETE = 3
+
+
 class RunOptions(BaseModel):
-    protocol: str = Field(default="seed", description="seed (the benchmarks' published settings) or chronokg")
+    protocol: Literal["seed", "chronokg"] = Field(default="seed", description="seed (the benchmarks' published "
+                                                                              "settings) or chronokg")
     samples: int = Field(default=1, ge=1, description="Samples per question (a family may fix its own)")
     concurrency: int = Field(default=32, ge=1, description="Samples in flight at once, all models together")
     limit: int | None = Field(default=None, ge=1, description="Only the first N questions of each file")
@@ -92,15 +99,26 @@ def run_id(models: Sequence[ModelEntry], files: Sequence[dict[str, str]], option
 
 
 def load_questions(files: Sequence[Path], limit: int | None) -> list[Question]:
+    """The questions of `files`, each of a known family and each id once (else one error naming the record)."""
+    from chronokg.bench.family import FAMILIES
+
     out: list[Question] = []
-    seen: set[str] = set()
+    seen: dict[str, tuple[Path, int]] = {}
     for path in files:
+        if path.is_dir():
+            raise InputError(path, None, "is a folder; give question files (canonical JSONL)")
         for taken, q in enumerate(read_jsonl(path)):
             if limit is not None and taken >= limit:
                 break
-            if q.id not in seen:
-                seen.add(q.id)
-                out.append(q)
+            if q.family not in FAMILIES:
+                raise InputError(path, taken + 1, f"question {q.id}: unknown family {q.family!r} "
+                                                  f"(known: {', '.join(FAMILIES.names())})")
+            if q.id in seen:
+                first, line = seen[q.id]
+                raise InputError(path, taken + 1, f"question id {q.id} again (first in {first}, record {line}); "
+                                                  "each question id may appear once in a run")
+            seen[q.id] = (path, taken + 1)
+            out.append(q)
     if not out:
         raise InputError(", ".join(map(str, files)), None, "no questions")
     return out
@@ -180,6 +198,8 @@ async def execute(log: SampleLog, units: Sequence[tuple[Question, str, int]], cl
                 record = _record(question, spec, sample, outcome, None)
             except (ChronoKGError, OSError, TimeoutError, ValueError) as exc:
                 record = _record(question, spec, sample, None, f"{type(exc).__name__}: {exc}")
+                if isinstance(exc, RetriesExhausted):  # the retries happened: record them, as for a success
+                    record.retries = exc.attempts - 1
             finally:
                 arms.end(token)
             log.write(record)
@@ -201,6 +221,27 @@ def open_clients(models: Sequence[ModelEntry], options: RunOptions, questions: S
             bind(questions=questions, store=store, protocol=options.protocol)
         clients[m.spec] = client
     return clients
+
+
+def options_of(info: RunInfo, folder: Path) -> RunOptions:
+    """A recorded run's options (one error naming run.json if they are not valid options)."""
+    try:
+        return RunOptions.model_validate(info.options)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise InputError(folder / "run.json", None, f"options.{'.'.join(map(str, first['loc']))}: "
+                                                    f"{first['msg']}") from None
+
+
+def check_models(models: Sequence[ModelEntry], options: RunOptions, questions: Sequence[Question] | None = None,
+                 store: Any = None) -> None:
+    """Every model spec made into a client once (spec, provider, base URL, key; a baseline bound to the
+    questions and the store when given), so a bad one fails before a run folder is made."""
+    for m in models:
+        client = get_model(m.spec, base_url=m.base_url, cache=False, concurrency=options.concurrency)
+        bind = getattr(client, "bind", None)
+        if bind is not None and questions is not None:
+            bind(questions=questions, store=store, protocol=options.protocol)
 
 
 def check_options(options: RunOptions, store_uri: str | None) -> None:
@@ -282,6 +323,7 @@ def prepare(folder_root: Path, files: Sequence[Path], models: Sequence[ModelEntr
     for family in options.family_options:  # bad family options fail before a folder is made
         options.profile(family)
     check_options(options, store_uri)
+    check_models(models, options)
     described = [{"path": str(p), "sha256": file_hash(p)} for p in files]
     rid = run_id(models, described, options)
     folder = folder_root / rid

@@ -92,6 +92,9 @@ class OpenAICompatClient(ManagedClient):
         except ValidationError as exc:
             raise TransientModelError(f"malformed response body ({len(content)} bytes): "
                                       f"{exc.errors()[0]['msg']}") from exc
+        empty = wire.empty_reason()
+        if empty is not None:  # an answer nobody wrote: retried, then a failed sample (never cached, never scored)
+            raise TransientModelError(f"empty answer from the server: {empty}")
         return Completion(spec=self.spec, choices=wire.choices_out(), usage=wire.usage_out(), model=wire.model,
                           request_id=raw.headers.get("x-request-id") or wire.id, latency_s=latency)
 
@@ -269,12 +272,23 @@ class _Body(_Wire):
 class _ChatBody(_Body):
     choices: list[_ChatChoice]
 
+    def empty_reason(self) -> str | None:
+        if not self.choices:
+            return "no choices"
+        for c in self.choices:
+            if c.message.content is None and not c.message.tool_calls:
+                return f"choice {c.index}: message.content is null (finish_reason {c.finish_reason!r})"
+        return None
+
     def choices_out(self) -> list[Choice]:
         return [c.out() for c in sorted(self.choices, key=lambda c: c.index)]
 
 
 class _TextBody(_Body):
     choices: list[_TextChoice]
+
+    def empty_reason(self) -> str | None:
+        return None if self.choices else "no choices"
 
     def choices_out(self) -> list[Choice]:
         return [c.out() for c in sorted(self.choices, key=lambda c: c.index)]

@@ -48,7 +48,7 @@ from chronokg.testing._replies import (
     digest,
 )
 
-FaultKind = Literal["status", "slow", "drop", "malformed"]
+FaultKind = Literal["status", "slow", "drop", "malformed", "empty", "null"]
 
 
 @dataclass(frozen=True)
@@ -78,9 +78,21 @@ class Fault:
         return cls("malformed")
 
     @classmethod
+    def empty(cls) -> Fault:
+        """HTTP 200 with `choices: []` (seen from servers that drop a request under load)."""
+        return cls("empty")
+
+    @classmethod
+    def null(cls) -> Fault:
+        """HTTP 200 whose one choice has `message.content: null` and no tool calls."""
+        return cls("null")
+
+    @classmethod
     def parse(cls, text: str) -> Fault:
-        """`429:0.5` (status[:retry-after]), `slow:0.3`, `drop` or `malformed`."""
+        """`429:0.5` (status[:retry-after]), `slow:0.3`, `drop`, `malformed`, `empty` or `null`."""
         head, _, arg = text.strip().partition(":")
+        if head in ("empty", "null"):
+            return cls.empty() if head == "empty" else cls.null()
         if head == "slow":
             return cls.slow(float(arg or 1))
         if head == "drop":
@@ -337,6 +349,12 @@ class OpenAIServer:
             return _error(fault.status, fault.message, headers)
         if fault.kind == "malformed":
             return web.Response(body=b'{"id": "cmpl-broken", "choices": [', content_type="application/json")
+        if fault.kind in ("empty", "null"):
+            choices = [] if fault.kind == "empty" else [
+                {"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "stop"}]
+            return web.json_response({"id": f"cmpl-{fault.kind}", "object": "chat.completion", "created": 0,
+                                      "model": "loopback-model", "choices": choices,
+                                      "usage": {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1}})
         await request.read()
         if request.transport is not None:
             request.transport.abort()  # the client sees the connection close with no response

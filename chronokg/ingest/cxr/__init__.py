@@ -868,14 +868,20 @@ def load(store: GraphStore, paths: Iterable[Path], *, release_date: dt.date | No
                 timeline.patient(batch, patient, by_patient[patient])
             _count(staged, batch)
             yield batch
+            if progress is not None:
+                progress.advance(len(chunk))
         if questions:
             batch = GraphBatch()
             asked.stage(batch, questions, {**known_studies, **timeline.studies}, {**known_images, **timeline.images})
             _count(staged, batch)
             yield batch
+            if progress is not None:
+                progress.advance(len(questions))
 
     before = graph_counts(store)
-    write_stream(store, batches(), progress=progress, total=len(inputs.scene_graphs) + len(questions))
+    if progress is not None:  # counted in inputs (scene graphs, then questions), the unit of its total
+        progress.start(len(inputs.scene_graphs) + len(questions), "loading")
+    write_stream(store, batches())
     files = [*inputs.scene_graphs, *inputs.metadata.values(), *inputs.tables, *inputs.questions, *inputs.source_files]
     return CxrLoadSummary(
         source_kind=KIND, paths=[str(p) for p in files], records=len(inputs.scene_graphs) + len(questions),

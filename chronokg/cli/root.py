@@ -1,0 +1,73 @@
+"""The root command group: the one error path of the whole CLI.
+
+Usage errors (a typo'd command or option), chronokg errors and file errors all end the same way:
+`error: ...` on stderr, one line, exit code 2 (an incomplete evaluation run exits 3, see docs/eval.md).
+Typos of a command get "did you mean", also in the groups whose commands are built lazily.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from difflib import get_close_matches
+from typing import Any
+
+from typer import Abort
+from typer._click import exceptions as click  # typer ships its own click core: its exception classes
+from typer.core import TyperGroup
+
+from chronokg.errors import ChronoKGError
+
+
+def suggest(message: str, typo: str, names: Sequence[str]) -> str:
+    """`message` with "Did you mean ...?" added when `typo` is close to one of `names`."""
+    matches = get_close_matches(typo, list(names))
+    if not matches or "Did you mean" in message:
+        return message
+    return f"{message.rstrip('.')}. Did you mean {', '.join(repr(m) for m in matches)}?"
+
+
+def _usage_error(exc: click.UsageError) -> None:
+    from chronokg.cli.common import err, fail_line
+
+    ctx = exc.ctx
+    if ctx is not None:
+        err.print(ctx.get_usage(), markup=False, highlight=False, soft_wrap=True)
+        err.print(f"Try '{ctx.command_path} {ctx.help_option_names[0]}' for help.", markup=False,
+                  highlight=False, soft_wrap=True)
+    fail_line(exc.format_message())
+
+
+class RootGroup(TyperGroup):
+    """`chronokg` itself: runs a command and turns every expected failure into one `error:` line."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True, windows_expand_args: bool = True,
+             **extra: Any) -> Any:
+        from chronokg.cli.common import fail_line, os_error_message
+
+        code: Any = 0
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False,
+                                windows_expand_args=windows_expand_args, **extra)
+        except click.NoArgsIsHelpError as exc:
+            exc.show()
+            code = exc.exit_code
+        except click.UsageError as exc:
+            _usage_error(exc)
+            code = exc.exit_code
+        except click.ClickException as exc:
+            fail_line(exc.format_message())
+            code = exc.exit_code
+        except Abort:
+            fail_line("aborted")
+            code = 1
+        except ChronoKGError as exc:
+            fail_line(str(exc))
+            code = 2
+        except OSError as exc:
+            fail_line(os_error_message(exc))
+            code = 2
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
