@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from chronokg.bench.families.tempomed import stem_of
+from chronokg.bench.families.tempomed import question_of
 from chronokg.bench.question import Question
 from chronokg.eval import extract
 from chronokg.eval.profile import Profile
@@ -103,9 +103,10 @@ class TempoMedProfile(Profile):
         return f"evaluation_results_{len(question.choices)}_option_{slug}_augmented.json", {
             "year_previous": m.get("year_previous"), "year_current": m.get("year_current"),
             "target_guideline_year": m.get("target_guideline_year"), "question_variant": m.get("question_variant"),
-            "question": stem_of(question.input),
+            "question": question_of(question),
             "choices": {c.label: c.text for c in question.choices}, "option_order": m.get("option_order"),
             "gold": question.target, "shuffle_method": m.get("shuffle_method"),
+            "variant_sub_idx": m.get("variant_sub_idx"),
             "display_to_original_option": m.get("display_to_original_option"),
             "original_to_display_option": m.get("original_to_display_option"),
             "current_guideline_option": m.get("current_guideline_option"),
