@@ -113,10 +113,13 @@ def _table1_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, 
         if r["target"] == "up_to_date":
             counts[r["group"]] += r["n"]
     n = sum(counts.values())
+    if not n:  # the seed's script refuses a model without up-to-date rows (its table prints N/A)
+        return None, {"n": 0}, {}
     valid = counts["current_guideline"] + counts["prior_guideline"] + counts["interference"]
-    groups = {"accuracy": _rate(counts["current_guideline"], n),
-              "accuracy_valid": _rate(counts["current_guideline"], valid),
-              **{f"share_{g}": _rate(counts[g], n) for g in GROUP_ORDER}, "n": n}
+    # `load_current_targeted_summary`: no valid answer (all unknown/invalid) gives 0.0, not N/A
+    groups = {"accuracy": counts["current_guideline"] / n,
+              "accuracy_valid": counts["current_guideline"] / valid if valid else 0.0,
+              **{f"share_{g}": counts[g] / n for g in GROUP_ORDER}, "n": n}
     return groups["accuracy"], groups, {}
 
 

@@ -503,5 +503,7 @@ FAMILY = Family(
     name=NAME, help="TempoMed-Bench: MCQs on guideline changes (up-to-date and historical targets, the seed's "
                     "perturbations), year-sweep yes/no probes, questions for new change pairs.",
     options=TempoMedOptions, generate=generate, seed_format=seed_format, answer=answer, seed_blocks=True,
+    needs=("guideline change pairs: `chronokg ingest tempomed DIR` (TempoMed-Bench MCQs, trajectories, "
+          "difference files) or `chronokg bench trajectory`"),
     sources="GuanZihan/TempoMed-Bench@74b6f224 (MIT); arXiv 2605.13045",
 )
