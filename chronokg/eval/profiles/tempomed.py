@@ -10,6 +10,7 @@ top_p 0.9, max_tokens 4096; the system prompt is part of each question); MCQ ext
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chronokg.bench.families.tempomed import question_of
@@ -76,6 +77,18 @@ class TempoMedProfile(Profile):
                       "pair": next((r.split(":", 1)[1] for r in question.derived_from if r.startswith("ChangePair:")),
                                    None)}
         return correct, float(correct), fields
+
+    def context_fields(self, question: Question, given: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """Under `--rag` (Table 3): the mode, and whether the passages given hold the item's own guideline
+        version (`target_passage`) and the other version of its change pair (`counterpart_passage`)."""
+        step = next((s for s in given if s.get("step") == "retrieval"), None)
+        if step is None or is_probe(question) or len(question.facts) < 2:
+            return {}
+        facts = {str(p.get("id", "")).split("#", 1)[0] for p in step.get("passages") or []}
+        own, other = (question.facts[0], question.facts[1])
+        if question.metadata.get("target") == "historical":
+            own, other = other, own
+        return {"rag": step.get("mode"), "target_passage": own in facts, "counterpart_passage": other in facts}
 
     def chosen_fact(self, question: Question, answer: str | None) -> str | None:
         """Option A states the current recommendation, B the prior one (the question's facts, in that order)."""

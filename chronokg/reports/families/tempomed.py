@@ -373,3 +373,44 @@ def _year_ticks(pairs: Sequence[str], current: dict[str, int]) -> tuple[list[int
         positions.append(r)
         names.append(str(year))
     return positions, names
+
+
+SPLIT_NAMES = {"all": "all items", "with_counterpart": "counterpart passage retrieved",
+               "without_counterpart": "counterpart passage not retrieved"}
+SPLIT_COLORS = {"all": "#0072B2", "with_counterpart": "#E69F00", "without_counterpart": "#009E73"}
+
+
+@plot("tempomed.table3")
+def table3(series: Sequence[Series]) -> list[Plot]:
+    """Table 3: accuracy per scope (up-to-date / historical) and retrieval arm, split by the counterpart passage."""
+    from chronokg.metrics.tempomed import RAG_SCOPES
+
+    shown = _with(series, "tempomed.table3")
+    columns = [(s, arm, scope) for s, v in shown
+               for arm in dict.fromkeys(k.split(" · ")[0] for k in v.groups) for scope in RAG_SCOPES.values()
+               if f"{arm} · {scope} · all" in v.groups]
+    if not columns:
+        return []
+    fig = figure(max(5.0, 1.5 * len(columns) + 1.5), 3.8)
+    ax = fig.subplots()
+    width = 0.26
+    for k, split in enumerate(SPLIT_NAMES):
+        xs, ys = [], []
+        for i, (s, arm, scope) in enumerate(columns):
+            cell = s.get("tempomed.table3").groups.get(f"{arm} · {scope} · {split}")  # type: ignore[union-attr]
+            if cell is not None:
+                xs.append(i + (k - 1) * width)
+                ys.append(float(cell["accuracy"]))
+                ax.text(xs[-1], ys[-1] + 0.02, f"n={cell['n']}", ha="center", fontsize=6)
+        ax.bar(xs, ys, width=width, color=SPLIT_COLORS[split], label=SPLIT_NAMES[split])
+    names = {v: k.replace("_", "-") for k, v in RAG_SCOPES.items()}
+    ax.set_xticks(range(len(columns)), [f"{s.label}\n--rag {arm}\n{names[scope]}" for s, arm, scope in columns],
+                  fontsize=7)
+    ax.set_ylim(0, 1.1)
+    percent_axis(ax, "y")
+    ax.set_ylabel("accuracy")
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=3, frameon=False)
+    return [Plot("tempomed-table3", "TempoMed Table 3: accuracy with retrieved passages",
+                 "Accuracy on the up-to-date (original_current_guideline) and historical (counterpart_prior_guideline) "
+                 "items per retrieval arm ('none': no --rag), as the seed's RAG evaluation summarises a scope, and "
+                 "split by whether the passages given held the other version of the item's change pair.", fig)]
