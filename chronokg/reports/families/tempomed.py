@@ -391,24 +391,25 @@ def table3(series: Sequence[Series]) -> list[Plot]:
                if f"{arm} · {scope} · all" in v.groups]
     if not columns:
         return []
-    fig = figure(max(5.0, 1.5 * len(columns) + 1.5), 3.8)
+    fig = figure(7.6, 0.62 * len(columns) + 1.3)
     ax = fig.subplots()
-    width = 0.26
+    height = 0.26
+    names = {v: k.replace("_", "-") for k, v in RAG_SCOPES.items()}
+    ys = list(range(len(columns)))[::-1]
     for k, split in enumerate(SPLIT_NAMES):
-        xs, ys = [], []
-        for i, (s, arm, scope) in enumerate(columns):
+        xs, at = [], []
+        for y, (s, arm, scope) in zip(ys, columns, strict=True):
             cell = s.get("tempomed.table3").groups.get(f"{arm} · {scope} · {split}")  # type: ignore[union-attr]
             if cell is not None:
-                xs.append(i + (k - 1) * width)
-                ys.append(float(cell["accuracy"]))
-                ax.text(xs[-1], ys[-1] + 0.02, f"n={cell['n']}", ha="center", fontsize=6)
-        ax.bar(xs, ys, width=width, color=SPLIT_COLORS[split], label=SPLIT_NAMES[split])
-    names = {v: k.replace("_", "-") for k, v in RAG_SCOPES.items()}
-    ax.set_xticks(range(len(columns)), [f"{s.label}\n--rag {arm}\n{names[scope]}" for s, arm, scope in columns],
-                  fontsize=7)
-    ax.set_ylim(0, 1.1)
-    percent_axis(ax, "y")
-    ax.set_ylabel("accuracy")
+                at.append(y + (1 - k) * height)
+                xs.append(float(cell["accuracy"]))
+                ax.text(xs[-1] + 0.01, at[-1], f"{xs[-1]:.2f} (n={cell['n']})", va="center", fontsize=6)
+        ax.barh(at, xs, height=height, color=SPLIT_COLORS[split], label=SPLIT_NAMES[split])
+    ax.set_yticks(ys, [f"{s.label}\n--rag {arm}, {names[scope]}" for s, arm, scope in columns], fontsize=7)
+    ax.set_xlim(0, 1.18)
+    percent_axis(ax, "x")
+    ax.set_xlabel("accuracy")
+    ax.grid(axis="y", visible=False)
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=3, frameon=False)
     return [Plot("tempomed-table3", "TempoMed Table 3: accuracy with retrieved passages",
                  "Accuracy on the up-to-date (original_current_guideline) and historical (counterpart_prior_guideline) "
