@@ -2,7 +2,10 @@
 
 Self-authored files beside this module (`sources/`: DriftMed-style recommendation pairs, one per change
 category they exercise; an NQ-open-style QA set whose time-sensitive answers are then updated; ChroKnowBench-style
-"position held" rows of the demo's office holders, with a few-shot pool) and a small
+"position held" rows of the demo's office holders, with a few-shot pool; a UMLS-style release pair in Rich Release
+Format, synthetic CUIs C9..., where "aspirin may_prevent myocardial infarction" is dropped in 2022AA; two editions
+of a made-up CFR part in eCFR XML, Title 1 Part 99, whose five sections change a number, for ChroKnow's Legal
+cloze items) and a small
 synthetic chest-X-ray cohort drawn by `cxr_synth` (MIMIC is credentialed). Known times are fixed dates, so a
 re-run changes nothing.
 """
@@ -15,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 from chronokg.graph.store import GraphStore
-from chronokg.ingest import chroknow, cxr, cxr_synth, driftmed, qasets
+from chronokg.ingest import cfr, chroknow, cxr, cxr_synth, driftmed, qasets, umls
 from chronokg.ingest.common import LoadSummary
 from chronokg.progress import Progress
 
@@ -31,7 +34,8 @@ QA_UPDATES: tuple[tuple[str, str, dt.date], ...] = (
 
 
 def load_sources(store: GraphStore, progress: Progress | None = None) -> list[LoadSummary]:
-    """Load the DriftMed pairs, the QA set (with its updates) and the CXR cohort; one summary per loader."""
+    """Load the DriftMed pairs, the QA set (with its updates), the ChroKnow rows, the UMLS release pair, the CFR
+    editions and the CXR cohort; one summary per loader."""
     folder = resources.files("chronokg.demo").joinpath("sources")
     summaries: list[LoadSummary] = []
     with resources.as_file(folder) as files:
@@ -40,6 +44,9 @@ def load_sources(store: GraphStore, progress: Progress | None = None) -> list[Lo
         summaries.append(qasets.load(store, [Path(files) / "nq-open.jsonl"], release_date=RELEASE,
                                      progress=progress))
         summaries.append(chroknow.load(store, [Path(files) / "chroknow"], release_date=RELEASE, progress=progress))
+        summaries.append(umls.load(store, [Path(files) / "umls" / "2016AA", Path(files) / "umls" / "2022AA"],
+                                   progress=progress))
+        summaries.append(cfr.load(store, sorted((Path(files) / "cfr").glob("*.xml")), progress=progress))
     for question, answer, since in QA_UPDATES:
         qasets.add_updated_answer(store, qasets.text_id(qasets.Benchmark.NQ, question), answer, since,
                                   source="chronokg demo corpus", known_from=RELEASE)
