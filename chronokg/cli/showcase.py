@@ -20,8 +20,9 @@ from chronokg.queries import catalog
 def run_showcase(store: GraphStore, console: Console) -> None:
     console.print(Panel.fit(f"chronokg demo — store {store.uri} ({store.engine})", style="bold"))
     load_summary(console, load_demo(store))
-    for summary in load_sources(store):
-        load_summary(console, summary)
+    sources = [SourceRow(source=x.source_kind, records=x.records, files=len(x.paths), facts=x.staged.get("Fact", 0))
+               for x in load_sources(store)]
+    emit(console, sources, Format.table, title="a slice of every other source (their own loaders)")
 
     def show(title: str, explain: str) -> None:
         console.rule(f"[bold]{title}")
@@ -158,6 +159,13 @@ def show_tools(store: GraphStore, console: Console, show: Callable[[str, str], N
                       f"{result.error.type}: {result.error.message}" if result.error else "")
             mark = "[green]answered[/]" if result.ok else "[red]refused [/]"
             console.print(f"{mark} {escape(call)}\n         → {escape(answer)}", soft_wrap=True)
+
+
+class SourceRow(BaseModel):
+    source: str
+    records: int
+    files: int
+    facts: int
 
 
 class FamilyRow(BaseModel):
