@@ -33,7 +33,14 @@ from chronokg.eval.profiles.conflictmedqa import PROFILE, fixed_label, knowledge
 from chronokg.eval.results import export_seed, score_outputs
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import driftmed, tempomed
-from chronokg.metrics.conflictmedqa import ECDA_ADH, ECDA_ALL, ECDA_REJ, IKCR
+from chronokg.metrics.conflictmedqa import (
+    ECDA_ADH,
+    ECDA_ALL,
+    ECDA_BY_CATEGORY_FACTOR,
+    ECDA_REJ,
+    IKCR,
+    IKCR_BY_CATEGORY_FACTOR,
+)
 from chronokg.metrics.spec import for_family
 from chronokg.metrics.stats import wilson
 from chronokg.testing.openai_server import OpenAIServer, ScriptedRequest
@@ -572,3 +579,27 @@ def test_the_seeds_own_prediction_csvs_are_scored_back(evaluated: dict[str, Any]
     with pytest.raises(InputError, match=r"broken_correct_predictions\.csv.*1"):
         score_outputs(qfile, broken, "external", "seed", tmp_path / "scored-broken")
     assert not (tmp_path / "scored-broken").exists()
+
+
+def test_category_by_factor_tables_by_hand() -> None:
+    """Figures 9-12's cells: c1 is Treatment Modality, c2 Diagnostic & Threshold, c3 Recommendation Intensity."""
+    questions, records = hand_run()
+    ecda_cells = both_paths(questions, records, ECDA_BY_CATEGORY_FACTOR)
+    ikcr_cells = both_paths(questions, records, IKCR_BY_CATEGORY_FACTOR)
+    assert list(ecda_cells.groups) == ["Diagnostic & Threshold", "Recommendation Intensity", "Treatment Modality"]
+    assert list(ecda_cells.groups["Treatment Modality"]) == ["Recency Bias", "No Bias"]  # the seed's order
+    assert ecda_cells.groups == {
+        "Diagnostic & Threshold": {"Recency Bias": {"adh": 1.0, "rej": 1.0, "all": 1.0},
+                                   "No Bias": {"adh": 0.0, "rej": 1.0, "all": 0.5}},
+        "Recommendation Intensity": {"Recency Bias": {"adh": 1.0, "rej": 0.0, "all": 0.5},
+                                     "No Bias": {"adh": 0.0, "rej": 0.0, "all": 0.0}},
+        "Treatment Modality": {"Recency Bias": {"adh": 1.0, "rej": 0.0, "all": 0.5},
+                               "No Bias": {"adh": 1.0, "rej": 1.0, "all": 1.0}}}
+    # c2 under No Bias endorses neither version: no active pair, IKCR undefined there.
+    assert ikcr_cells.groups == {"Diagnostic & Threshold": {"Recency Bias": 0.0, "No Bias": None},
+                                 "Recommendation Intensity": {"Recency Bias": 1.0, "No Bias": 0.0},
+                                 "Treatment Modality": {"Recency Bias": 1.0, "No Bias": 0.0}}
+    # An empty slice (one version dropped): rej undefined, so all is too.
+    questions, records = hand_run(drop={("c1", "No Bias", "outdated")})
+    cell = both_paths(questions, records, ECDA_BY_CATEGORY_FACTOR).groups["Treatment Modality"]["No Bias"]
+    assert cell == {"adh": 1.0, "rej": None, "all": None}

@@ -142,8 +142,10 @@ def test_export_is_what_neo4j_admin_import_reads_back(tmp_path: Path) -> None:
     seen_types = {k for p in out.glob("nodes_*.csv") for _, k, _ in parse_header(next(csv.reader(p.open())))}
     assert typed & seen_types, f"the fixture exercises typed columns: {seen_types}"
     for r in stored:
+        # An empty list (a CXR observation's `changes`, since the demo loads a CXR cohort) is an empty CSV field,
+        # which neo4j-admin import reads as no property: a known loss of the format, not of the export.
         want = {k: (list(v) if isinstance(v, tuple) else v) for k, v in r["p"].items()
-                if k not in ENGINE_KEYS and v is not None}
+                if k not in ENGINE_KEYS and v is not None and v != [] and v != ()}
         got = nodes[(r["l"][0], str(r["p"]["id"]))]
         assert got["labels"] == r["l"][:1] and got["props"] == want, (r["l"], r["p"]["id"])
     want_edges = sorted((e["t"], str(e["s"]), str(e["d"]),

@@ -34,7 +34,7 @@ from chronokg.reports.tables import details, metric_table, number
 
 RUNS = (["baseline/oracle", "baseline/frozen:2018"], ["baseline/random", "baseline/latest-only"])
 PLOTS = {"overview", "tempomed-accuracy_by_year", "tempomed-historical_vs_up_to_date", "tempomed-option_groups",
-         "tempomed-consistency", "tempomed-probe_heatmap", "tempomed-three_way"}
+         "tempomed-consistency", "tempomed-probe_heatmap", "tempomed-three_way", "tempomed-table3"}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 

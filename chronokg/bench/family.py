@@ -97,6 +97,7 @@ class Family:
     seed_format: Callable[[Iterable[Question]], Iterator[tuple[str, Any]]] | None = None  # (file name, record)
     answer: Callable[[Question, list[dict[str, Any]]], str | None] | None = None  # target from new evidence
     sources: str = ""  # citation of the seed (code and paper) the family reproduces
+    needs: str = ""  # what the family builds from and which loader fills it (said when a store gives 0 questions)
     seed_blocks: bool = False  # the seed's .jsonl files are pretty-printed blocks separated by blank lines
     seed_objects: tuple[str, ...] = ()  # seed .json files holding the one object yielded for them, not a list
 

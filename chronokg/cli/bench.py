@@ -124,6 +124,10 @@ def generate_and_save(family: str, options: Any, out: Path, fmt: str, write: boo
     for variant, count in sorted(by_variant.items()):
         console.print(f"  {variant}: {count:,}")
     console.print(f"snapshot {snap}" + (" (stored with the questions)" if write else ""))
+    if not questions:
+        from chronokg.bench.family import FAMILIES
+
+        err.print(f"[yellow]note:[/] 0 questions: {family} builds from {FAMILIES.get(family).needs}")
     for note in ctx.notes[:20]:
         err.print(f"[yellow]note:[/] {note}")
     if len(ctx.notes) > 20:

@@ -12,6 +12,7 @@ from rich.panel import Panel
 
 from chronokg.cli.render import Format, emit, load_summary
 from chronokg.demo.corpus import load_demo
+from chronokg.demo.sources import load_sources
 from chronokg.graph.store import GraphStore
 from chronokg.queries import catalog
 
@@ -19,6 +20,9 @@ from chronokg.queries import catalog
 def run_showcase(store: GraphStore, console: Console) -> None:
     console.print(Panel.fit(f"chronokg demo — store {store.uri} ({store.engine})", style="bold"))
     load_summary(console, load_demo(store))
+    sources = [SourceRow(source=x.source_kind, records=x.records, files=len(x.paths), facts=x.staged.get("Fact", 0))
+               for x in load_sources(store)]
+    emit(console, sources, Format.table, title="a slice of every other source (their own loaders)")
 
     def show(title: str, explain: str) -> None:
         console.rule(f"[bold]{title}")
@@ -49,6 +53,8 @@ def run_showcase(store: GraphStore, console: Console) -> None:
              columns=["object_caption", "valid_from", "valid_to", "known_from", "known_to"])
 
     show_benchmark(store, console, show)
+    show_families(store, console, show)
+    # The research loop (chronokg/demo/loop.py) is shown here: one call, after the benchmarks, before the tools.
     show_tools(store, console, show)
 
     show("stats()", "Counts per label and relationship type.")
@@ -104,6 +110,22 @@ def show_benchmark(store: GraphStore, console: Console, show: Callable[[str, str
     emit(console, rows, Format.table)
 
 
+def show_families(store: GraphStore, console: Console, show: Callable[[str, str], None]) -> None:
+    """`generate` for every family on the demo store: how many questions each builds, and its notes."""
+    from chronokg.bench import snapshot
+    from chronokg.bench.family import FAMILIES, generate
+
+    show("generate (every family)", "Each benchmark family built from the demo store: guideline change pairs, "
+                                    "DriftMed pairs, ChroKnow rows, CXR timelines, a QA set with updated answers.")
+    snap = snapshot.current(store)
+    rows = []
+    for name in FAMILIES.names():
+        questions, ctx = generate(name, store, snap, {})
+        rows.append(FamilyRow(family=name, questions=len(questions), variants=len({q.variant for q in questions}),
+                              notes=len(ctx.notes), first_note=ctx.notes[0][:90] if ctx.notes else ""))
+    emit(console, rows, Format.table)
+
+
 def show_tools(store: GraphStore, console: Console, show: Callable[[str, str], None]) -> None:
     """The tools an agent gets (the query specs tagged 'tool' and guarded Cypher), called through a `ToolHost`
     over a read-only handle of the store: what `chronokg serve http|mcp` and `eval run --agent tools` do."""
@@ -137,6 +159,21 @@ def show_tools(store: GraphStore, console: Console, show: Callable[[str, str], N
                       f"{result.error.type}: {result.error.message}" if result.error else "")
             mark = "[green]answered[/]" if result.ok else "[red]refused [/]"
             console.print(f"{mark} {escape(call)}\n         → {escape(answer)}", soft_wrap=True)
+
+
+class SourceRow(BaseModel):
+    source: str
+    records: int
+    files: int
+    facts: int
+
+
+class FamilyRow(BaseModel):
+    family: str
+    questions: int
+    variants: int
+    notes: int
+    first_note: str
 
 
 class DemoRow(BaseModel):

@@ -106,6 +106,11 @@ class Profile:
         """The content of seed-format file `name` from its records (default: the JSON list of them)."""
         return records
 
+    def context_fields(self, question: Question, given: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """Fields the metrics group by that come from what an arm gave the model (the retrieval step of `--rag`),
+        merged into the sample's fields (default: none)."""
+        return {}
+
     def chosen_fact(self, question: Question, answer: str | None) -> str | None:
         """The id of the fact the chosen option states, if any (linked from the prediction in the graph)."""
         return None

@@ -195,6 +195,7 @@ async def execute(log: SampleLog, units: Sequence[tuple[Question, str, int]], cl
                 asked, given = arms.question(question)
                 outcome = await profiles[question.family].answer(clients[spec], asked, options.protocol, sample)
                 outcome.steps = [*given, *outcome.steps, *tool_steps]
+                outcome.fields = {**outcome.fields, **profiles[question.family].context_fields(question, given)}
                 record = _record(question, spec, sample, outcome, None)
             except (ChronoKGError, OSError, TimeoutError, ValueError) as exc:
                 record = _record(question, spec, sample, None, f"{type(exc).__name__}: {exc}")

@@ -188,3 +188,43 @@ IKCR = register(MetricSpec(
     "conflictmedqa.ikcr", FAMILY, "IKCR (Eq. 4): of the concept x factor pairs with at least one version endorsed, "
     "the share with both endorsed, pooled; overall and by slice (lower is better).", False, _ikcr_count,
     _ikcr_finish, _ikcr_cypher))
+
+
+# --- change category x factor (Appendix A.4.1, Figures 9-12) ----------------------------------------------------
+
+
+def _cells(rows: Rows, zero: Callable[[], dict[str, int]], add: Callable[[dict[str, int], dict[str, Any]], None]
+           ) -> dict[str, dict[str, dict[str, int]]]:
+    """Counts per change category (the paper's order) and factor (the seed's order); rows without a category
+    (TempoMed pairs) are left out."""
+    by: dict[str, dict[str, dict[str, int]]] = {}
+    for r in rows:
+        if r.get("change_category") is None or r.get("factor") is None:
+            continue
+        add(by.setdefault(str(r["change_category"]), {}).setdefault(str(r["factor"]), zero()), r)
+    cats = [c for c in CATEGORIES if c in by] + sorted(c for c in by if c not in CATEGORIES)
+    order = _ORDER["factor"]
+    return {c: {_FACTOR_NAME.get(f, f): by[c][f] for f in sorted(by[c], key=lambda f: (
+        order.index(f) if f in order else len(order), f))} for c in cats}
+
+
+def _ecda_cells(rows: Rows) -> Finish:
+    cells = _cells(rows, _ecda_zero, _ecda_add)
+    groups = {c: {f: {k: ecda(cell)[k] for k in ("adh", "rej", "all")} for f, cell in fs.items()}
+              for c, fs in cells.items()}
+    return None, groups, {"counts": cells}
+
+
+def _ikcr_cells(rows: Rows) -> Finish:
+    cells = _cells(rows, _ikcr_zero, _ikcr_add)
+    return None, {c: {f: _rate(cell["conflicts"], cell["active"]) for f, cell in fs.items()}
+                  for c, fs in cells.items()}, {"counts": cells}
+
+
+ECDA_BY_CATEGORY_FACTOR = register(MetricSpec(
+    "conflictmedqa.ecda_category_factor", FAMILY, "ECDA_adh, ECDA_rej and ECDA_all per change category x factor "
+    "(the paper's Figures 9-11); a cell without scenarios of one version has None there.", True, _ecda_count,
+    _ecda_cells, _ecda_cypher))
+IKCR_BY_CATEGORY_FACTOR = register(MetricSpec(
+    "conflictmedqa.ikcr_category_factor", FAMILY, "IKCR per change category x factor (the paper's Figure 12); a "
+    "cell without an active pair has None (lower is better).", False, _ikcr_count, _ikcr_cells, _ikcr_cypher))

@@ -113,10 +113,13 @@ def _table1_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, 
         if r["target"] == "up_to_date":
             counts[r["group"]] += r["n"]
     n = sum(counts.values())
+    if not n:  # the seed's script refuses a model without up-to-date rows (its table prints N/A)
+        return None, {"n": 0}, {}
     valid = counts["current_guideline"] + counts["prior_guideline"] + counts["interference"]
-    groups = {"accuracy": _rate(counts["current_guideline"], n),
-              "accuracy_valid": _rate(counts["current_guideline"], valid),
-              **{f"share_{g}": _rate(counts[g], n) for g in GROUP_ORDER}, "n": n}
+    # `load_current_targeted_summary`: no valid answer (all unknown/invalid) gives 0.0, not N/A
+    groups = {"accuracy": counts["current_guideline"] / n,
+              "accuracy_valid": counts["current_guideline"] / valid if valid else 0.0,
+              **{f"share_{g}": counts[g] / n for g in GROUP_ORDER}, "n": n}
     return groups["accuracy"], groups, {}
 
 
@@ -320,3 +323,58 @@ CONSISTENCY = register(MetricSpec(
     "tempomed.consistency", FAMILY, "Temporal-consistency pattern of each probed difference (correct transition, "
     "wrong transition, only prior, only latest, all true, all false, inconsistent).", True,
     _probe_count, _probe_finish, _probe_cypher))
+
+
+# --- Table 3: accuracy with retrieved passages -------------------------------------------------------------------
+
+# `P/rag_evaluation/main.py`: one run per scope, `original_current_guideline` (the released, up-to-date-targeted
+# questions) or `--counterpart` (`counterpart_prior_guideline`: the historical rewrites); `summarize_results`
+# reports accuracy (0.0 for an empty scope) and the shares of five prediction groups (C/D are "irrelevant" there).
+RAG_SCOPES = {"up_to_date": "original_current_guideline", "historical": "counterpart_prior_guideline"}
+RAG_GROUPS = ("current_guideline", "prior_guideline", "irrelevant", "unknown", "invalid")
+RAG_SPLITS = {"all": None, "with_counterpart": True, "without_counterpart": False}
+
+
+def _rag_count(samples: Sequence[SampleRecord]) -> Rows:
+    return count_by(samples, ("rag", "target", "group", "counterpart_passage"), _is("mcq"))
+
+
+def _rag_cypher(run: str, model: str) -> tuple[str, dict[str, Any]]:
+    return (BASE + " AND p.f_kind = 'mcq' RETURN p.f_rag AS rag, p.f_target AS target, p.f_group AS group, "
+            "p.f_counterpart_passage AS counterpart_passage, count(*) AS n, "
+            "sum(CASE WHEN p.correct THEN 1 ELSE 0 END) AS correct", _params(run, model))
+
+
+def _rag_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any]]:
+    """Per arm (`none` without --rag) and scope: the seed's summary, and chronokg's split by whether the passages
+    given held the counterpart version (the other recommendation of the item's change pair)."""
+    groups: dict[str, Any] = {}
+    for r in rows:
+        scope = RAG_SCOPES.get(str(r["target"]))
+        if scope is None:
+            continue
+        arm = groups.setdefault(str(r["rag"] or "none"), {})
+        for split, wanted in RAG_SPLITS.items():
+            if wanted is not None and bool(r["counterpart_passage"]) is not wanted:
+                continue
+            cell = arm.setdefault(scope, {}).setdefault(split, {"n": 0, "correct": 0,
+                                                                "counts": dict.fromkeys(RAG_GROUPS, 0)})
+            cell["n"] += r["n"]
+            cell["correct"] += r["correct"]
+            group = "irrelevant" if r["group"] == "interference" else str(r["group"])
+            cell["counts"][group if group in RAG_GROUPS else "invalid"] += r["n"]
+    flat: dict[str, Any] = {}  # "arm · scope · split": accuracy and n; "... · shares": the five groups' shares
+    for arm_name, arm in sorted(groups.items()):
+        for scope_name in RAG_SCOPES.values():
+            for split, cell in (arm.get(scope_name) or {}).items():
+                n = cell["n"]
+                name = f"{arm_name} · {scope_name} · {split}"
+                flat[name] = {"accuracy": cell["correct"] / n if n else 0.0, "n": n, "correct": cell["correct"]}
+                flat[f"{name} · shares"] = {g: (c / n if n else 0.0) for g, c in cell["counts"].items()}
+    return None, flat, {"scopes": RAG_SCOPES, "source": "P/rag_evaluation/main.py summarize_results"}
+
+
+TABLE3 = register(MetricSpec(
+    "tempomed.table3", FAMILY, "Table 3: accuracy on up-to-date and historical items with retrieved passages "
+    "(--rag), as the seed's RAG evaluation summarises a scope, split by whether the counterpart version's passage "
+    "was retrieved.", True, _rag_count, _rag_finish, _rag_cypher))

@@ -835,6 +835,8 @@ FAMILY = Family(
     name=NAME, help="ChroKnowBench: Generation, MCQA and TF prompts per (subject, relation, year) with the seed's "
                     "few-shot draws; Legal cloze items from CFR changes.",
     options=ChroKnowOptions, generate=generate, seed_format=seed_format, answer=answer,
+    needs=("ChroKnowBench rows with a few-shot pool (`chronokg ingest chroknow DIR`) or CFR editions that "
+          "differ (`chronokg download cfr`, `chronokg ingest cfr`)"),
     sources="dmis-lab/ChroKnowledge@37ff685 (no licence file); data dmis-lab/ChroKnowBench (CC BY 4.0); "
             "arXiv 2410.09870",
 )

@@ -263,7 +263,11 @@ def _pairs(ctx: Context, options: ConflictMedQAOptions) -> list[Pair]:
     groups = _group_map(options.disease_groups)
     wanted = {category(c) for c in options.categories} if options.categories is not None else None
     out: list[Pair] = []
+    outside: dict[str, int] = {}
     for row in rows:
+        if row.category and not _is_category(row.category):  # a guideline pair of another taxonomy: not an error
+            outside[row.category] = outside.get(row.category, 0) + 1
+            continue
         pair = _pair(row, len(out), options, groups)
         if pair is None:
             ctx.notes.append(f"{row.pair}: left out (no date: neither recommendation has a valid-time bound; "
@@ -274,7 +278,19 @@ def _pairs(ctx: Context, options: ConflictMedQAOptions) -> list[Pair]:
         out.append(pair)
         if options.limit is not None and len(out) >= options.limit:
             break
+    if outside:
+        named = ", ".join(f"{name!r} ({n})" for name, n in sorted(outside.items()))
+        ctx.notes.append(f"{sum(outside.values())} change pair(s) skipped: their category is none of the paper's "
+                         f"five ({named})")
     return out
+
+
+def _is_category(name: str) -> bool:
+    try:
+        category(name)
+    except UnknownName:
+        return False
+    return True
 
 
 # --- scenarios -----------------------------------------------------------------------------------------------
@@ -522,6 +538,8 @@ FAMILY = Family(
     name=NAME, help="ConflictMedQA (DriftMed): clinical scenarios following the up-to-date or the outdated version "
                     "of a recommendation, under the paper's 11 factors; does it align with current guidelines?",
     options=ConflictMedQAOptions, generate=generate, seed_format=seed_format, answer=answer,
+    needs=("recommendation change pairs in the paper's five categories: `chronokg ingest driftmed FILE` "
+          "(DriftMed / ConflictMedQA pairs)"),
     sources="arXiv 2505.07968 (Findings of EMNLP 2025); RDBH/DriftMed; wwyi1828/ConflictMed@d750236/f9a08dd",
     seed_objects=("correct_scenarios.json", "wrong_scenarios.json", "correct_scenario_ids.json",
                   "wrong_scenario_ids.json"),

@@ -1059,5 +1059,7 @@ FAMILY = Family(
     name=NAME, help="MI-CXR: temporal event localisation (TEL), interval change (ICR) and trajectory summary (GTS) "
                     "questions over five-study chest-X-ray windows.",
     options=MicxrOptions, generate=generate, seed_format=seed_format, answer=answer,
+    needs=("chest X-ray report timelines: `chronokg ingest cxr DIR` (MIMIC-Ext-CXR-QBA scene graphs) or "
+          "`chronokg generate cxr` (a synthetic cohort)"),
     sources="Cho, Han, Do: MI-CXR (Findings of ACL 2026; arXiv 2605.15574); questions anonymousetrap12/MI-CXR@81a5ebb",
 )

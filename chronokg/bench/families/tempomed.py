@@ -178,6 +178,7 @@ def _mcq_items(ctx: Context, options: TempoMedOptions, pair: PairRow, choices: l
         SEED_ALT_LABELS if seed else FIXED_ALT_LABELS)[n_options]
     assert pair.current_year is not None and pair.prior_year is not None
     record = base_meta.get("idx")
+    sub_idx = 0  # the seed's `variant_sub_idx`: items of one record numbered in this order
     for method in options.perturbations:
         for target in options.targets:
             current = target is Target.up_to_date
@@ -221,8 +222,9 @@ def _mcq_items(ctx: Context, options: TempoMedOptions, pair: PairRow, choices: l
                     "current_guideline_option": inverse["A"], "prior_guideline_option": inverse["B"],
                     "interference_options": [inverse["C"], inverse["D"]],
                     "unknown_option": inverse.get(UNKNOWN), "stem_rule": rule, "quirks": quirks,
-                    "protocol": options.protocol.value,
+                    "protocol": options.protocol.value, "variant_sub_idx": sub_idx,
                 }
+                sub_idx += 1
                 yield Question(
                     id=content_id("q", NAME, variant, pair.pair, prompt, gold, record), family=NAME,
                     variant=variant, input=prompt, system=template("MCQ5_SYSTEM"), choices=shown, target=gold,
@@ -414,11 +416,19 @@ def answer(question: Question, evidence: list[dict[str, Any]]) -> str | None:
 def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
     """The seed's files: the released MCQ records (what the seed's `--data_path` reads), the evaluation items (its
     result records without model outputs) and the probe rows (its `generated_questions.jsonl`). Each record
-    carries the chronokg question id(s)."""
+    carries the chronokg question id(s) as a last field of ours.
+
+    Items follow `P/evaluation/pubmed_evaluation_5_option.py` (`_4_option.py` for 4-option items): one list
+    ordered perturbation-major (`main`: every record's reorder_only items, then shuffle_labels, then
+    alternate_labels), each record's current then prior variant, `variant_sub_idx` numbered 0, 1, 2 ... per `idx`
+    in that order (`assign_variant_sub_indices`), fields in `run_choice_mode`'s order, `question` the whole
+    (rewritten) stem."""
     records: dict[tuple[Any, Any], dict[str, Any]] = {}
+    mcq: list[Question] = []
     for q in questions:
         m = q.metadata
         if q.variant.startswith("mcq"):
+            mcq.append(q)
             record = records.get((m.get("idx"), m.get("decision")))
             if record is None:
                 choices = m.get("source_choices") or []
@@ -432,18 +442,6 @@ def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
                     "Question": m.get("stem"), "Answer": answer_block, "chronokg_question_ids": [],
                 }
             record["chronokg_question_ids"].append(q.id)
-            yield "items.json", {
-                "year_previous": m.get("year_previous"), "year_current": m.get("year_current"),
-                "target_guideline_year": m.get("target_guideline_year"), "question_variant": m.get("question_variant"),
-                "question": stem_of(q.input), "choices": {c.label: c.text for c in q.choices},
-                "option_order": m.get("option_order"), "gold": q.target, "shuffle_method": m.get("shuffle_method"),
-                "display_to_original_option": m.get("display_to_original_option"),
-                "original_to_display_option": m.get("original_to_display_option"),
-                "current_guideline_option": m.get("current_guideline_option"),
-                "prior_guideline_option": m.get("prior_guideline_option"),
-                "interference_options": m.get("interference_options"), "unknown_option": m.get("unknown_option"),
-                "idx": m.get("idx"), "chronokg_id": q.id,
-            }
         else:
             yield "generated_questions.jsonl", {
                 "idx": q.id, "pair_id": m.get("pair_id"), "difference_idx": m.get("difference_idx"),
@@ -452,22 +450,60 @@ def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
                 "statement_text": m.get("statement_text"),
                 "question_target_year": m.get("question_target_year"), "target_year": m.get("target_year"),
                 "latest_guideline_year": m.get("latest_guideline_year"), "available": True,
-                "Question": stem_of(q.input),
+                "Question": question_of(q),
                 "Answer": {"Choice_A": "Yes", "Choice_B": "No", "Choice_C": "I do not know", "Correct": q.target},
                 "chronokg_id": q.id,
             }
+    yield from _seed_items(mcq)
     for record in records.values():
         yield "questions.jsonl", record
 
 
-def stem_of(prompt: str) -> str:
-    """The question text inside a seed prompt (between "Question:" and the first blank line after it)."""
-    return prompt.split("Question:\n", 1)[-1].split("\n\n", 1)[0]
+def _seed_items(items: list[Question]) -> Iterator[tuple[str, Any]]:
+    """The evaluation items in the seed's order and shape (see `seed_format`)."""
+    methods = [p.value for p in Perturbation]
+    ordered = sorted(items, key=lambda q: methods.index(str(q.metadata.get("shuffle_method"))))  # stable
+    counts: dict[tuple[str, Any], int] = {}
+    for q in ordered:
+        m = q.metadata
+        question = question_of(q)
+        group = ("idx", m["idx"]) if m.get("idx") is not None else ("question", question)
+        sub_idx = counts.get(group, 0)
+        counts[group] = sub_idx + 1
+        row: dict[str, Any] = {
+            "year_previous": m.get("year_previous"), "year_current": m.get("year_current"),
+            "target_guideline_year": m.get("target_guideline_year"), "question_variant": m.get("question_variant"),
+            "question": question, "choices": {c.label: c.text for c in q.choices},
+            "option_order": m.get("option_order"), "gold": q.target, "shuffle_method": m.get("shuffle_method"),
+            "variant_sub_idx": sub_idx,
+            "display_to_original_option": m.get("display_to_original_option"),
+            "original_to_display_option": m.get("original_to_display_option"),
+            "current_guideline_option": m.get("current_guideline_option"),
+            "prior_guideline_option": m.get("prior_guideline_option"),
+            "interference_options": m.get("interference_options"),
+        }
+        if len(q.choices) == 5:  # the 4-option script writes no unknown option
+            row["unknown_option"] = m.get("unknown_option")
+        if m.get("idx") is not None:
+            row["idx"] = m["idx"]
+        row["chronokg_id"] = q.id
+        yield "items.json", row
+
+
+def question_of(q: Question) -> str:
+    """The whole question text inside a seed prompt: between "Question:" and the blank line before its options
+    (a stem may itself hold blank lines)."""
+    body = q.input.split("Question:\n", 1)[-1]
+    block = "\n\n" + option_block([(c.label, c.text) for c in q.choices]) + "\n\n"
+    cut = body.rfind(block) if q.choices else -1
+    return body[:cut] if cut >= 0 else body.split("\n\n", 1)[0]
 
 
 FAMILY = Family(
     name=NAME, help="TempoMed-Bench: MCQs on guideline changes (up-to-date and historical targets, the seed's "
                     "perturbations), year-sweep yes/no probes, questions for new change pairs.",
     options=TempoMedOptions, generate=generate, seed_format=seed_format, answer=answer, seed_blocks=True,
+    needs=("guideline change pairs: `chronokg ingest tempomed DIR` (TempoMed-Bench MCQs, trajectories, "
+          "difference files) or `chronokg bench trajectory`"),
     sources="GuanZihan/TempoMed-Bench@74b6f224 (MIT); arXiv 2605.13045",
 )

@@ -10,9 +10,10 @@ top_p 0.9, max_tokens 4096; the system prompt is part of each question); MCQ ext
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from chronokg.bench.families.tempomed import stem_of
+from chronokg.bench.families.tempomed import question_of
 from chronokg.bench.question import Question
 from chronokg.eval import extract
 from chronokg.eval.profile import Profile
@@ -77,6 +78,18 @@ class TempoMedProfile(Profile):
                                    None)}
         return correct, float(correct), fields
 
+    def context_fields(self, question: Question, given: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """Under `--rag` (Table 3): the mode, and whether the passages given hold the item's own guideline
+        version (`target_passage`) and the other version of its change pair (`counterpart_passage`)."""
+        step = next((s for s in given if s.get("step") == "retrieval"), None)
+        if step is None or is_probe(question) or len(question.facts) < 2:
+            return {}
+        facts = {str(p.get("id", "")).split("#", 1)[0] for p in step.get("passages") or []}
+        own, other = (question.facts[0], question.facts[1])
+        if question.metadata.get("target") == "historical":
+            own, other = other, own
+        return {"rag": step.get("mode"), "target_passage": own in facts, "counterpart_passage": other in facts}
+
     def chosen_fact(self, question: Question, answer: str | None) -> str | None:
         """Option A states the current recommendation, B the prior one (the question's facts, in that order)."""
         if is_probe(question) or answer is None:
@@ -103,9 +116,10 @@ class TempoMedProfile(Profile):
         return f"evaluation_results_{len(question.choices)}_option_{slug}_augmented.json", {
             "year_previous": m.get("year_previous"), "year_current": m.get("year_current"),
             "target_guideline_year": m.get("target_guideline_year"), "question_variant": m.get("question_variant"),
-            "question": stem_of(question.input),
+            "question": question_of(question),
             "choices": {c.label: c.text for c in question.choices}, "option_order": m.get("option_order"),
             "gold": question.target, "shuffle_method": m.get("shuffle_method"),
+            "variant_sub_idx": m.get("variant_sub_idx"),
             "display_to_original_option": m.get("display_to_original_option"),
             "original_to_display_option": m.get("original_to_display_option"),
             "current_guideline_option": m.get("current_guideline_option"),

@@ -110,3 +110,46 @@ def ikcr(series: Sequence[Series]) -> list[Plot]:
     return [Plot("conflictmedqa-ikcr", "ConflictMedQA: IKCR by factor, change category and disease group",
                  "Internal knowledge conflict (Eq. 4), pooled over the concept × factor pairs of each group, a dot "
                  "per run and model; a hollow dot marked 'n/a' where no pair has a YES (0/0, undefined).", fig)]
+
+
+def _heatmap(series: Sequence[Series], metric: str, cell: Any, title: str, label: str, file: str,
+             caption: str) -> list[Plot]:
+    """A panel per run and model: change categories (rows) x factors (columns), the value in each cell."""
+    shown = [(s, v) for s in series if (v := s.get(metric)) is not None and v.groups]
+    if not shown:
+        return []
+    cats = list(dict.fromkeys(c for _, v in shown for c in v.groups))
+    factors = list(dict.fromkeys(f for _, v in shown for c in v.groups.values() for f in c))
+    fig = figure(1.6 + 0.62 * len(factors), (0.42 * len(cats) + 1.9) * len(shown))
+    axes = panels(fig, len(shown), 1)
+    for ax, (s, v) in zip(axes, shown, strict=True):
+        values = [[cell(v.groups.get(c, {}).get(f)) for f in factors] for c in cats]
+        grid = [[float("nan") if x is None else x for x in row] for row in values]
+        ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        for i, row in enumerate(values):
+            for j, x in enumerate(row):
+                ax.text(j, i, "n/a" if x is None else f"{x:.2f}", ha="center", va="center", fontsize=7,
+                        color="black" if x is not None and x > 0.6 else "white" if x is not None else "#666666")
+        ax.set_xticks(range(len(factors)), factors, rotation=35, ha="right", fontsize=7.5)
+        ax.set_yticks(range(len(cats)), cats, fontsize=8)
+        ax.grid(False)
+        ax.set_title(f"{s.label}: {label}", loc="left", fontsize=9.5, fontweight="bold", color=color(s))
+    return [Plot(file, title, caption, fig)]
+
+
+@plot("conflictmedqa.ecda_category_factor")
+def ecda_category_factor(series: Sequence[Series]) -> list[Plot]:
+    return _heatmap(series, "conflictmedqa.ecda_category_factor", lambda c: None if c is None else c.get("all"),
+                    "ConflictMedQA: ECDA_all by change category and factor", "ECDA_all",
+                    "conflictmedqa-ecda-category-factor",
+                    "ECDA_all (Eq. 3) in each change category x factor cell (the paper's Figure 11; ECDA_adh and "
+                    "ECDA_rej per cell are in the table); 'n/a' where a cell lacks scenarios of one version.")
+
+
+@plot("conflictmedqa.ikcr_category_factor")
+def ikcr_category_factor(series: Sequence[Series]) -> list[Plot]:
+    return _heatmap(series, "conflictmedqa.ikcr_category_factor", lambda c: c,
+                    "ConflictMedQA: IKCR by change category and factor", "IKCR (lower is better)",
+                    "conflictmedqa-ikcr-category-factor",
+                    "IKCR (Eq. 4) in each change category x factor cell (the paper's Figure 12); 'n/a' where no pair "
+                    "of the cell has a YES (0/0).")

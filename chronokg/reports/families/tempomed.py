@@ -373,3 +373,45 @@ def _year_ticks(pairs: Sequence[str], current: dict[str, int]) -> tuple[list[int
         positions.append(r)
         names.append(str(year))
     return positions, names
+
+
+SPLIT_NAMES = {"all": "all items", "with_counterpart": "counterpart passage retrieved",
+               "without_counterpart": "counterpart passage not retrieved"}
+SPLIT_COLORS = {"all": "#0072B2", "with_counterpart": "#E69F00", "without_counterpart": "#009E73"}
+
+
+@plot("tempomed.table3")
+def table3(series: Sequence[Series]) -> list[Plot]:
+    """Table 3: accuracy per scope (up-to-date / historical) and retrieval arm, split by the counterpart passage."""
+    from chronokg.metrics.tempomed import RAG_SCOPES
+
+    shown = _with(series, "tempomed.table3")
+    columns = [(s, arm, scope) for s, v in shown
+               for arm in dict.fromkeys(k.split(" · ")[0] for k in v.groups) for scope in RAG_SCOPES.values()
+               if f"{arm} · {scope} · all" in v.groups]
+    if not columns:
+        return []
+    fig = figure(7.6, 0.62 * len(columns) + 1.3)
+    ax = fig.subplots()
+    height = 0.26
+    names = {v: k.replace("_", "-") for k, v in RAG_SCOPES.items()}
+    ys = list(range(len(columns)))[::-1]
+    for k, split in enumerate(SPLIT_NAMES):
+        xs, at = [], []
+        for y, (s, arm, scope) in zip(ys, columns, strict=True):
+            cell = s.get("tempomed.table3").groups.get(f"{arm} · {scope} · {split}")  # type: ignore[union-attr]
+            if cell is not None:
+                at.append(y + (1 - k) * height)
+                xs.append(float(cell["accuracy"]))
+                ax.text(xs[-1] + 0.01, at[-1], f"{xs[-1]:.2f} (n={cell['n']})", va="center", fontsize=6)
+        ax.barh(at, xs, height=height, color=SPLIT_COLORS[split], label=SPLIT_NAMES[split])
+    ax.set_yticks(ys, [f"{s.label}\n--rag {arm}, {names[scope]}" for s, arm, scope in columns], fontsize=7)
+    ax.set_xlim(0, 1.18)
+    percent_axis(ax, "x")
+    ax.set_xlabel("accuracy")
+    ax.grid(axis="y", visible=False)
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=3, frameon=False)
+    return [Plot("tempomed-table3", "TempoMed Table 3: accuracy with retrieved passages",
+                 "Accuracy on the up-to-date (original_current_guideline) and historical (counterpart_prior_guideline) "
+                 "items per retrieval arm ('none': no --rag), as the seed's RAG evaluation summarises a scope, and "
+                 "split by whether the passages given held the other version of the item's change pair.", fig)]

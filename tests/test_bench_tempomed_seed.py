@@ -1,0 +1,92 @@
+"""`generate tempomed --format seed` against the real TempoMed sample: every item as the seed's evaluation script
+(`P/evaluation/pubmed_evaluation_5_option.py`, `build_question_variants` -> `build_choice_mode_data` ->
+`assign_variant_sub_indices` -> `run_choice_mode`) writes it, re-derived here from the released records."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chronokg.bench import snapshot
+from chronokg.bench.export import write_seed
+from chronokg.bench.family import generate
+from chronokg.graph.kglite_store import KgliteStore
+from chronokg.ingest import tempomed
+from chronokg.ingest.common import read_json_blocks
+
+# `run_choice_mode`'s record keys, in its order (the 5-option script); `chronokg_id` is ours, last.
+ITEM_KEYS = ["year_previous", "year_current", "target_guideline_year", "question_variant", "question", "choices",
+             "option_order", "gold", "shuffle_method", "variant_sub_idx", "display_to_original_option",
+             "original_to_display_option", "current_guideline_option", "prior_guideline_option",
+             "interference_options", "unknown_option", "idx", "chronokg_id"]
+METHODS = ["reorder_only", "shuffle_labels", "alternate_labels"]
+
+
+def counterpart(stem: str, cur: int, prior: int) -> str:
+    """`build_counterpart_question`, re-written from its description."""
+    out, n = re.subn(rf"(issued in ){cur}(\b)", rf"\g<1>{prior}\2", stem, count=1)
+    return out if n else re.sub(rf"\b{cur}\b", str(prior), stem, count=1)
+
+
+@pytest.fixture(scope="module")
+def exported(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict[str, Any]], Path]:
+    path = next((shared_data / "tempomed-bench").glob("*.jsonl"))
+    released = [obj for _, _, obj in read_json_blocks(path)]
+    with KgliteStore(":memory:") as store:
+        tempomed.load(store, [shared_data / "tempomed-bench"])
+        items = generate("tempomed", store, snapshot.current(store), {})[0]
+    folder = tmp_path_factory.mktemp("seed")
+    write_seed("tempomed", items, folder)
+    return released, folder
+
+
+def test_every_item_holds_the_whole_released_question_and_the_seeds_fields(
+        exported: tuple[list[dict[str, Any]], Path]) -> None:
+    released, folder = exported
+    rows = json.loads((folder / "tempomed_items.json").read_text(encoding="utf-8"))
+    by_idx = {r["idx"]: r for r in released}
+    multi = [r for r in released if "\n\n" in r["Question"]]
+    assert multi, "the sample holds stems with blank lines: the case this test is for"
+    assert len(rows) == 6 * len(released)
+    # The seed's order: perturbation-major, then released record order, current before prior, one copy each.
+    order = [r["idx"] for r in released]
+    expected_order = [(m, i, v) for m in METHODS for i in order for v in ("current_guideline", "prior_guideline")]
+    assert [(r["shuffle_method"], r["idx"], r["question_variant"]) for r in rows] == expected_order
+    seen: dict[int, int] = {}
+    for row in rows:
+        assert list(row) == ITEM_KEYS
+        rec = by_idx[row["idx"]]
+        current = row["question_variant"] == "current_guideline"
+        stem = rec["Question"] if current else counterpart(rec["Question"], rec["Year_current"], rec["Year_prior"])
+        assert row["question"] == stem
+        assert row["variant_sub_idx"] == seen.get(row["idx"], 0)
+        seen[row["idx"]] = row["variant_sub_idx"] + 1
+        assert (row["year_previous"], row["year_current"]) == (rec["Year_prior"], rec["Year_current"])
+        assert row["target_guideline_year"] == (rec["Year_current"] if current else rec["Year_prior"])
+        assert all(isinstance(row[k], int) for k in ("year_previous", "year_current", "target_guideline_year",
+                                                      "variant_sub_idx", "idx"))
+        answer = rec["Answer"]
+        mapping = row["display_to_original_option"]
+        assert row["option_order"] == list(row["choices"]) and row["gold"] in row["option_order"]
+        assert {d: answer[f"Choice_{o}"] for d, o in mapping.items()} == row["choices"]
+        assert mapping[row["gold"]] == ("A" if current else "B")
+        assert row["original_to_display_option"] == {o: d for d, o in mapping.items()}
+        inverse = row["original_to_display_option"]
+        assert row["current_guideline_option"] == inverse["A"] and row["prior_guideline_option"] == inverse["B"]
+        assert row["interference_options"] == [inverse["C"], inverse["D"]]
+        assert row["unknown_option"] == inverse["E"] == "E"
+    assert set(seen.values()) == {6}
+
+
+def test_released_records_round_trip(exported: tuple[list[dict[str, Any]], Path]) -> None:
+    released, folder = exported
+    text = (folder / "tempomed_questions.jsonl").read_text(encoding="utf-8")
+    blocks = [json.loads(b) for b in text.strip().split("\n\n") if b.strip()]  # the seed's `load_data`
+    assert len(blocks) == len(released)
+    for block, rec in zip(blocks, released, strict=True):
+        assert {k: block[k] for k in rec} == rec  # every released field, whole text included
+        assert list(block)[: len(rec)] == list(rec)

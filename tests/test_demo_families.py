@@ -1,0 +1,87 @@
+"""`chronokg demo` loads a slice of every source, and `generate` works for every family on the demo store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from chronokg.bench import snapshot
+from chronokg.bench.family import FAMILIES, generate
+from chronokg.bench.question import read_jsonl
+from chronokg.cli.app import app
+from chronokg.demo.corpus import load_demo
+from chronokg.graph.kglite_store import KgliteStore
+from chronokg.graph.store import GraphStore
+
+runner = CliRunner()
+FIVE = {"tempomed", "conflictmedqa", "chroknow", "micxr", "benchage"}
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    uri = f"kglite://{tmp_path_factory.mktemp('demo') / 'demo.kgl'}"
+    done = runner.invoke(app, ["--store", uri, "demo"])
+    assert done.exit_code == 0, done.output[-3000:]
+    assert "generate (every family)" in done.output
+    return uri
+
+
+def counts(store: GraphStore) -> dict[str, int]:
+    return {r["label"]: r["n"] for r in store.run("MATCH (n) RETURN labels(n)[0] AS label, count(*) AS n")}
+
+
+def test_generate_works_for_every_family_on_the_demo_store(demo_store: str, tmp_path: Path) -> None:
+    assert set(FAMILIES.names()) == FIVE
+    for family in sorted(FIVE):
+        out = tmp_path / f"{family}.jsonl"
+        done = runner.invoke(app, ["--store", demo_store, "generate", family, "--out", str(out)])
+        assert done.exit_code == 0, f"{family}: {done.output[-2000:]}"
+        rows = list(read_jsonl(out))
+        assert rows and {q.family for q in rows} == {family}, family
+        if family == "conflictmedqa":  # the demo's guideline pairs use their own categories: skipped, counted
+            assert "11 change pair(s) skipped: their category is none of the paper's five" in done.output
+            assert {q.metadata["change_category"] for q in rows} == {
+                "Diagnostic & Threshold", "Recommendation Intensity", "Implementation Approach"}
+        if family == "chroknow":  # ChroKnowBench rows and the CFR editions' cloze items
+            assert {q.variant.split("/")[0] for q in rows} == {"general", "legal"}
+        if family == "benchage":  # the updated answers are the keys now
+            keys = {str(q.metadata.get("question")): q.answer_key.answer for q in rows if q.answer_key}
+            assert keys["who is the secretary-general of the united nations"] == "António Guterres", keys
+
+
+def test_demo_sources_load_once(demo_store: str) -> None:
+    """Re-running the demo's loads on its store changes nothing."""
+    from chronokg.demo.sources import load_sources
+
+    with KgliteStore(demo_store.removeprefix("kglite://")) as store:
+        before = counts(store)
+        assert {"Patient", "Study", "SourceQuestion", "ChangePair"} <= set(before)
+        umls = store.run("MATCH (f:Fact {subject_id: 'C9000001', predicate: 'may_prevent'}) WHERE f.known_to IS NULL "
+                         "RETURN f.valid_to AS valid_to")
+        assert [str(r["valid_to"]) for r in umls] == ["2022-05-01"]  # dropped in the second release
+        load_demo(store)
+        load_sources(store)
+        assert counts(store) == before
+
+
+def test_a_family_without_its_sources_says_which_loader_fills_them(tmp_path: Path) -> None:
+    uri = f"kglite://{tmp_path / 'empty.kgl'}"
+    assert runner.invoke(app, ["--store", uri, "init"]).exit_code == 0
+    for family, loader in [("micxr", "chronokg ingest cxr"), ("benchage", "chronokg ingest qa"),
+                           ("conflictmedqa", "chronokg ingest driftmed"), ("chroknow", "chronokg ingest chroknow"),
+                           ("tempomed", "chronokg ingest tempomed")]:
+        done = runner.invoke(app, ["--store", uri, "generate", family, "--out", str(tmp_path / f"{family}.jsonl")])
+        assert done.exit_code == 0, done.output
+        text = " ".join(done.output.split())  # rich wraps long lines
+        assert f"0 questions: {family} builds from" in text and loader in text, text
+
+
+def test_out_of_category_pairs_are_skipped_with_a_count_not_an_error() -> None:
+    with KgliteStore(":memory:") as store:
+        load_demo(store)  # guideline pairs only, none in the paper's five categories
+        questions, ctx = generate("conflictmedqa", store, snapshot.current(store), {})
+        assert questions == []
+        assert any(n.startswith("11 change pair(s) skipped") and "'dose/threshold change' (5)" in n
+                   for n in ctx.notes)
