@@ -20,6 +20,7 @@ def register(app: typer.Typer) -> None:
 
 @eval_app.command("run")
 def run_command(
+    ctx: typer.Context,
     questions: Annotated[list[Path] | None, typer.Argument(help="Question files (canonical JSONL)")] = None,
     model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Model spec (repeat for several): "
                                                     "openai/..., openai-compat/..., vllm/..., baseline/...")] = None,
@@ -62,11 +63,14 @@ def run_command(
     from chronokg.eval.log import read_info
 
     def body() -> None:
+        given = {name: value for name, value in ctx.params.items()  # the flags given, not defaulted
+                 if name != "resume" and getattr(ctx.get_parameter_source(name), "name", "DEFAULT") != "DEFAULT"}
         if resume is not None:
             info = read_info(resume)
             folder = resume
             files = runner.check_files(info)
             options = runner.RunOptions.model_validate(info.options)
+            refuse_changes(info, options, given)
         else:
             if not questions or not model:
                 raise ChronoKGError("give question files and at least one --model (or --resume RUN_DIR)")
@@ -78,7 +82,7 @@ def run_command(
                                         cache=cache, judge=judge, family_options=_family_options(family_option or []),
                                         rag=rag, rag_k=k, rag_index=str(rag_index) if rag_index else None,
                                         agent=agent, tools_url=tools, agent_max_steps=max_steps,
-                                        agent_tool_budget=tool_budget,
+                                        agent_tool_budget=tool_budget, write=write,
                                         judge_base_url=judge_base_url or (
                                             base_url if (judge or "").startswith("openai-compat/") else None))
             entries = [runner.ModelEntry(spec=m, base_url=base_url if not m.startswith("baseline/") else None)
@@ -98,9 +102,48 @@ def run_command(
                                      on_record=progress.record)
         console.print(f"run [bold]{info.run_id}[/] in {folder}: {info.status}")
         _summary(folder)
-        if write:
+        if options.write:
             _write(folder, info, loaded)
     guarded(body)
+
+
+# `eval run` flags -> where a run keeps them (RunOptions field, or a key of run.json); --concurrency is how fast,
+# not what, so a resume may change it.
+_RESUME_KEEPS = {"protocol": "protocol", "samples": "samples", "limit": "limit", "cache": "cache", "judge": "judge",
+                 "judge_base_url": "judge_base_url", "rag": "rag", "k": "rag_k", "rag_index": "rag_index",
+                 "agent": "agent", "tools": "tools_url", "max_steps": "agent_max_steps",
+                 "tool_budget": "agent_tool_budget", "write": "write"}
+
+
+def refuse_changes(info: Any, options: Any, given: dict[str, Any]) -> None:
+    """A resume continues with every option its run started with; one given differently is refused, named."""
+    from chronokg.errors import ChronoKGError
+
+    kept: dict[str, Any] = {flag: getattr(options, field) for flag, field in _RESUME_KEEPS.items()}
+    kept["model"] = [m["spec"] for m in info.models]
+    kept["questions"] = [Path(q["path"]) for q in info.questions]
+    kept["family_option"] = options.family_options
+    kept["log_dir"] = given.get("log_dir")  # where: not part of the run
+    kept["concurrency"] = given.get("concurrency")
+    for flag, value in given.items():
+        now: Any = value
+        if flag in ("questions", "model"):
+            if not value:
+                continue
+            now = [Path(v) for v in value] if flag == "questions" else list(value)
+        elif flag == "family_option":
+            now = _family_options(value or [])
+        elif flag == "rag_index" and value is not None:
+            now = str(value)
+        elif flag == "base_url":
+            if all(m.get("base_url") in (None, value) for m in info.models):
+                continue
+            raise ChronoKGError(f"--resume {info.run_id}: it started with other --base-url values; a resume keeps "
+                                "them (start a new run to change them)")
+        if flag in kept and now != kept[flag]:
+            name = "QUESTIONS" if flag == "questions" else "--" + flag.replace("_", "-")
+            raise ChronoKGError(f"--resume {info.run_id}: {name} was {kept[flag]!r} when the run started, "
+                                f"{now!r} now; a resume keeps every option (start a new run to change it)")
 
 
 def _family_options(items: list[str]) -> dict[str, dict[str, Any]]:
