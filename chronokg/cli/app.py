@@ -198,6 +198,7 @@ for _module, _group, _help in [
     ("retrieve", "retrieve", "Retrieval: passages valid on a date, up-to-date answers, web search."),
     ("retrieve", "index", "The store's passage index (faiss, beside the store)."),
     ("serve", "serve", "Serve the read-only agent tools (queries, guarded Cypher, search) over HTTP or MCP."),
+    ("lifecycle", "releases", "Source releases in the store: list them, drop one loaded by mistake."),
 ]:
     app.add_typer(typer.Typer(help=_help, no_args_is_help=True, cls=lazy_group(_registered_by(_module, _group))),
                   name=_group)

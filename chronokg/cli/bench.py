@@ -156,7 +156,10 @@ def provider() -> dict[str, Callable[[], Command]]:
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     """`snapshot`, `bench verify`, `bench export`, `bench trajectory` (`generate FAMILY` comes from `provider`)."""
+    from chronokg.cli.lifecycle import register_benchmarks
+
     register_trajectory(bench_app)
+    register_benchmarks(bench_app)
 
     @app.command("snapshot")
     def snapshot_command(

@@ -15,6 +15,9 @@ eval_app = typer.Typer(help="Evaluate models on generated benchmarks: run, score
 
 
 def register(app: typer.Typer) -> None:
+    from chronokg.cli.lifecycle import register_runs
+
+    register_runs(eval_app)
     app.add_typer(eval_app, name="eval")
 
 
