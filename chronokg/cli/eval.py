@@ -380,19 +380,33 @@ def score_command(
 def compare_command(
     run_a: Annotated[Path, typer.Argument(help="First run folder")],
     run_b: Annotated[Path, typer.Argument(help="Second run folder (may be the same)")],
-    model_a: Annotated[str, typer.Option(help="Model of the first run")],
-    model_b: Annotated[str, typer.Option(help="Model of the second run")],
+    model_a: Annotated[str | None, typer.Option(help="Model of the first run [default: each model the two runs "
+                                                     "share, or the first run's only model]")] = None,
+    model_b: Annotated[str | None, typer.Option(help="Model of the second run [default: as --model-a]")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
 ) -> None:
-    """Paired comparison of two models on the questions both answered: McNemar and a paired bootstrap."""
+    """Paired comparison on the questions both runs answered (runs, models or releases side by side): McNemar
+    and a paired bootstrap interval per family."""
     from chronokg.cli.render import Format, emit
+    from chronokg.errors import ChronoKGError
     from chronokg.eval.results import compare, run_samples
 
     def body() -> None:
         _, a = run_samples(run_a)
         _, b = run_samples(run_b)
-        emit(console, compare(a, b, model_a, model_b), Format.table, title="paired comparison",
-             columns=["family", "n", "accuracy_a", "accuracy_b", "difference", "a_only", "b_only", "p_mcnemar",
-                      "ci95"])
+        in_a, in_b = sorted({r.model for r in a}), sorted({r.model for r in b})
+        if model_a or model_b:
+            pairs = [(model_a or model_b or "", model_b or model_a or "")]
+        else:
+            shared = [m for m in in_a if m in in_b]
+            pairs = [(m, m) for m in shared] or ([(in_a[0], in_b[0])] if len(in_a) == len(in_b) == 1 else [])
+        if not pairs:
+            raise ChronoKGError(f"the runs share no model ({', '.join(in_a)} / {', '.join(in_b)}): give --model-a "
+                                "and --model-b")
+        rows = [row for ma, mb in pairs for row in compare(a, b, ma, mb)]
+        emit(console, rows, Format.json if fmt == "json" else Format.table, title="paired comparison",
+             columns=["family", "a", "b", "n", "accuracy_a", "accuracy_b", "difference", "a_only", "b_only",
+                      "p_mcnemar", "ci95"])
     guarded(body)
 
 
