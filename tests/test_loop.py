@@ -5,6 +5,8 @@ file, re-run the first config into another log folder, evaluate the new question
 from __future__ import annotations
 
 import json
+import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +72,7 @@ def loop(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[st
     out["new_run"] = step(store, "eval", "run", str(tmp / "q2.jsonl"), "-m", "baseline/oracle", "--log-dir",
                           str(tmp / "runs2"))
     run1 = next((tmp / "runs1").glob("run-*"))
-    run2 = next((tmp / "runs2").glob("run-*"))
+    run2 = next((tmp / "runs3").glob("run-*"))  # the first config at the newer snapshot: old vs new release
     compared = cli.invoke(app, ["eval", "compare", str(run1), str(run2), "--format", "json"])
     assert compared.exit_code == 0, compared.output
     out["compare"] = json.loads(compared.output)
@@ -113,9 +115,12 @@ def test_the_first_config_re_run_elsewhere_exits_0_and_is_one_run(loop: dict[str
     assert "predictions in the graph: 0 new" in loop["rerun_third"]
     runs2 = {p.name for p in (loop["tmp"] / "runs2").glob("run-*")}
     assert {p.name for p in (loop["tmp"] / "runs3").glob("run-*")} <= runs2
-    (row,) = loop["compare"]  # the one model both runs share, on the questions both answered
-    assert row["family"] == "tempomed" and row["a"] == row["b"] == "baseline/oracle" and row["n"] > 0
-    assert row["p_mcnemar"] is not None and len(row["ci95"]) == 2
+    rows = loop["compare"]  # each model both runs share, on the questions both answered (all of q1)
+    assert sorted(r["a"] for r in rows) == ["baseline/frozen:2018", "baseline/oracle"]
+    n = len(list(read_jsonl(loop["tmp"] / "q1.jsonl")))
+    for row in rows:
+        assert row["family"] == "tempomed" and row["a"] == row["b"] and row["n"] == n
+        assert 0 <= row["p_mcnemar"] <= 1 and len(row["ci95"]) == 2
 
 
 def test_regenerating_keeps_both_snapshots_verifiable(loop: dict[str, Any]) -> None:
@@ -128,3 +133,51 @@ def test_regenerating_keeps_both_snapshots_verifiable(loop: dict[str, Any]) -> N
     new = {q.snapshot for q in read_jsonl(loop["tmp"] / "all2.jsonl")}
     assert len(snaps) == 2 and {r["s"] for r in snaps} == old | new
     assert {r["s"]: r["n"] for r in snaps}[next(iter(old))] == len(list(read_jsonl(loop["tmp"] / "q1.jsonl")))
+
+
+CHROKNOW = Path(__file__).parent / "fixtures" / "chroknow" / "bench"
+
+
+def newer_revision(src: Path, dst: Path) -> None:
+    """The next ChroKnowBench snapshot (rows built from yearly Wikidata dumps): one more year per row of the
+    General/Dynamic file, a new holder for every other subject."""
+    shutil.copytree(src, dst)
+    path = dst / "TimeVariant_General_Dynamic.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for n, row in enumerate(rows):
+        last = max(int(k.removeprefix("objects_")) for k in row if k.startswith("objects_"))
+        row[f"objects_{last + 1}"] = row[f"objects_{last}"] if n % 2 else [["Someone New"]]
+        row[f"release_date_{last + 1}"] = f"{last + 1}-12-30"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_the_loop_on_chroknow_with_a_newer_snapshot(tmp_path: Path) -> None:
+    store = tmp_path / "store.kgl"
+    newer_revision(CHROKNOW, tmp_path / "r2")
+    q1, q2, all2 = tmp_path / "c1.jsonl", tmp_path / "c2.jsonl", tmp_path / "all2.jsonl"
+    run = ["eval", "run", str(q1), "-m", "baseline/oracle"]
+    step(store, "ingest", "chroknow", str(CHROKNOW))
+    step(store, "generate", "chroknow", "--out", str(q1))
+    step(store, *run, "--log-dir", str(tmp_path / "runs1"))
+    step(store, "ingest", "chroknow", str(tmp_path / "r2"))
+    step(store, "generate", "chroknow", "--out", str(all2), "--no-write")
+    step(store, "generate", "chroknow", "--since", str(q1), "--out", str(q2))
+    verify = cli.invoke(app, ["--store", f"kglite://{store}", "bench", "verify", str(q1), "--format", "json"])
+    assert verify.exit_code == 0, verify.output
+    changed = {c["id"] for c in json.loads(verify.output)["changed"]}
+    assert changed
+    old, whole, new = ({q.id for q in read_jsonl(p)} for p in (q1, all2, q2))
+    assert whole - old and new == (whole - old) | (changed & whole)
+    assert "error" not in step(store, *run, "--log-dir", str(tmp_path / "runs2"))
+    assert "predictions in the graph: 0 new" in step(store, *run, "--log-dir", str(tmp_path / "runs3"))
+
+
+def test_the_demo_shows_the_loop(tmp_path: Path) -> None:
+    out = step(tmp_path / "demo.kgl", "demo")
+    for text in ("--since", "new or changed since", "bench verify", "paired comparison", "releases list"):
+        assert text in out, text
+    steps = re.findall(r"step (\d+) \$ chronokg", out)
+    assert steps == [str(n) for n in range(1, 11)]
+    changed = re.search(r"answer keys re-run: (\d+) changed", out)
+    assert changed and int(changed.group(1)) > 0  # the newer guideline changed the old keys
+    assert (tmp_path / "demo-loop" / "q2.jsonl").stat().st_size > 0

@@ -153,7 +153,19 @@ def demo(
             _remove_kglite_files(Path(uri.removeprefix("kglite://")))
         with opened(uri) as s:
             run_showcase(s, console)
+        loop_demo(console, uri)  # the research loop, in its own store (chronokg.cli.demo_loop)
     guarded(body)
+
+
+def loop_demo(console: Any, uri: str) -> None:
+    from chronokg.cli.demo_loop import run_loop
+
+    base = Path(uri.removeprefix("kglite://")).parent if uri.startswith("kglite://") else None
+    if base is None or uri.endswith(":memory:"):
+        from platformdirs import user_data_dir
+
+        base = Path(user_data_dir("chronokg"))
+    run_loop(console, base / "demo-loop")
 
 
 def _remove_kglite_files(path: Path) -> None:
