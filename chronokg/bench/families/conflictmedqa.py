@@ -38,7 +38,9 @@ from chronokg.bench.families.conflictmedqa_prompts import fill, template
 from chronokg.bench.family import Context, Family, FamilyOptions, Protocol, generator_info
 from chronokg.bench.question import AnswerKey, Choice, Question, content_id
 from chronokg.errors import ChronoKGError, ModelError
-from chronokg.ingest.driftmed import CATEGORIES, CATEGORY_ALIASES, DISEASE_GROUP_ALIASES, DISEASE_GROUPS
+from chronokg.ingest.driftmed import CATEGORIES as CATEGORIES  # re-exported: metrics and tests read them here
+from chronokg.ingest.driftmed import CATEGORY_ALIASES, DISEASE_GROUP_ALIASES
+from chronokg.ingest.driftmed import DISEASE_GROUPS as DISEASE_GROUPS
 from chronokg.queries.conflictmedqa import OUTDATED, UP_TO_DATE, ConflictPairRow, current_text, in_force
 
 NAME = "conflictmedqa"
