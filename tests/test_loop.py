@@ -181,3 +181,25 @@ def test_the_demo_shows_the_loop(tmp_path: Path) -> None:
     changed = re.search(r"answer keys re-run: (\d+) changed", out)
     assert changed and int(changed.group(1)) > 0  # the newer guideline changed the old keys
     assert (tmp_path / "demo-loop" / "q2.jsonl").stat().st_size > 0
+
+
+def test_a_resume_keeps_every_option_and_refuses_a_changed_one(tmp_path: Path) -> None:
+    from chronokg.demo.loop import write_releases
+    from chronokg.graph.kglite_store import KgliteStore
+
+    first, _ = write_releases(tmp_path)
+    store = tmp_path / "store.kgl"
+    step(store, "ingest", "tempomed", str(first), "--release-date", "2024-01-01")
+    step(store, "generate", "tempomed", "--out", str(tmp_path / "q.jsonl"), "--no-write")
+    step(store, "eval", "run", str(tmp_path / "q.jsonl"), "-m", "baseline/oracle", "--no-write", "--log-dir",
+         str(tmp_path / "runs"))
+    (folder,) = (tmp_path / "runs").glob("run-*")
+    out = step(store, "eval", "run", "--resume", str(folder))  # resumed: still --no-write
+    assert "predictions in the graph" not in out
+    with KgliteStore(store, read_only=True) as reader:
+        assert not reader.run("MATCH (n) WHERE n:Prediction OR n:Run OR n:Question RETURN n.id AS id LIMIT 1")
+    for flag, words in ((["--protocol", "chronokg"], "--protocol was 'seed'"), (["--write"], "--write was False"),
+                        (["--samples", "2"], "--samples was 1"), (["-m", "baseline/frozen:2018"], "--model was")):
+        result = cli.invoke(app, ["--store", f"kglite://{store}", "eval", "run", "--resume", str(folder), *flag])
+        assert result.exit_code == 2 and words in " ".join(result.output.split()), result.output
+    step(store, "eval", "run", "--resume", str(folder), "--concurrency", "3")  # how fast, not what: allowed
