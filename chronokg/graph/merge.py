@@ -79,6 +79,9 @@ DEFAULT_POLICY = Policy(
     follows={
         schema.FACT: {"source_id": "known_from", ORIGIN: "known_from", "retracted_by": "known_to"},
     },
+    # A prediction's id is (run, question, model, sample): the same run answered again elsewhere (say with
+    # --no-cache, another output) keeps the stored prediction; the new answer stays in its own run folder.
+    defaults={schema.PREDICTION: Merge.FIRST},
 )
 
 
