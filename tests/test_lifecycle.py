@@ -169,3 +169,35 @@ def test_kill_9_during_a_drop_or_a_delete_leaves_the_store_as_it_was(built: dict
     args = ["releases", "drop", target, "--derived"] if what == "drop" else ["eval", "runs", "delete", target]
     step(store, *args)
     assert digest(store) != before
+
+
+def test_deleting_a_generated_benchmark_removes_its_questions_only(tmp_path: Path) -> None:
+    from chronokg.demo.loop import write_releases
+
+    first, second = write_releases(tmp_path)
+    store = tmp_path / "s.kgl"
+    step(store, "ingest", "tempomed", str(first), "--release-date", "2024-01-01")
+    step(store, "generate", "tempomed", "--out", str(tmp_path / "q1.jsonl"))
+    step(store, "ingest", "tempomed", str(second), "--release-date", "2025-06-01")
+    query = "MATCH (q:Question)-[:GENERATED_AT]->(s:Snapshot) RETURN s.id AS s, count(q) AS n ORDER BY s"
+    with KgliteStore(store, read_only=True) as reader:
+        (old,) = reader.run(query)
+    before = digest(store)
+    step(store, "generate", "tempomed", "--out", str(tmp_path / "q2.jsonl"))
+    step(store, "eval", "run", str(tmp_path / "q2.jsonl"), "-m", "baseline/oracle", "--log-dir", str(tmp_path))
+    with KgliteStore(store, read_only=True) as reader:
+        snap = next(r["s"] for r in reader.run(query) if r["s"] != old["s"])
+        run_id = reader.run("MATCH (r:Run) RETURN r.id AS id")[0]["id"]
+    refused = digest(store)
+    out = step(store, "bench", "delete", "tempomed", snap, code=2)
+    assert "predictions answer these questions" in out and digest(store) == refused
+    out = step(store, "bench", "delete", "tempomed", snap, "--derived")
+    assert "Question" in out and "Prediction" in out
+    with KgliteStore(store, read_only=True) as reader:
+        assert reader.run(query) == [old]  # the old benchmark is whole, the new one gone
+    step(store, "eval", "runs", "delete", run_id)
+    with KgliteStore(store, read_only=True) as reader:  # what remains beyond the store before: the snapshot node,
+        # kept so that --since SNAPSHOT still works
+        assert reader.run("MATCH (n) WHERE n:Prediction OR n:Run RETURN n.id AS id") == []
+        reader_digest = content_digest(reader)
+    assert reader_digest != before
