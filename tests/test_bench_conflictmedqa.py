@@ -27,6 +27,7 @@ from chronokg.bench.family import generate
 from chronokg.bench.question import Question, read_jsonl, write_jsonl
 from chronokg.bench.verify import verify_questions
 from chronokg.cli.app import app
+from chronokg.errors import InputError
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import driftmed, tempomed
 from chronokg.ingest.common import read_json_blocks
@@ -271,11 +272,14 @@ def test_unknown_option_names_are_refused(advice_store: KgliteStore, options: di
     assert words in str(info.value) and "known" in str(info.value)
 
 
-def test_unknown_names_in_the_data_are_refused_and_other_categories_skipped(tmp_path: Path) -> None:
-    # The original DriftMed fixture uses illustrative categories that are not the paper's: skipped with a count.
-    skipped, ctx = generate("conflictmedqa", loaded(FIXTURES / "driftmed.jsonl"), "snap", {})
-    assert skipped == []
-    assert any(n.startswith("3 change pair(s) skipped") and "'recommendation reversal' (1)" in n for n in ctx.notes)
+def test_unknown_names_in_the_data_are_refused(tmp_path: Path) -> None:
+    # A change category outside the paper's five never enters the store: refused at load, naming the record.
+    rows = [dict(r, change_category="recommendation reversal") if r["id"] == 2146 else r for r in raw(ADVICE)]
+    path = tmp_path / "bad_category.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(InputError, match=r"bad_category.jsonl, record \d+.*unknown change_category "
+                                         r"'recommendation reversal'"):
+        loaded(path)
     rows = [dict(r, bias_type="Authority Bias") if r["id"] in (3, 2148) else r for r in raw(SCENARIOS)]
     path = tmp_path / "bad_factor.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -284,8 +288,8 @@ def test_unknown_names_in_the_data_are_refused_and_other_categories_skipped(tmp_
     rows = [dict(r, disease_group="acute") if r["id"] in (1, 2146) else r for r in raw(ADVICE)]
     path = tmp_path / "bad_group.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with pytest.raises(cmq.UnknownName, match="driftmed-cp:1: unknown ConflictMedQA disease group 'acute'"):
-        generate("conflictmedqa", loaded(path), "snap", {})
+    with pytest.raises(InputError, match=r"bad_group.jsonl, record \d+.*unknown disease_group 'acute'"):
+        loaded(path)
 
 
 def test_options_select_factors_categories_and_groups(advice_store: KgliteStore) -> None:

@@ -73,9 +73,10 @@ def test_a_family_without_its_sources_says_which_loader_fills_them(tmp_path: Pat
                            ("conflictmedqa", "chronokg ingest driftmed"), ("chroknow", "chronokg ingest chroknow"),
                            ("tempomed", "chronokg ingest tempomed")]:
         done = runner.invoke(app, ["--store", uri, "generate", family, "--out", str(tmp_path / f"{family}.jsonl")])
-        assert done.exit_code == 0, done.output
+        assert done.exit_code == 2, done.output  # an error (issue 18): nothing to generate from, nothing written
         text = " ".join(done.output.split())  # rich wraps long lines
-        assert f"0 questions: {family} builds from" in text and loader in text, text
+        assert f"{family} builds from" in text and loader in text, text
+        assert not (tmp_path / f"{family}.jsonl").exists()
 
 
 def test_out_of_category_pairs_are_skipped_with_a_count_not_an_error() -> None:

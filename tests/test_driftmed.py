@@ -85,7 +85,7 @@ def test_facts_carry_the_row_attributes(loaded: KgliteStore) -> None:
         assert (f"driftmed:{cid}", r["text"], None, valid_to, RELEASE, r["label"], r["bias_type"],
                 r["change_category"], r["disease"], r["bias_type"]) in got
     (entity,) = loaded.run("MATCH (e:Entity {id: 'driftmed:2'}) RETURN e.caption AS c, e.kind AS k")
-    assert entity == {"c": "Hypertension — threshold change — authority", "k": "clinical_decision"}
+    assert entity == {"c": "Hypertension — Diagnostic & Threshold — authority", "k": "clinical_decision"}
 
 
 def test_csv_json_list_and_parquet_give_the_same_facts(tmp_path: Path, loaded: KgliteStore) -> None:
@@ -122,7 +122,7 @@ def bad_inputs(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     text = JSONL.read_text()
     csv_text = (FIXTURES / "driftmed.csv").read_text()
     truncated_csv = tmp_path / "truncated.csv"
-    truncated_csv.write_text(csv_text[: csv_text.index("threshold change") + 3] + ',"never closed')
+    truncated_csv.write_text(csv_text[: csv_text.index("Diagnostic & Threshold") + 3] + ',"never closed')
     missing = tmp_path / "missing.csv"
     with missing.open("w", newline="") as fh:
         w = csv.writer(fh)

@@ -34,7 +34,10 @@ def store_questions(store: GraphStore, questions: Iterable[Question], progress: 
                                                                                      default=str),
         )
         batch.node(schema.SNAPSHOT, q.snapshot)  # known by id even when the snapshot was not recorded
-        batch.edge(schema.GENERATED_AT, schema.QUESTION, q.id, schema.SNAPSHOT, q.snapshot)
+        # One edge per snapshot the question was generated at, with that snapshot's evidence: regenerating after
+        # a new release adds an edge beside the old one (the same snapshot again is a no-op).
+        batch.edge(schema.GENERATED_AT, schema.QUESTION, q.id, schema.SNAPSHOT, q.snapshot,
+                   evidence_hash=q.answer_key.evidence_hash, answer=q.answer_key.answer)
         for fact in q.facts:
             batch.edge(schema.TESTS, schema.QUESTION, q.id, schema.FACT, fact)
         for ref in q.derived_from:

@@ -25,6 +25,9 @@ class Changed(BaseModel):
     new_target: str | None = None
     old_hash: str
     new_hash: str
+    old_evidence: list[dict[str, Any]] = Field(default_factory=list, description="What the key returned when the "
+                                                                                 "question was generated")
+    new_evidence: list[dict[str, Any]] = Field(default_factory=list, description="What it returns now")
 
 
 class VerifyReport(BaseModel):
@@ -55,7 +58,7 @@ def verify_questions(store: GraphStore, questions: Iterable[Question]) -> Verify
         report.changed.append(Changed(
             id=q.id, family=q.family, variant=q.variant, query=key.query, params=key.params, old_answer=key.answer,
             new_answer=new_answer, old_target=q.target, new_target=new_target, old_hash=key.evidence_hash,
-            new_hash=new_hash))
+            new_hash=new_hash, old_evidence=key.evidence, new_evidence=evidence))
     report.keys = len(cache)
     return report
 

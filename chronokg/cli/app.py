@@ -155,7 +155,19 @@ def demo(
             _remove_kglite_files(Path(uri.removeprefix("kglite://")))
         with opened(uri) as s:
             run_showcase(s, console)
+        loop_demo(console, uri)  # the research loop, in its own store (chronokg.cli.demo_loop)
     guarded(body)
+
+
+def loop_demo(console: Any, uri: str) -> None:
+    from chronokg.cli.demo_loop import run_loop
+
+    base = Path(uri.removeprefix("kglite://")).parent if uri.startswith("kglite://") else None
+    if base is None or uri.endswith(":memory:"):
+        from platformdirs import user_data_dir
+
+        base = Path(user_data_dir("chronokg"))
+    run_loop(console, base / "demo-loop")
 
 
 def _remove_kglite_files(path: Path) -> None:
@@ -201,6 +213,7 @@ for _module, _group, _help in [
     ("retrieve", "index", "The store's passage index (faiss, beside the store)."),
     ("serve", "serve", "Serve the read-only agent tools (queries, guarded Cypher, search) over HTTP or MCP."),
     ("store", "store", "The store's files: check them, recover a damaged write-ahead log."),
+    ("lifecycle", "releases", "Source releases in the store: list them, drop one loaded by mistake."),
 ]:
     app.add_typer(typer.Typer(help=_help, no_args_is_help=True, cls=lazy_group(_registered_by(_module, _group))),
                   name=_group)

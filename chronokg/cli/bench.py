@@ -51,8 +51,9 @@ def family_command(name: str) -> Command:
                                                                  "published benchmark's own files)")], "canonical"),
         flag("write", Annotated[bool, typer.Option("--write/--no-write", help="Also store the questions (and the "
                                                                              "snapshot) in the graph")], True),
-        flag("since", Annotated[str | None, typer.Option(help="Only for what was loaded after this snapshot "
-                                                              "(chronokg snapshot --record)")], None),
+        flag("since", Annotated[str | None, typer.Option(help="Only the questions whose evidence is new or changed "
+                                                              "since an earlier question file (or a snapshot id)")],
+             None),
         flag("model", Annotated[str | None, typer.Option(help="A model spec for the steps that need an LLM "
                                                               "(otherwise templates)")], None),
         flag("base_url", Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server "
@@ -87,6 +88,7 @@ def generate_and_save(family: str, options: Any, out: Path, fmt: str, write: boo
     from chronokg.bench.family import generate
     from chronokg.bench.graph import store_questions
     from chronokg.bench.question import write_jsonl
+    from chronokg.bench.since import baseline, new_or_changed
     from chronokg.cli.progress import progress_bar
     from chronokg.errors import ChronoKGError
 
@@ -102,13 +104,18 @@ def generate_and_save(family: str, options: Any, out: Path, fmt: str, write: boo
 
         model = open_model(model_spec, base_url)
     with opened(read_only=not write, must_exist=True) as store, progress_bar(console) as bar:
-        added = snapshot.added_since(store, since) if since else None
+        base = baseline(store, since, family) if since else None
         snap = snapshot.current(store)
-        questions, ctx = generate(family, store, snap, options, since=added, model=model, progress=bar)
+        questions, ctx = generate(family, store, snap, options, since=base.added if base else None, model=model,
+                                  progress=bar)
+        if base is not None:
+            questions = new_or_changed(questions, base)
         if not questions and since is None:  # nothing written anywhere: no empty file, no snapshot
+            from chronokg.bench.family import FAMILIES
+
             hint = "; ".join(ctx.notes[:3])
             raise ChronoKGError(f"generate {family}: no questions from {store.uri}: it holds none of the data "
-                                "this family is generated from (docs/benchmarks.md names the sources)"
+                                f"this family is generated from ({family} builds from {FAMILIES.get(family).needs})"
                                 + (f" ({hint})" if hint else ""))
         if write:
             snapshot.record(store)
@@ -123,15 +130,31 @@ def generate_and_save(family: str, options: Any, out: Path, fmt: str, write: boo
     by_variant = Counter(q.variant for q in questions)
     for variant, count in sorted(by_variant.items()):
         console.print(f"  {variant}: {count:,}")
-    console.print(f"snapshot {snap}" + (" (stored with the questions)" if write else ""))
-    if not questions:
-        from chronokg.bench.family import FAMILIES
-
-        err.print(f"[yellow]note:[/] 0 questions: {family} builds from {FAMILIES.get(family).needs}")
+    console.print(f"snapshot {snap}" + (" (stored with the questions)" if write else "")
+                  + (f"; new or changed since {base.snapshot}" if base is not None else ""))
     for note in ctx.notes[:20]:
         err.print(f"[yellow]note:[/] {note}")
     if len(ctx.notes) > 20:
         err.print(f"[yellow]note:[/] … and {len(ctx.notes) - 20} more")
+
+
+def _evidence_changes(changed: list[Any], limit: int = 20) -> None:
+    """Each changed answer key once: the evidence rows it no longer returns (-) and the new ones (+)."""
+    seen: set[str] = set()
+    for c in changed:
+        key = f"{c.query} {json.dumps(c.params, sort_keys=True, ensure_ascii=False)}"
+        if key in seen:
+            continue
+        seen.add(key)
+        if len(seen) > limit:
+            console.print("… and more changed keys (--format json lists every one with its evidence)")
+            return
+        old = [json.dumps(r, sort_keys=True, ensure_ascii=False) for r in c.old_evidence]
+        new = [json.dumps(r, sort_keys=True, ensure_ascii=False) for r in c.new_evidence]
+        console.print(f"[bold]{key}[/]: {len(old)} evidence row(s) then, {len(new)} now", highlight=False)
+        for sign, rows in (("-", [r for r in old if r not in new]), ("+", [r for r in new if r not in old])):
+            for row in rows[:5]:
+                console.print(f"  {sign} {row[:200]}", highlight=False, markup=False)
 
 
 def provider() -> dict[str, Callable[[], Command]]:
@@ -145,7 +168,10 @@ def provider() -> dict[str, Callable[[], Command]]:
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     """`snapshot`, `bench verify`, `bench export`, `bench trajectory` (`generate FAMILY` comes from `provider`)."""
+    from chronokg.cli.lifecycle import register_benchmarks
+
     register_trajectory(bench_app)
+    register_benchmarks(bench_app)
 
     @app.command("snapshot")
     def snapshot_command(
@@ -183,6 +209,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                               f"[{'red' if report.changed else 'green'}]{len(report.changed):,} changed[/]")
                 emit(console, report.changed, Format.table, title="questions whose evidence changed",
                      columns=["id", "variant", "old_target", "new_target", "old_answer", "new_answer"], wrap=50)
+                _evidence_changes(report.changed)
             if fail_on_change and report.changed:
                 raise typer.Exit(1)
         guarded(body)

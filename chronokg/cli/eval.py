@@ -15,11 +15,15 @@ eval_app = typer.Typer(help="Evaluate models on generated benchmarks: run, score
 
 
 def register(app: typer.Typer) -> None:
+    from chronokg.cli.lifecycle import register_runs
+
+    register_runs(eval_app)
     app.add_typer(eval_app, name="eval")
 
 
 @eval_app.command("run")
 def run_command(
+    ctx: typer.Context,
     questions: Annotated[list[Path] | None, typer.Argument(help="Question files (canonical JSONL)")] = None,
     model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Model spec (repeat for several): "
                                                     "openai/..., openai-compat/..., vllm/..., baseline/...")] = None,
@@ -62,11 +66,14 @@ def run_command(
     from chronokg.eval.log import read_info
 
     def body() -> None:
+        given = {name: value for name, value in ctx.params.items()  # the flags given, not defaulted
+                 if name != "resume" and getattr(ctx.get_parameter_source(name), "name", "DEFAULT") != "DEFAULT"}
         if resume is not None:
             info = read_info(resume)
             folder = resume
             files = runner.check_files(info)
             options = runner.options_of(info, resume)
+            refuse_changes(info, options, given)
         else:
             if not questions or not model:
                 raise ChronoKGError("give question files and at least one --model (or --resume RUN_DIR)")
@@ -80,7 +87,7 @@ def run_command(
                                         cache=cache, judge=judge, family_options=_family_options(family_option or []),
                                         rag=rag, rag_k=k, rag_index=str(rag_index) if rag_index else None,
                                         agent=agent, tools_url=tools, agent_max_steps=max_steps,
-                                        agent_tool_budget=tool_budget,
+                                        agent_tool_budget=tool_budget, write=write,
                                         judge_base_url=judge_base_url or (
                                             base_url if (judge or "").startswith("openai-compat/") else None))
             entries = [runner.ModelEntry(spec=m, base_url=base_url if not m.startswith("baseline/") else None)
@@ -101,13 +108,52 @@ def run_command(
                                      on_record=progress.record)
         console.print(f"run [bold]{info.run_id}[/] in {folder}: {info.status}")
         _summary(folder)
-        if write:
+        if options.write:
             _write(folder, info, loaded)
         if info.status != "complete":
             err.print(f"[yellow]note:[/] {info.totals.get('failed', 0):,} samples failed; '--resume {folder}' "
                       f"tries them again (exit code {runner.EXIT_INCOMPLETE}: incomplete)")
             raise typer.Exit(runner.EXIT_INCOMPLETE)
     guarded(body)
+
+
+# `eval run` flags -> where a run keeps them (RunOptions field, or a key of run.json); --concurrency is how fast,
+# not what, so a resume may change it.
+_RESUME_KEEPS = {"protocol": "protocol", "samples": "samples", "limit": "limit", "cache": "cache", "judge": "judge",
+                 "judge_base_url": "judge_base_url", "rag": "rag", "k": "rag_k", "rag_index": "rag_index",
+                 "agent": "agent", "tools": "tools_url", "max_steps": "agent_max_steps",
+                 "tool_budget": "agent_tool_budget", "write": "write"}
+
+
+def refuse_changes(info: Any, options: Any, given: dict[str, Any]) -> None:
+    """A resume continues with every option its run started with; one given differently is refused, named."""
+    from chronokg.errors import ChronoKGError
+
+    kept: dict[str, Any] = {flag: getattr(options, field) for flag, field in _RESUME_KEEPS.items()}
+    kept["model"] = [m["spec"] for m in info.models]
+    kept["questions"] = [Path(q["path"]) for q in info.questions]
+    kept["family_option"] = options.family_options
+    kept["log_dir"] = given.get("log_dir")  # where: not part of the run
+    kept["concurrency"] = given.get("concurrency")
+    for flag, value in given.items():
+        now: Any = value
+        if flag in ("questions", "model"):
+            if not value:
+                continue
+            now = [Path(v) for v in value] if flag == "questions" else list(value)
+        elif flag == "family_option":
+            now = _family_options(value or [])
+        elif flag == "rag_index" and value is not None:
+            now = str(value)
+        elif flag == "base_url":
+            if all(m.get("base_url") in (None, value) for m in info.models):
+                continue
+            raise ChronoKGError(f"--resume {info.run_id}: it started with other --base-url values; a resume keeps "
+                                "them (start a new run to change them)")
+        if flag in kept and now != kept[flag]:
+            name = "QUESTIONS" if flag == "questions" else "--" + flag.replace("_", "-")
+            raise ChronoKGError(f"--resume {info.run_id}: {name} was {kept[flag]!r} when the run started, "
+                                f"{now!r} now; a resume keeps every option (start a new run to change it)")
 
 
 def _family_options(items: list[str]) -> dict[str, dict[str, Any]]:
@@ -345,19 +391,33 @@ def score_command(
 def compare_command(
     run_a: Annotated[Path, typer.Argument(help="First run folder")],
     run_b: Annotated[Path, typer.Argument(help="Second run folder (may be the same)")],
-    model_a: Annotated[str, typer.Option(help="Model of the first run")],
-    model_b: Annotated[str, typer.Option(help="Model of the second run")],
+    model_a: Annotated[str | None, typer.Option(help="Model of the first run [default: each model the two runs "
+                                                     "share, or the first run's only model]")] = None,
+    model_b: Annotated[str | None, typer.Option(help="Model of the second run [default: as --model-a]")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
 ) -> None:
-    """Paired comparison of two models on the questions both answered: McNemar and a paired bootstrap."""
+    """Paired comparison on the questions both runs answered (runs, models or releases side by side): McNemar
+    and a paired bootstrap interval per family."""
     from chronokg.cli.render import Format, emit
+    from chronokg.errors import ChronoKGError
     from chronokg.eval.results import compare, run_samples
 
     def body() -> None:
         _, a = run_samples(run_a)
         _, b = run_samples(run_b)
-        emit(console, compare(a, b, model_a, model_b), Format.table, title="paired comparison",
-             columns=["family", "n", "accuracy_a", "accuracy_b", "difference", "a_only", "b_only", "p_mcnemar",
-                      "ci95"])
+        in_a, in_b = sorted({r.model for r in a}), sorted({r.model for r in b})
+        if model_a or model_b:
+            pairs = [(model_a or model_b or "", model_b or model_a or "")]
+        else:
+            shared = [m for m in in_a if m in in_b]
+            pairs = [(m, m) for m in shared] or ([(in_a[0], in_b[0])] if len(in_a) == len(in_b) == 1 else [])
+        if not pairs:
+            raise ChronoKGError(f"the runs share no model ({', '.join(in_a)} / {', '.join(in_b)}): give --model-a "
+                                "and --model-b")
+        rows = [row for ma, mb in pairs for row in compare(a, b, ma, mb)]
+        emit(console, rows, Format.json if fmt == "json" else Format.table, title="paired comparison",
+             columns=["family", "a", "b", "n", "accuracy_a", "accuracy_b", "difference", "a_only", "b_only",
+                      "p_mcnemar", "ci95"])
     guarded(body)
 
 

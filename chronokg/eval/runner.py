@@ -68,6 +68,7 @@ class RunOptions(BaseModel):
                                                             "the run's store), http(s)://… or mcp+http(s)://…")
     agent_max_steps: int = Field(default=8, ge=1, le=64, description="Model calls per sample under --agent")
     agent_tool_budget: int = Field(default=12, ge=0, le=256, description="Tool calls per sample under --agent")
+    write: bool = Field(default=True, description="Write the predictions into the graph (a resumed run keeps it)")
 
     def profile(self, family: str) -> Profile:
         """The family's profile under these options."""
@@ -82,10 +83,15 @@ def file_hash(path: Path) -> str:
     return "sha256:" + h.hexdigest()
 
 
-def run_id(models: Sequence[ModelEntry], files: Sequence[dict[str, str]], options: RunOptions) -> str:
-    """The same models, question files and options give the same run (so re-running resumes it)."""
+def run_id(models: Sequence[ModelEntry], files: Sequence[dict[str, str]], options: RunOptions,
+           snapshot: str | None = None) -> str:
+    """The same models, question files, options and store snapshot give the same run, wherever and whenever it
+    is started (so re-running resumes it, and the same config in another log folder is the same run); never
+    when or where it ran. A newer store (the baselines, RAG and tools read it) is a new run."""
     what: dict[str, Any] = {"models": [m.model_dump() for m in models], "questions": [f["sha256"] for f in files],
                              "protocol": options.protocol, "samples": options.samples, "limit": options.limit}
+    if snapshot:
+        what["snapshot"] = snapshot
     if options.judge:
         what["judge"] = options.judge
     if options.family_options:  # only when given, so runs without them keep their ids
@@ -326,7 +332,7 @@ def prepare(folder_root: Path, files: Sequence[Path], models: Sequence[ModelEntr
     check_options(options, store_uri)
     check_models(models, options)
     described = [{"path": str(p), "sha256": file_hash(p)} for p in files]
-    rid = run_id(models, described, options)
+    rid = run_id(models, described, options, snapshot)
     folder = folder_root / rid
     if (folder / "run.json").exists():
         info = read_info(folder)

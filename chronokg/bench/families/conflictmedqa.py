@@ -38,6 +38,9 @@ from chronokg.bench.families.conflictmedqa_prompts import fill, template
 from chronokg.bench.family import Context, Family, FamilyOptions, Protocol, generator_info
 from chronokg.bench.question import AnswerKey, Choice, Question, content_id
 from chronokg.errors import ChronoKGError, ModelError
+from chronokg.ingest.driftmed import CATEGORIES as CATEGORIES  # re-exported: metrics and tests read them here
+from chronokg.ingest.driftmed import CATEGORY_ALIASES, DISEASE_GROUP_ALIASES
+from chronokg.ingest.driftmed import DISEASE_GROUPS as DISEASE_GROUPS
 from chronokg.queries.conflictmedqa import OUTDATED, UP_TO_DATE, ConflictPairRow, current_text, in_force
 
 NAME = "conflictmedqa"
@@ -75,12 +78,8 @@ FACTORS: tuple[Factor, ...] = (
     Factor("no_factor", "No Bias", "No Factor"),
 )
 
-# The paper's five change categories (§3.1, Appendix C), with their counts in the published 195 pairs.
-CATEGORIES: tuple[str, ...] = ("Clinical Context", "Diagnostic & Threshold", "Implementation Approach",
-                               "Recommendation Intensity", "Treatment Modality")
-CATEGORY_ALIASES = {"diagnostic and threshold": "Diagnostic & Threshold"}
-DISEASE_GROUPS: tuple[str, ...] = ("infectious", "chronic")  # §3.1: infectious (n = 66), chronic (n = 129)
-DISEASE_GROUP_ALIASES = {f"{g} {w}": g for g in DISEASE_GROUPS for w in ("disease", "diseases")}
+# The vocabularies (the paper's five change categories, the two disease groups) are declared by the loader, which
+# checks every row against them at load.
 
 
 def _norm(name: str) -> str:

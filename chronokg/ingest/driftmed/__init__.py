@@ -66,6 +66,22 @@ DEFAULT_BASE_URL = f"https://huggingface.co/datasets/{HF_REPO}/resolve"
 # Hugging Face's automatic parquet conversion of the default config (revision/path under the base URL).
 DEFAULT_FILE = "refs%2Fconvert%2Fparquet/default/train/0000.parquet"
 SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
+# The paper's five change categories (§3.1, Appendix C) and two disease groups (§3.1: infectious n = 66, chronic
+# n = 129): every row's `change_category` and `disease_group` is checked against them at load.
+CATEGORIES: tuple[str, ...] = ("Clinical Context", "Diagnostic & Threshold", "Implementation Approach",
+                               "Recommendation Intensity", "Treatment Modality")
+CATEGORY_ALIASES = {"diagnostic and threshold": "Diagnostic & Threshold"}
+DISEASE_GROUPS: tuple[str, ...] = ("infectious", "chronic")
+DISEASE_GROUP_ALIASES = {f"{g} {w}": g for g in DISEASE_GROUPS for w in ("disease", "diseases")}
+
+
+def _in_vocabulary(value: str, names: tuple[str, ...], aliases: dict[str, str]) -> str | None:
+    """The vocabulary's own spelling of `value` (case, spacing, snake-case or a known alias), or None."""
+    wanted = " ".join(value.split()).lower()
+    for name in names:
+        if wanted in {name.lower(), name.lower().replace(" & ", "_").replace(" ", "_")}:
+            return name
+    return aliases.get(wanted)
 
 class DriftRow(BaseModel):
     model_config = ConfigDict(extra="allow")
@@ -143,7 +159,17 @@ def _validate(path: Path, record: str, obj: dict[str, Any]) -> DriftRow:
     label = row.label.lower()
     if label not in {"correct", "wrong"}:
         raise InputError(path, record, f"unknown label {row.label!r} (expected 'correct' or 'wrong')")
-    return row.model_copy(update={"label": label})
+    category = _in_vocabulary(row.change_category, CATEGORIES, CATEGORY_ALIASES)
+    if category is None:
+        raise InputError(path, record, f"unknown change_category {row.change_category!r} (expected one of the "
+                                       f"paper's five: {', '.join(CATEGORIES)})")
+    group = row.disease_group
+    if group is not None:
+        group = _in_vocabulary(group, DISEASE_GROUPS, DISEASE_GROUP_ALIASES)
+        if group is None:
+            raise InputError(path, record, f"unknown disease_group {row.disease_group!r} (expected "
+                                           f"{' or '.join(DISEASE_GROUPS)})")
+    return row.model_copy(update={"label": label, "change_category": category, "disease_group": group})
 
 
 def collect(paths: Iterable[Path], release_date: dt.date) -> tuple[dict[int, Located], list[Source]]:

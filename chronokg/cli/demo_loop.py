@@ -1,0 +1,52 @@
+"""The demo's loop section: the research loop run as a researcher types it, on two releases of a small
+self-authored file (chronokg.demo.loop), in its own store beside the demo store."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from rich.console import Console
+
+
+def loop_steps(folder: Path) -> list[list[str]]:
+    """The loop's command lines (without the `--store` option every one gets)."""
+    q1, q2 = str(folder / "q1.jsonl"), str(folder / "q2.jsonl")
+    models = ["-m", "baseline/oracle", "-m", "baseline/frozen:2018"]
+    return [
+        ["ingest", "tempomed", str(folder / "release-1.jsonl"), "--release-date", "2024-01-01"],
+        ["generate", "tempomed", "--out", q1],
+        ["eval", "run", q1, *models, "--log-dir", str(folder / "runs")],
+        ["ingest", "tempomed", str(folder / "release-2.jsonl"), "--release-date", "2025-06-01"],
+        ["generate", "tempomed", "--since", q1, "--out", q2],
+        ["bench", "verify", q1],
+        ["eval", "run", q2, *models, "--log-dir", str(folder / "runs")],
+        ["eval", "run", q1, *models, "--log-dir", str(folder / "runs-again")],
+        ["releases", "list"],
+    ]
+
+
+def run_loop(console: Console, folder: Path) -> None:
+    """Run every step in process; the last one compares the two runs of the first model."""
+    import typer
+
+    from chronokg.cli.app import app
+    from chronokg.demo.loop import write_releases
+
+    if folder.exists():
+        shutil.rmtree(folder)
+    write_releases(folder)
+    store = ["--store", f"kglite://{folder / 'loop.kgl'}"]
+    console.rule("the research loop: two releases, generate, evaluate, load the newer, --since, verify, compare")
+    command = typer.main.get_command(app)
+    steps = loop_steps(folder)
+    for n, args in enumerate([*steps, ["eval", "compare"]], start=1):
+        if args == ["eval", "compare"]:  # the old questions, answered on the first release and on the newer one
+            first = min((folder / "runs").glob("run-*"), key=lambda p: p.stat().st_mtime)
+            args = ["eval", "compare", str(first), str(next((folder / "runs-again").glob("run-*")))]
+        console.print(f"\n[bold]step {n}[/] $ chronokg {' '.join(args)}", highlight=False)
+        try:
+            command.main([*store, *args], prog_name="chronokg", standalone_mode=False)
+        except SystemExit as exc:  # a step that exits non-zero ends the demo's loop with its code
+            if exc.code:
+                raise

@@ -1,0 +1,115 @@
+"""Lifecycle commands: `releases list|drop`, `bench list|delete`, `eval runs list|delete`.
+
+Each removal is one transaction (chronokg.graph.lifecycle) and prints what it removed; one that would
+remove derived things (questions, predictions) is refused unless `--derived` says so.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from chronokg.cli.common import console, guarded, opened
+
+DerivedOpt = Annotated[bool, typer.Option("--derived", help="Also remove what was derived from it (generated "
+                                                            "questions, snapshots, predictions)")]
+
+
+def _table(rows: list[dict[str, Any]], title: str) -> None:
+    from rich.table import Table
+
+    if not rows:
+        console.print(f"[yellow]none[/] ({title})")
+        return
+    table = Table(title=title, header_style="bold cyan")
+    for key in rows[0]:
+        table.add_column(key, overflow="fold")
+    for row in rows:
+        table.add_row(*(", ".join(map(str, v)) if isinstance(v, list) else str(v) for v in row.values()))
+    console.print(table)
+
+
+def _print(removal: Any) -> None:
+    for line in removal.lines():
+        console.print(line, highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """`releases list|drop` (a lazy top-level group)."""
+    releases = typer.Typer(help="Source releases in the store: list them, drop one loaded by mistake.",
+                           no_args_is_help=True)
+    app.add_typer(releases, name="releases")
+
+    @releases.command("list")
+    def list_releases() -> None:
+        """The releases loaded, oldest first, with the facts each asserts."""
+        def body() -> None:
+            with opened(read_only=True) as store:
+                rows = store.run("MATCH (s:Source) OPTIONAL MATCH (f:Fact)-[:ASSERTED_IN]->(s) "
+                                 "RETURN s.id AS id, s.kind AS kind, toString(s.release_date) AS release_date, "
+                                 "s.path AS path, count(f) AS facts ORDER BY release_date, id")
+            _table(rows, "source releases")
+        guarded(body)
+
+    @releases.command("drop")
+    def drop(release: Annotated[str, typer.Argument(help="The release's id (chronokg releases list)")],
+             derived: DerivedOpt = False) -> None:
+        """Remove, in one step, exactly what only this release asserted (its facts and loaded nodes, its Source);
+        facts other releases assert stay. Refused while generated questions depend on it, unless --derived."""
+        from chronokg.graph.lifecycle import drop_release
+
+        def body() -> None:
+            with opened() as store:
+                _print(drop_release(store, release, derived))
+        guarded(body)
+
+
+def register_benchmarks(bench_app: typer.Typer) -> None:
+    @bench_app.command("list")
+    def list_benchmarks() -> None:
+        """The generated benchmarks the store holds: questions per family and snapshot."""
+        from chronokg.graph.lifecycle import list_benchmarks as rows
+
+        def body() -> None:
+            with opened(read_only=True) as store:
+                _table(rows(store), "generated benchmarks (family, snapshot)")
+        guarded(body)
+
+    @bench_app.command("delete")
+    def delete(family: Annotated[str, typer.Argument(help="The benchmark family")],
+               snapshot: Annotated[str, typer.Argument(help="The snapshot it was generated at (bench list)")],
+               derived: DerivedOpt = False) -> None:
+        """Remove the family's questions generated at SNAPSHOT (questions also generated at another snapshot
+        keep that one). Refused while predictions answer them, unless --derived."""
+        from chronokg.graph.lifecycle import delete_benchmark
+
+        def body() -> None:
+            with opened() as store:
+                _print(delete_benchmark(store, family, snapshot, derived))
+        guarded(body)
+
+
+def register_runs(eval_app: typer.Typer) -> None:
+    runs = typer.Typer(help="Evaluation runs held in the store: list, delete.", no_args_is_help=True)
+    eval_app.add_typer(runs, name="runs")
+
+    @runs.command("list")
+    def list_runs() -> None:
+        """The runs whose predictions the store holds."""
+        from chronokg.graph.lifecycle import list_runs as rows
+
+        def body() -> None:
+            with opened(read_only=True) as store:
+                _table(rows(store), "runs in the store")
+        guarded(body)
+
+    @runs.command("delete")
+    def delete(run_id: Annotated[str, typer.Argument(help="The run's id (run-…)")]) -> None:
+        """Remove the run and its predictions from the store (its folder on disk is left as it is)."""
+        from chronokg.graph.lifecycle import delete_run
+
+        def body() -> None:
+            with opened() as store:
+                _print(delete_run(store, run_id))
+        guarded(body)

@@ -1,0 +1,218 @@
+"""Clean-up of what a store holds: list and delete runs and generated benchmarks, drop a source release.
+
+Each removal is planned by reading, then written as one transaction (all or nothing: a killed or failed step
+leaves the store as it was), and returns what it removed. Dropping a release removes exactly what only that
+release asserted: the facts and loaded nodes whose every provenance edge (`ASSERTED_IN`, `LOADED_FROM`) points
+to it, the nodes left with nothing but those (entities of removed facts, the source questions of removed change
+pairs, ...), and its `Source` node. Facts other releases assert too stay, their known time recomputed from the
+remaining releases. Derived things (questions testing or built from removed nodes, snapshots that include the
+release, predictions on removed questions, runs left empty) are refused unless `derived=True`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import PurePath
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from chronokg.errors import ChronoKGError
+from chronokg.graph import schema
+from chronokg.graph.batch import split_origin
+from chronokg.graph.store import GraphStore, Statement
+
+PROVENANCE = (schema.ASSERTED_IN, schema.LOADED_FROM)
+DERIVED = (schema.QUESTION, schema.PREDICTION, schema.RUN, schema.SNAPSHOT)  # made by chronokg, not loaded
+
+
+class Removal(BaseModel):
+    """What a removal took out (counts per label), and what it changed in place."""
+
+    what: str
+    removed: dict[str, int] = Field(default_factory=dict)
+    updated: dict[str, int] = Field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        out = [f"{self.what}: removed " + (", ".join(f"{n:,} {label}" for label, n in sorted(self.removed.items()))
+                                           or "nothing")]
+        if self.updated:
+            out.append("  kept, known time recomputed from the other releases: "
+                       + ", ".join(f"{n:,} {label}" for label, n in sorted(self.updated.items())))
+        return out
+
+
+def _delete(label: str, ids: Iterable[str]) -> Statement:
+    return f"UNWIND $ids AS i MATCH (n:{label} {{id: i}}) DETACH DELETE n", {"ids": sorted(ids)}
+
+
+def _commit(store: GraphStore, statements: list[Statement]) -> None:
+    if statements:
+        store.write(iter(statements))
+
+
+# --- runs -----------------------------------------------------------------------------------------------------
+
+def list_runs(store: GraphStore) -> list[dict[str, Any]]:
+    return store.run("MATCH (r:Run) OPTIONAL MATCH (p:Prediction)-[:IN_RUN]->(r) "
+                     "RETURN r.id AS id, r.models AS models, r.protocol AS protocol, r.snapshot AS snapshot, "
+                     "r.started AS started, count(p) AS predictions ORDER BY id")
+
+
+def delete_run(store: GraphStore, run_id: str) -> Removal:
+    """The run and its predictions (the questions stay: they belong to their benchmark)."""
+    if not store.run("MATCH (r:Run {id: $id}) RETURN r.id AS id", {"id": run_id}):
+        known = [r["id"] for r in list_runs(store)]
+        raise ChronoKGError(f"no run {run_id!r} in the store (held: {', '.join(known) or 'none'})")
+    preds = [r["id"] for r in store.run("MATCH (p:Prediction)-[:IN_RUN]->(:Run {id: $id}) RETURN p.id AS id",
+                                        {"id": run_id})]
+    _commit(store, [_delete(schema.PREDICTION, preds), _delete(schema.RUN, [run_id])])
+    return Removal(what=f"run {run_id}", removed={schema.PREDICTION: len(preds), schema.RUN: 1})
+
+
+# --- generated benchmarks ------------------------------------------------------------------------------------
+
+def list_benchmarks(store: GraphStore) -> list[dict[str, Any]]:
+    """One row per (family, snapshot) the store holds generated questions of."""
+    return store.run("MATCH (q:Question)-[:GENERATED_AT]->(s:Snapshot) "
+                     "RETURN q.family AS family, s.id AS snapshot, s.taken_at AS taken_at, count(q) AS questions "
+                     "ORDER BY family, snapshot")
+
+
+def delete_benchmark(store: GraphStore, family: str, snapshot: str, derived: bool = False) -> Removal:
+    """The family's questions generated at `snapshot` (a question also generated at another snapshot only loses
+    that link); predictions on removed questions are refused unless `derived`, then removed with them."""
+    rows = store.run("MATCH (q:Question {family: $f})-[:GENERATED_AT]->(:Snapshot {id: $s}) "
+                     "OPTIONAL MATCH (q)-[:GENERATED_AT]->(o:Snapshot) WHERE o.id <> $s "
+                     "RETURN q.id AS id, count(o) AS others", {"f": family, "s": snapshot})
+    if not rows:
+        raise ChronoKGError(f"no {family} questions generated at {snapshot!r} in the store "
+                            "(chronokg bench list shows what is held)")
+    gone = [r["id"] for r in rows if not r["others"]]
+    unlink = [r["id"] for r in rows if r["others"]]
+    removal = Removal(what=f"benchmark {family} at {snapshot}", removed={schema.QUESTION: len(gone)})
+    statements = [_delete_predictions_of(store, gone, derived, removal)] if gone else []
+    statements += [
+        ("UNWIND $ids AS i MATCH (q:Question {id: i})-[g:GENERATED_AT]->(:Snapshot {id: $s}) DELETE g",
+         {"ids": unlink, "s": snapshot}),
+        _delete(schema.QUESTION, gone),
+    ]
+    if unlink:
+        removal.removed["GENERATED_AT"] = len(unlink)
+    _commit(store, statements)
+    return removal
+
+
+def _delete_predictions_of(store: GraphStore, questions: list[str], derived: bool, removal: Removal) -> Statement:
+    preds = [r["id"] for r in store.run("UNWIND $ids AS i MATCH (p:Prediction)-[:ANSWERS]->(:Question {id: i}) "
+                                        "RETURN p.id AS id", {"ids": questions})]
+    if preds and not derived:
+        raise ChronoKGError(f"{removal.what}: {len(preds):,} predictions answer these questions; delete their "
+                            "runs first (chronokg eval runs delete) or pass --derived to remove them too")
+    removal.removed[schema.PREDICTION] = len(preds)
+    return _delete(schema.PREDICTION, preds)
+
+
+# --- source releases -----------------------------------------------------------------------------------------
+
+def _owned(store: GraphStore, source: str, origin_file: str | None) -> dict[str, set[str]]:
+    """Nodes whose every provenance edge points to `source`, then the nodes left with nothing else or first
+    staged from the release's file (`from_record`) and linked to a removed node."""
+    owned: dict[str, set[str]] = {}
+    for rel in PROVENANCE:
+        rows = store.run(f"MATCH (n)-[:{rel}]->(:Source {{id: $s}}) "
+                         f"OPTIONAL MATCH (n)-[:{rel}]->(o:Source) WHERE o.id <> $s "
+                         "RETURN labels(n)[0] AS label, n.id AS id, count(o) AS others", {"s": source})
+        for r in rows:
+            if not r["others"]:
+                owned.setdefault(r["label"], set()).add(r["id"])
+    frontier = [(label, i) for label, ids in owned.items() for i in ids]
+    while frontier:  # neighbours that only hang off removed nodes go too (entities, source questions, ...)
+        rows = store.run("UNWIND $refs AS r MATCH (n {id: r.id}) WHERE r.label IN labels(n) MATCH (n)--(m) "
+                         "WHERE NOT m:Source AND NOT any(l IN labels(m) WHERE l IN $derived) "
+                         "RETURN DISTINCT labels(m)[0] AS label, m.id AS id",
+                         {"refs": [{"label": lab, "id": i} for lab, i in frontier], "derived": list(DERIVED)})
+        candidates = [(r["label"], r["id"]) for r in rows if r["id"] not in owned.get(r["label"], set())]
+        frontier = []
+        for label, node_id in candidates:
+            links = store.run(f"MATCH (m:{label} {{id: $id}})--(x) WHERE NOT any(l IN labels(x) WHERE l IN $derived) "
+                              "RETURN labels(x)[0] AS label, x.id AS id, m.from_record AS origin, "
+                              f"exists((m)-[:{schema.ASSERTED_IN}|{schema.LOADED_FROM}]->()) AS anchored",
+                              {"id": node_id, "derived": list(DERIVED)})
+            if any(r["anchored"] for r in links):
+                continue
+            made_here = bool(links) and origin_file is not None and split_origin(links[0]["origin"])[0] == origin_file
+            if made_here or all(r["id"] in owned.get(r["label"], set()) for r in links):
+                owned.setdefault(label, set()).add(node_id)
+                frontier.append((label, node_id))
+    return owned
+
+
+def drop_release(store: GraphStore, source: str, derived: bool = False) -> Removal:
+    """Remove what only `source` asserted, in one transaction (see the module docstring)."""
+    found = store.run("MATCH (s:Source {id: $id}) RETURN s.path AS path", {"id": source})
+    if not found:
+        known = [r["id"] for r in store.run("MATCH (s:Source) RETURN s.id AS id ORDER BY id")]
+        raise ChronoKGError(f"no release {source!r} in the store (loaded: {', '.join(known) or 'none'})")
+    # Nodes remember the file they were first staged from: the release's own file, unless another has its name.
+    name = PurePath(found[0]["path"]).name if found[0]["path"] else None
+    others = {PurePath(r["p"]).name for r in store.run("MATCH (s:Source) WHERE s.id <> $id AND s.path IS NOT NULL "
+                                                        "RETURN s.path AS p", {"id": source})}
+    owned = _owned(store, source, name if name not in others else None)
+    refs = [{"label": lab, "id": i} for lab, ids in owned.items() for i in ids]
+    questions = {r["id"] for r in store.run(
+        "UNWIND $refs AS r MATCH (q:Question)-->(n {id: r.id}) WHERE r.label IN labels(n) RETURN DISTINCT q.id AS id",
+        {"refs": refs})}
+    snapshots = [r["id"] for r in store.run("MATCH (s:Snapshot) WHERE $src IN s.sources RETURN s.id AS id",
+                                            {"src": source})]
+    questions |= {r["id"] for r in store.run(  # generated only at snapshots that included the release
+        "UNWIND $snaps AS sid MATCH (q:Question)-[:GENERATED_AT]->(:Snapshot {id: sid}) "
+        "OPTIONAL MATCH (q)-[:GENERATED_AT]->(o:Snapshot) WHERE NOT o.id IN $snaps "
+        "WITH q, count(o) AS others WHERE others = 0 RETURN q.id AS id", {"snaps": snapshots})}
+    runs = [r["id"] for r in store.run("MATCH (r:Run) WHERE r.snapshot IN $snaps RETURN r.id AS id",
+                                       {"snaps": snapshots})]  # evaluated against a store holding it
+    removal = Removal(what=f"release {source}", removed={k: len(v) for k, v in owned.items()})
+    statements: list[Statement] = []
+    if questions or snapshots or runs:
+        if not derived:
+            raise ChronoKGError(f"release {source}: {len(questions):,} generated questions, {len(snapshots):,} "
+                                f"snapshots and {len(runs):,} runs depend on it; pass --derived to remove them "
+                                "(and their predictions) too")
+        statements.append(_delete_predictions_of(store, sorted(questions), True, removal))
+        preds = [r["id"] for r in store.run("UNWIND $ids AS i MATCH (p:Prediction)-[:IN_RUN]->(:Run {id: i}) "
+                                            "RETURN p.id AS id", {"ids": runs})]
+        statements += [_delete(schema.PREDICTION, preds), _delete(schema.RUN, runs)]
+        removal.removed[schema.PREDICTION] += len(set(preds))
+        removal.removed[schema.QUESTION] = len(questions)
+        removal.removed[schema.SNAPSHOT] = len(snapshots)
+        statements += [_delete(schema.QUESTION, questions), _delete(schema.SNAPSHOT, snapshots)]
+    statements += [_delete(label, ids) for label, ids in owned.items()]
+    statements += _reassert(store, source, removal)
+    statements.append(_delete(schema.SOURCE, [source]))
+    removal.removed[schema.SOURCE] = 1
+    if derived:  # runs left without a prediction
+        statements.append(("MATCH (r:Run) WHERE NOT (r)<-[:IN_RUN]-() DETACH DELETE r", {}))
+    _commit(store, statements)
+    return Removal(what=removal.what, removed={k: v for k, v in removal.removed.items() if v},
+                   updated=removal.updated)
+
+
+def _reassert(store: GraphStore, source: str, removal: Removal) -> list[Statement]:
+    """Facts other releases assert too: their known time and provenance as if `source` had never been loaded."""
+    rows = store.run(
+        "MATCH (f:Fact)-[:ASSERTED_IN]->(:Source {id: $s}) MATCH (f)-[:ASSERTED_IN]->(o:Source) WHERE o.id <> $s "
+        "WITH f, o ORDER BY o.release_date, o.id "
+        "WITH f, collect(o) AS others WHERE f.source_id = $s OR f.retracted_by = $s "
+        "RETURN f.id AS id, f.source_id = $s AS moved, f.retracted_by = $s AS retracted, "
+        "others[0].id AS first, others[0].release_date AS known_from, others[0].kind AS kind", {"s": source})
+    moved = [{"id": r["id"], "src": r["first"], "known": r["known_from"], "kind": r["kind"]}
+             for r in rows if r["moved"]]
+    reopened = [r["id"] for r in rows if r["retracted"]]
+    counts = Counter({schema.FACT: len({r["id"] for r in rows})})
+    removal.updated.update({k: v for k, v in counts.items() if v})
+    return [
+        ("UNWIND $rows AS r MATCH (f:Fact {id: r.id}) SET f.source_id = r.src, f.known_from = r.known, "
+         "f.source_kind = r.kind, f.from_record = null", {"rows": moved}),
+        ("UNWIND $ids AS i MATCH (f:Fact {id: i}) SET f.known_to = null, f.retracted_by = null", {"ids": reopened}),
+    ]
