@@ -19,7 +19,6 @@ from chronokg.bench.question import Question, write_jsonl
 from chronokg.eval.results import metrics, run_samples, score_outputs
 from tests.integration_questions import every_family
 
-
 # Issue 16 is unfinished: these tests failed in their last run (reason not yet read; the shipped task itself runs,
 # see the report). Marked so CI stays green until they are fixed; remove the mark then.
 pytestmark = pytest.mark.xfail(reason="issue 16 unfinished: failed in the last run", strict=False)
