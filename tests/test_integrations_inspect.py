@@ -128,10 +128,11 @@ def half_right(by_prompt: dict[str, Question]) -> Callable[[list[ChatMessage]], 
     ("micxr", "seed", "micxr.accuracy"), ("conflictmedqa", "chronokg", None)])
 def test_shipped_task_scores_as_eval_metrics_and_its_log_scores_as_a_run(
         family: str, protocol: str, metric: str | None, questions: dict[tuple[str, str], list[Question]],
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`chronokg/<family>` found through inspect's entry point, run by inspect with the exact seed prompts and
     system messages; its per-sample scores and accuracy equal those of the run `eval score` makes from its log
     (`eval metrics`: the family's accuracy metric)."""
+    monkeypatch.chdir(tmp_path)  # in the checkout's root inspect would take "chronokg/<family>" for a file path
     qs = [q for q in questions[(family, protocol)] if not q.variant.startswith("probe/")]  # tempomed.accuracy: MCQs
     path = tmp_path / "questions.jsonl"
     write_jsonl(path, qs)
