@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 HEAVY = ("kglite", "neo4j", "rdflib", "pandas", "numpy", "duckdb", "torch", "faiss", "sentence_transformers",
-         "vllm", "openai", "matplotlib", "SPARQLWrapper", "pydantic_settings", "httpx")
+         "vllm", "openai", "matplotlib", "SPARQLWrapper", "pydantic_settings", "httpx", "inspect_ai", "lm_eval",
+         "litellm", "datasets")
 
 PROBE = """
 import json, sys

@@ -110,7 +110,11 @@ def test_a_cartesian_product_over_the_whole_store_ends_at_the_time_limit(server:
 def test_tools_answer_like_in_process(server: str, served: tuple[Path, str]) -> None:
     with ToolHost(KgliteStore(served[0], read_only=True), close_store=True) as host, client(server) as http:
         listed = http.get("/tools").json()
-        assert listed == [s.model_dump(mode="json") for s in host.tool_specs()]
+        assert listed == [{"type": "function", "function": s.model_dump(mode="json")} for s in host.tool_specs()]
+        from openai.types.chat import ChatCompletionFunctionTool  # what the openai SDK sends as `tools`
+
+        assert [ChatCompletionFunctionTool.model_validate(t).function.name for t in listed] == [
+            s.name for s in host.tool_specs()]
         for name, args in [("facts_as_of", {"date": "2016-06-01", "subject": "un-secretary-general"}),
                            ("recommended_on", {"date": "2012-06-01", "topic": "resuscitation"}),
                            ("changed_between", {"from": "2010-01-01", "to": "2020-01-01"}),
@@ -163,7 +167,7 @@ def test_bearer_tokens_and_the_body_limit(server: str) -> None:
 def test_the_openapi_page_describes_every_tool(server: str) -> None:
     with client(server) as http:
         spec = http.get("/openapi.json").json()
-        tools = http.get("/tools").json()
+        tools = [t["function"] for t in http.get("/tools").json()]
     for tool in tools:
         operation = spec["paths"][f"/tools/{tool['name']}"]["post"]
         documented = operation["requestBody"]["content"]["application/json"]["schema"]

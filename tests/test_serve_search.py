@@ -65,7 +65,7 @@ def test_search_over_http(indexed: Path) -> None:
     with ToolHost.open(f"kglite://{indexed}") as host:
         expected = host.call_tool("search", args).rows
     with serve(indexed, "http", "--workers", "1") as url, httpx.Client(base_url=url, timeout=120) as http:
-        assert "search" in [t["name"] for t in http.get("/tools").json()]
+        assert "search" in [t["function"]["name"] for t in http.get("/tools").json()]
         response = http.post("/tools/search", json=args)
         assert response.status_code == 200, response.text
         assert [r["text"] for r in response.json()["rows"]] == [r["text"] for r in expected]

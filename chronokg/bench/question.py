@@ -72,35 +72,72 @@ class Question(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     def canonical(self) -> dict[str, Any]:
-        """inspect_ai's `Sample` fields (`id`, `input`, `choices`, `target`, `metadata`): loads unchanged with
+        """inspect_ai's `Sample` fields (`id`, `input`, `choices`, `target`, `metadata`), in the meaning inspect gives
+        them: `target` is the correct option's position as a letter (A = the first of `choices`), `input` is the
+        prompt without the option lines that `choices` carries (inspect's `multiple_choice()` lists them itself).
+        The exact prompt, the display labels and the target label stay in `metadata` (`prompt`, `choice_labels`,
+        `target_label`), which is what chronokg's own runner sends and scores. Loads unchanged with
         `inspect_ai.dataset.json_dataset` and Hugging Face `datasets.load_dataset("json", ...)`."""
+        labels = [c.label for c in self.choices]
         meta = {
-            "family": self.family, "variant": self.variant, "system": self.system,
-            "choice_labels": [c.label for c in self.choices], "choice_roles": [c.role for c in self.choices],
+            "family": self.family, "variant": self.variant, "system": self.system, "prompt": self.input,
+            "choice_labels": labels, "choice_roles": [c.role for c in self.choices], "target_label": self.target,
             "target_date": self.target_date.isoformat() if self.target_date else None,
             "answer_key": self.answer_key.model_dump(mode="json"), "snapshot": self.snapshot,
             "facts": self.facts, "derived_from": self.derived_from, "generator": self.generator,
-            **{k: v for k, v in self.metadata.items() if k not in {"family", "variant"}},
+            **{k: v for k, v in self.metadata.items() if k not in {"family", "variant", "prompt", "target_label"}},
         }
-        return {"id": self.id, "input": self.input, "choices": [c.text for c in self.choices],
-                "target": self.target, "metadata": json.loads(json.dumps(meta, default=str))}
+        target = position_letter(labels.index(self.target)) if self.target in labels else self.target
+        return {"id": self.id, "input": without_options(self.input, self.choices),
+                "choices": [c.text for c in self.choices], "target": target,
+                "metadata": json.loads(json.dumps(meta, default=str))}
 
     @classmethod
     def from_canonical(cls, record: dict[str, Any]) -> Question:
+        """The question a canonical record holds; records written before `prompt`/`target_label` were kept in
+        `metadata` (their `input` was the prompt and `target` the display label) read as they were written."""
         meta = dict(record.get("metadata") or {})
         labels = meta.pop("choice_labels", None) or []
         roles = meta.pop("choice_roles", None) or [None] * len(labels)
+        prompt = meta.pop("prompt", None)
+        target = meta.pop("target_label", None)
         choices = [Choice(label=lab, text=text, role=role)
                    for lab, text, role in zip(labels, record.get("choices") or [], roles, strict=False)]
         known = {"family", "variant", "system", "target_date", "answer_key", "snapshot", "facts", "derived_from",
                  "generator"}
         return cls(
-            id=record["id"], input=record["input"], choices=choices, target=record["target"],
+            id=record["id"], input=record["input"] if prompt is None else prompt, choices=choices,
+            target=record["target"] if target is None else target,
             family=meta.get("family", ""), variant=meta.get("variant", ""), system=meta.get("system"),
             target_date=meta.get("target_date"), answer_key=meta["answer_key"], snapshot=meta.get("snapshot", ""),
             facts=meta.get("facts") or [], derived_from=meta.get("derived_from") or [],
             generator=meta.get("generator") or {}, metadata={k: v for k, v in meta.items() if k not in known},
         )
+
+
+def position_letter(index: int) -> str:
+    """inspect_ai's name for the option at `index` of `choices`: A, B, C, ..."""
+    return chr(ord("A") + index)
+
+
+def _option_blocks(choices: list[Choice]) -> list[str]:
+    """The ways the families print their options: one per line (`A) text`, `A. text`) or on one line
+    (`(a) text (b) text`, ChroKnow)."""
+    return ["\n".join(f"{c.label}{sep}{c.text}" for c in choices) for sep in (") ", ". ", ": ")] + [
+        " ".join(f"({c.label}) {c.text}" for c in choices)]
+
+
+def without_options(prompt: str, choices: list[Choice]) -> str:
+    """The prompt with its (last) block of option lines taken out, where it prints `choices`; else the prompt as
+    is (yes/no questions whose options are words of the instruction, open questions)."""
+    if not choices:
+        return prompt
+    for block in _option_blocks(choices):
+        at = prompt.rfind(block)
+        if at >= 0:
+            head, tail = prompt[:at].rstrip(" \n"), prompt[at + len(block):].lstrip(" \n")
+            return f"{head}\n\n{tail}".strip("\n") if head and tail else (head or tail)
+    return prompt
 
 
 def write_jsonl(path: Path, questions: Iterable[Question]) -> int:

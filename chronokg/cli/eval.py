@@ -371,19 +371,24 @@ def export_command(
 def score_command(
     questions: Annotated[Path, typer.Argument(help="The questions (canonical JSONL)")],
     predictions: Annotated[Path, typer.Argument(help="{id, output} JSON lines, a JSON list of records with "
-                                                     "chronokg_id and model_answer, or a seed's result CSV")],
+                                                     "chronokg_id and model_answer, a seed's result CSV, an "
+                                                     "inspect_ai log (.eval/.json) or lm-eval's samples JSONL")],
     model: Annotated[str, typer.Option(help="A name for the model that produced them")] = "external",
     protocol: Annotated[str, typer.Option(help="seed or chronokg extraction")] = "seed",
     log_dir: Annotated[Path, typer.Option(help="Where the run folder goes")] = Path("runs"),
+    write: Annotated[bool, typer.Option("--write/--no-write", help="Write the predictions into the graph")] = False,
 ) -> None:
     """Score outputs produced elsewhere as a run (then `eval metrics`, `eval report` work on it)."""
     from chronokg.eval.results import metrics, run_samples, score_outputs
+    from chronokg.eval.runner import load_questions
 
     def body() -> None:
         folder = score_outputs(questions, predictions, model, protocol, log_dir)
         console.print(f"scored run in {folder}")
-        _, samples = run_samples(folder)
+        info, samples = run_samples(folder)
         _metrics_table(metrics(samples))
+        if write:
+            _write(folder, info, load_questions([questions], None))
     guarded(body)
 
 

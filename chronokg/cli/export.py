@@ -1,4 +1,5 @@
-"""`chronokg export neo4j-csv`: the store as files for `neo4j-admin database import full`."""
+"""`chronokg export neo4j-csv`: the store as files for `neo4j-admin database import full`; `chronokg export lm-eval`:
+generated questions as lm-evaluation-harness tasks."""
 
 from __future__ import annotations
 
@@ -28,4 +29,23 @@ def register(export_app: typer.Typer) -> None:
                           f"{len(result.relationships)} relationship files to {out}")
             console.print(f"import (from {out}, Neo4j stopped):", soft_wrap=True)
             console.print(shlex.join(result.command(database)), soft_wrap=True, markup=False)
+        guarded(body)
+
+    @export_app.command("lm-eval")
+    def export_lm_eval(
+        questions: Annotated[list[Path], typer.Argument(help="Question files (canonical JSONL)")],
+        out: Annotated[Path, typer.Option(help="Folder for the task folders (lm_eval --include_path OUT)")],
+        protocol: Annotated[str, typer.Option(help="seed or chronokg: settings, extraction and scoring")] = "seed",
+    ) -> None:
+        """A generate_until task per family for lm-evaluation-harness (YAML, data, the family's extraction as its
+        filter); score its --log_samples output with `chronokg eval score`."""
+        from chronokg.eval.runner import load_questions
+        from chronokg.integrations.lm_eval_export import export_lm_eval
+
+        def body() -> None:
+            for task, n in export_lm_eval(load_questions(questions, None), out, protocol).items():
+                console.print(f"[green]wrote[/] task [bold]{task}[/] ({n:,} questions) to {out / task}")
+            console.print(f"run: lm_eval --include_path {out} --tasks NAME --model local-chat-completions "
+                          "--apply_chat_template --log_samples --output_path RESULTS ...", soft_wrap=True,
+                          markup=False)
         guarded(body)

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from chronokg.bench.question import Question
 from chronokg.errors import ChronoKGError, InputError
+from chronokg.eval import outputs
 from chronokg.eval.log import RunInfo, SampleLog, SampleRecord, latest, read_info, write_info
 from chronokg.eval.profile import profile_for
 from chronokg.eval.runner import PROTOCOLS, ModelEntry, RunOptions, file_hash, load_questions, run_id
@@ -77,22 +78,19 @@ def export_seed(folder: Path, out: Path) -> dict[Path, int]:
 
 
 def _prediction_items(predictions: Path) -> list[Any]:
-    """The records of a predictions file: CSV rows (a seed's result CSV), one JSON list, or JSON lines."""
+    """The records of a predictions file: an inspect_ai log, lm-eval's samples JSONL, CSV rows (a seed's result
+    CSV), one JSON list, or JSON lines."""
+    if outputs.is_inspect_log(predictions):
+        return outputs.inspect_items(predictions)
     text = predictions.read_text(encoding="utf-8")
     if predictions.suffix.lower() == ".csv":
         return list(csv.DictReader(text.splitlines()))
     try:
         loaded = json.loads(text)
-        return loaded if isinstance(loaded, list) else [loaded]
+        items = loaded if isinstance(loaded, list) else [loaded]
     except json.JSONDecodeError:
-        items = []
-        for n, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
-                try:
-                    items.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise InputError(predictions, f"line {n}", f"broken JSON: {exc.msg}") from None
-        return items
+        items = outputs.read_lines(predictions, text)
+    return outputs.lm_eval_items(predictions, items) or items
 
 
 def _question_ids(predictions: Path, items: Sequence[Any], qs: dict[str, Question]) -> list[str | None]:

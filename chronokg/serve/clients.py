@@ -87,8 +87,8 @@ class HttpTools(_Closing):
         self._retries = rate_limit_retries
 
     async def specs(self) -> list[ToolSpec]:
-        response = await self._get("/tools")
-        return [ToolSpec.model_validate(s) for s in response]
+        response = await self._get("/tools")  # OpenAI-shaped: {"type": "function", "function": {...}}
+        return [ToolSpec.model_validate(s.get("function", s) if isinstance(s, dict) else s) for s in response]
 
     async def call(self, name: str, arguments: Arguments = None) -> ToolResult:
         import httpx

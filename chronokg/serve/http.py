@@ -18,7 +18,6 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
-from chronokg.models.types import ToolSpec
 from chronokg.serve.gate import ASGIApp, Gate
 from chronokg.serve.host import ToolHost
 from chronokg.serve.tools import ErrorType, Tool, ToolFailure, ToolResult
@@ -74,10 +73,11 @@ def create_app(host: ToolHost, *, tokens: list[str] | None = None, rate: float =
                       workers=pool.size if pool else None, workers_alive=pool.alive() if pool else None,
                       worker_restarts=pool.restarts if pool else None)
 
-    @app.get("/tools", response_model=list[ToolSpec], tags=["server"])
-    async def list_tools() -> list[ToolSpec]:
-        """Every tool as an OpenAI tool-calling declaration (name, description, JSON schema of the arguments)."""
-        return host.tool_specs()
+    @app.get("/tools", tags=["server"])
+    async def list_tools() -> list[dict[str, Any]]:
+        """Every tool as an OpenAI tool-calling declaration, as the OpenAI API takes it in `tools`:
+        `{"type": "function", "function": {name, description, parameters}}`."""
+        return [{"type": "function", "function": s.model_dump(mode="json")} for s in host.tool_specs()]
 
     for tool in host.tools():
         _add_tool_route(app, host, tool, errors)
