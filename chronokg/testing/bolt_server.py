@@ -92,10 +92,21 @@ def _tail(path: Path, lines: int = 15) -> str:
         return "(no log)"
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM when the test process dies, however it dies (Linux)."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def start(workdir: Path, timeout: float = 300) -> BoltServer:
     """Start ArcadeDB with Bolt on free loopback ports under `workdir`; wait until a driver can log in."""
+    import logging
+
     import neo4j
 
+    logging.getLogger("neo4j").addHandler(logging.NullHandler())  # its retries while the server starts
     workdir.mkdir(parents=True, exist_ok=True)
     bolt, http = free_port(), free_port()
     begin = time.monotonic()
@@ -104,6 +115,7 @@ def start(workdir: Path, timeout: float = 300) -> BoltServer:
             [sys.executable, "-m", "chronokg.testing.bolt_server", str(workdir / "root"), str(bolt), str(http),
              PASSWORD],
             cwd=workdir, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,
         )
     server = BoltServer(f"bolt://127.0.0.1:{bolt}", USER, PASSWORD, DATABASE, workdir, process, 0.0)
     last: Exception | None = None
