@@ -93,5 +93,6 @@ def guarded(fn: Callable[[], T]) -> T:
     try:
         return fn()
     except ChronoKGError as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}")  # a message may hold [brackets]: chronokg[serve]
+        # A message may hold [brackets] (chronokg[serve]); soft_wrap: one line however narrow the terminal.
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
