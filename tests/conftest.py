@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from chronokg.graph.kglite_store import KgliteStore
+from chronokg.testing.bolt_server import BoltTarget
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
@@ -24,6 +25,33 @@ def shared_data() -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def bolt_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BoltTarget]:
+    """A real Bolt server for the whole session: your Neo4j when CHRONOKG_NEO4J_URI is set (its database is
+    wiped by the tests that use it), else ArcadeDB started on free loopback ports from a temporary folder
+    and stopped at the end. Under CI a server that cannot start fails the tests; elsewhere they skip."""
+    from chronokg.settings import Settings
+
+    settings = Settings()
+    if settings.neo4j_uri:
+        yield BoltTarget(settings.neo4j_uri, settings.neo4j_user, settings.neo4j_password.get_secret_value(),
+                         settings.neo4j_database, f"the server at {settings.neo4j_uri}")
+        return
+    try:
+        from chronokg.testing.bolt_server import start
+
+        server = start(tmp_path_factory.mktemp("arcadedb"))
+    except Exception as exc:  # arcadedb-embedded missing, or the server did not come up
+        message = f"no Bolt server for the Neo4j tests: ArcadeDB did not start ({exc})"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    try:
+        yield server.target()
+    finally:
+        server.stop()
 
 
 @pytest.fixture
@@ -45,8 +73,8 @@ def pytest_report_header(config: pytest.Config) -> str:
 
     uri = Settings().neo4j_uri
     if uri:
-        return f"chronokg: conformance suite also runs on Neo4j at {uri}"
-    return "chronokg: Neo4j conformance tests skipped (CHRONOKG_NEO4J_URI is not set); embedded engine only"
+        return f"chronokg: the Neo4j tests run against the server at {uri} (CHRONOKG_NEO4J_URI)"
+    return "chronokg: the Neo4j tests run against ArcadeDB started on loopback (set CHRONOKG_NEO4J_URI for yours)"
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
-"""The conformance suite on each engine: always the embedded one; Neo4j when CHRONOKG_NEO4J_URI is set.
+"""The conformance suite on each engine: the embedded one, and a real Bolt server through the Neo4j store.
 
-The Neo4j run deletes everything in the target database first: point it at a
+The Bolt server is ArcadeDB started on loopback (tests/conftest.py, `bolt_target`), or your Neo4j when
+CHRONOKG_NEO4J_URI is set: that run deletes everything in the target database first, so point it at a
 disposable server (docker-compose.yml starts one).
 """
 
@@ -11,9 +12,9 @@ from collections.abc import Iterator
 import pytest
 
 from chronokg.graph.kglite_store import KgliteStore
-from chronokg.graph.open import open_store
+from chronokg.graph.neo4j_store import Neo4jStore
 from chronokg.graph.store import GraphStore
-from chronokg.settings import Settings
+from chronokg.testing.bolt_server import BoltTarget
 from tests.conformance.fixture import build
 from tests.conformance.suite import CatalogConformance
 
@@ -40,17 +41,11 @@ class TestKgliteFileConformance(CatalogConformance):
             yield store
 
 
-@pytest.mark.skipif(
-    not Settings().neo4j_uri,
-    reason="CHRONOKG_NEO4J_URI is not set: no Neo4j server to check against (see README, docker-compose)",
-)
 class TestNeo4jConformance(CatalogConformance):
     @pytest.fixture(scope="class")
     @classmethod
-    def graph(cls) -> Iterator[GraphStore]:
-        settings = Settings()
-        assert settings.neo4j_uri
-        with open_store(settings.neo4j_uri, settings) as store:
+    def graph(cls, bolt_target: BoltTarget) -> Iterator[GraphStore]:
+        with Neo4jStore(bolt_target.uri, bolt_target.user, bolt_target.password, bolt_target.database) as store:
             store.write([("MATCH (n) DETACH DELETE n", {})])
             build(store)
             yield store

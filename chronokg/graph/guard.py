@@ -11,13 +11,19 @@ half the plan does not expand):
    `SHOW` only of indexes and constraints; no `apoc.` / `dbms.` / `gds.` function;
    ASCII outside strings (no look-alike letters); bounded length and nesting.
 2. `check_plan`: the engine's plan (EXPLAIN; nothing runs) may contain only
-   operators from an allow-list of reads.
+   operators from an allow-list of reads. A Bolt server that is not Neo4j (ArcadeDB)
+   answers EXPLAIN with one opaque operator for any statement: its store says so
+   (`OPAQUE_PLAN`) and this layer then adds nothing; the other two still hold.
 3. The engine runs it read-only (a forked, read-only copy of the embedded graph;
-   a READ session on Neo4j) under limits: a time limit, a work budget, a row limit
-   and a result-size limit (`ReadLimits`). The embedded engine's own deadline is not
-   checked inside every expression, so the fork is killed when the time is up.
+   on Bolt a READ session, in a transaction that is always rolled back) under limits:
+   a time limit, a work budget, a row limit and a result-size limit (`ReadLimits`).
+   The embedded engine's own deadline is not checked inside every expression, so the
+   fork is killed when the time is up.
 
-A refused query raises `QueryRefused` saying why; a read stopped by a limit raises
+Which guarantees hold on which engine: docs/integrity.md, "The read-only guard per engine".
+
+A refused query raises `QueryRefused` saying why and ending with the check that refused
+(`[text check]`, `[plan check]`, `[read-only session]`); a read stopped by a limit raises
 `QueryLimitExceeded` naming the limit.
 """
 
@@ -70,7 +76,11 @@ KGLITE_READ_OPERATORS = frozenset({
     "FusedNodeScanAggregate", "FusedMatchReturnAggregate", "FusedNodeScanTopK", "FusedOrderByTopK",
     "FusedChainDistinctCount", "FusedChainGroupedPathCount", "FusedChainPathCount", "FusedCountAnchoredEdges",
     "FusedCountLabelUnion", "FusedCountTypedEdge", "FusedCountTypedNode", "FusedValidAtJoin",
+    "FusedCountAll", "FusedCountAllEdges", "FusedCountByType", "FusedCountEdgesByType", "FusedMatchWithAggregate",
+    "FusedOptionalMatchAggregate",
 })
+# What a store's `explain` returns when its engine's plan cannot be checked (see the module docstring).
+OPAQUE_PLAN = "OpaquePlan"
 NEO4J_READ_OPERATORS = frozenset({
     "ProduceResults", "AllNodesScan", "NodeByLabelScan", "NodeByIdSeek", "NodeByElementIdSeek", "Argument",
     "NodeIndexSeek", "NodeUniqueIndexSeek", "NodeIndexScan", "NodeIndexContainsScan", "NodeIndexEndsWithScan",
@@ -216,7 +226,14 @@ def _dotted(toks: list[Token], k: int) -> tuple[str, int]:
 
 
 def check_text(cypher: str) -> CheckedText:
-    """Refuse (QueryRefused) any text that is not one plain read statement; see the module docstring."""
+    """Refuse (QueryRefused, "... [text check]") any text that is not one plain read statement."""
+    try:
+        return _check_text(cypher)
+    except QueryRefused as exc:
+        raise QueryRefused(f"{exc.reason} [text check]") from None
+
+
+def _check_text(cypher: str) -> CheckedText:
     if len(cypher) > MAX_LENGTH:
         raise QueryRefused(f"the query is {len(cypher):,} characters long (at most {MAX_LENGTH:,})")
     toks = list(tokens(cypher))
@@ -282,12 +299,20 @@ def check_text(cypher: str) -> CheckedText:
 
 
 def check_plan(operations: list[str], engine: str) -> None:
-    """Every operator of the plan must be a read (an allow-list; an unknown operator is refused)."""
+    """Every operator of the plan must be a read (an allow-list; an unknown operator is refused).
+
+    `[OPAQUE_PLAN]` (a store whose engine's plan says nothing) passes: the text check and the
+    store's read-only run are what hold there.
+    """
+    if operations == [OPAQUE_PLAN]:
+        return
     allowed = KGLITE_READ_OPERATORS if engine == "kglite" else NEO4J_READ_OPERATORS
+    if not operations:
+        raise QueryRefused("the engine gave no plan to check [plan check]")
     for op in operations:
         name = op.split(" ", 1)[0].split("@", 1)[0]
         if name not in allowed:
-            raise QueryRefused(f"the query plan has a {name} step, which is not a read")
+            raise QueryRefused(f"the query plan has a {name} step, which is not a read [plan check]")
 
 
 def guarded_read(store: GraphStore, cypher: str, params: Params | None = None,

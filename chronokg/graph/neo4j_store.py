@@ -1,8 +1,14 @@
-"""The production engine: Neo4j 5 over Bolt with the official driver."""
+"""The production engine: Neo4j 5 over Bolt with the official driver (and Bolt servers that speak its Cypher).
+
+Every failure is one `StoreError` line: the URI is shown without credentials, a refused login names the
+variables to set, and the driver's own log lines are kept off the terminal (a `NullHandler` on the `neo4j`
+logger: they still reach any handler the application configures).
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterable, Sequence
 from types import TracebackType
@@ -13,8 +19,23 @@ from neo4j import time as neo4j_time
 
 from chronokg.errors import QueryLimitExceeded, QueryRefused, StoreError
 from chronokg.graph import schema
-from chronokg.graph.guard import LimitedResult, ReadLimits
+from chronokg.graph.guard import OPAQUE_PLAN, LimitedResult, ReadLimits
 from chronokg.graph.store import Params, Row, Statement
+from chronokg.graph.uris import credentials_from_uri, redact
+
+AUTH_VARIABLES = "CHRONOKG_NEO4J_USER and CHRONOKG_NEO4J_PASSWORD"
+
+
+def one_line(exc: BaseException, limit: int = 300) -> str:
+    """The server's message without the driver's `{neo4j_code: ...} {gql_status: ...}` decoration."""
+    text = exc.message if isinstance(exc, neo4j.exceptions.Neo4jError) and exc.message else str(exc)
+    text = " ".join(text.split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def is_neo4j(agent: str) -> bool:
+    """Neo4j itself (`Neo4j/5.26.0`), not a server that says it is compatible (`Neo4j/5.26.0 compatible (ArcadeDB)`)."""
+    return agent.startswith("Neo4j/") and "compatible" not in agent.lower()
 
 
 def to_python(value: Any) -> Any:
@@ -37,16 +58,48 @@ class Neo4jStore:
 
     def __init__(self, uri: str, user: str, password: str, database: str = "neo4j", *,
                  read_only: bool = False) -> None:
-        self._uri = uri
+        logging.getLogger("neo4j").addHandler(logging.NullHandler())
+        uri, user, password = credentials_from_uri(uri, user, password)
+        self._uri = redact(uri)
         self._database = database
         self._read_only = read_only
         try:
             self._driver = neo4j.GraphDatabase.driver(uri, auth=(user, password))
+        except (neo4j.exceptions.ConfigurationError, ValueError) as exc:
+            raise StoreError(f"not a usable Neo4j URI {self._uri}: {one_line(exc)}") from None
+        try:
+            self._connect(user)
+            if not read_only:
+                self.ensure_schema()
+        except BaseException:
+            self._driver.close()
+            raise
+
+    def _connect(self, user: str) -> None:
+        where = f"Neo4j at {self._uri}"
+        try:
             self._driver.verify_connectivity()
-        except Exception as exc:
-            raise StoreError(f"cannot reach Neo4j at {uri}: {exc}") from exc
-        if not read_only:
-            self.ensure_schema()
+            self._agent = self._driver.get_server_info().agent
+            self._driver.execute_query("RETURN 1", database_=self._database, routing_=neo4j.RoutingControl.READ)
+        except neo4j.exceptions.AuthError:
+            raise StoreError(f"{where} refused the login of user {user!r}: set {AUTH_VARIABLES}") from None
+        except neo4j.exceptions.ClientError as exc:
+            if "DatabaseNotFound" in (exc.code or "") or "does not exist" in (exc.message or ""):
+                raise StoreError(f"{where} has no database {self._database!r}: create it or set "
+                                 "CHRONOKG_NEO4J_DATABASE") from None
+            raise StoreError(f"{where} refused the connection: {one_line(exc)}") from None
+        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError) as exc:
+            raise StoreError(f"cannot reach {where}: {one_line(exc)} (is the server running there?)") from None
+
+    @property
+    def server_agent(self) -> str:
+        """What the server calls itself (`Neo4j/5.26.0`, `Neo4j/5.26.0 compatible (ArcadeDB 26.10.2)`)."""
+        return self._agent
+
+    @property
+    def plan_is_trusted(self) -> bool:
+        """Neo4j's EXPLAIN gives an operator tree and a query type the guard can check; other servers may not."""
+        return is_neo4j(self._agent)
 
     @property
     def uri(self) -> str:
@@ -62,19 +115,25 @@ class Neo4jStore:
                 cypher, parameters_=dict(params or {}), database_=self._database,
                 routing_=neo4j.RoutingControl.READ,
             )
-        except neo4j.exceptions.Neo4jError as exc:
-            raise StoreError(f"query failed on {self._uri}: {exc}") from exc
+        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError) as exc:
+            raise StoreError(f"query failed on {self._uri}: {one_line(exc)}") from None
         return [{k: to_python(v) for k, v in rec.data().items()} for rec in records]
 
     def explain(self, cypher: str, params: Params | None = None) -> list[str]:
-        """Operator names of the plan (EXPLAIN), and `QueryType:<type>` unless the server says it only reads."""
+        """Operator names of the plan (EXPLAIN), and `QueryType:<type>` unless the server says it only reads.
+
+        A server that is not Neo4j gives `[OPAQUE_PLAN]`: ArcadeDB answers with one operator for any
+        statement and calls every statement a write, so its plan says nothing the guard can use.
+        """
         try:
             _, summary, _ = self._driver.execute_query(
                 "EXPLAIN " + cypher, parameters_=dict(params or {}), database_=self._database,
                 routing_=neo4j.RoutingControl.READ,
             )
-        except neo4j.exceptions.Neo4jError as exc:
-            raise StoreError(f"cannot plan query on {self._uri}: {exc}") from exc
+        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError) as exc:
+            raise StoreError(f"cannot plan query on {self._uri}: {one_line(exc)}") from None
+        if not self.plan_is_trusted:
+            return [OPAQUE_PLAN]
         ops: list[str] = []
 
         def walk(step: Any) -> None:
@@ -89,14 +148,19 @@ class Neo4jStore:
         return ops
 
     def run_limited(self, cypher: str, params: Params | None, limits: ReadLimits) -> LimitedResult:
-        """A read in a READ-access session with a server-side transaction timeout; rows and bytes bounded."""
+        """A read in a READ-access session, in a transaction that is rolled back, never committed, with a
+        server-side transaction timeout; rows and bytes bounded.
+
+        Neo4j refuses a write in a READ session; ArcadeDB accepts one, so the rollback is what holds there.
+        """
         start = time.monotonic()
         rows: list[Row] = []
         size, truncated = 0, False
         try:
             with self._driver.session(database=self._database, default_access_mode=neo4j.READ_ACCESS,
-                                      fetch_size=min(limits.max_rows + 1, 1000)) as session:
-                result = session.run(neo4j.Query(cypher, timeout=limits.timeout_s), dict(params or {}))
+                                      fetch_size=min(limits.max_rows + 1, 1000)) as session, \
+                    session.begin_transaction(timeout=limits.timeout_s) as tx:
+                result = tx.run(cypher, dict(params or {}))
                 for record in result:
                     if len(rows) == limits.max_rows:
                         truncated = True
@@ -107,41 +171,49 @@ class Neo4jStore:
                         raise QueryLimitExceeded(f"the result is larger than {limits.max_result_mb:g} MB: add "
                                                  "LIMIT or return fewer properties")
                     rows.append(row)
+                tx.rollback()
         except neo4j.exceptions.ClientError as exc:
             code = exc.code or ""
             if "TransactionTimedOut" in code or "Terminated" in code:
                 raise QueryLimitExceeded(f"the query ran past its time limit of {limits.timeout_s:g} s") from exc
             if "Forbidden" in code or "AccessMode" in code:
-                raise QueryRefused(f"the query would write: {exc.message}") from exc
-            raise StoreError(f"query failed on {self._uri}: {exc}") from exc
-        except neo4j.exceptions.Neo4jError as exc:
-            raise StoreError(f"query failed on {self._uri}: {exc}") from exc
+                raise QueryRefused(f"the query would write: {one_line(exc)} [read-only session]") from None
+            raise StoreError(f"query failed on {self._uri}: {one_line(exc)}") from None
+        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError) as exc:
+            raise StoreError(f"query failed on {self._uri}: {one_line(exc)}") from None
         return LimitedResult(rows=rows, truncated=truncated, total_rows=None if truncated else len(rows),
                              elapsed_s=time.monotonic() - start)
 
     def write(self, statements: Iterable[Statement]) -> None:
         if self._read_only:
             raise StoreError(f"{self._uri} is open read-only: writes go through a writer (chronokg ingest, init)")
-        with self._driver.session(database=self._database) as session:
-            tx = session.begin_transaction()
-            try:
-                for cypher, params in statements:
-                    tx.run(cypher, dict(params)).consume()
-                tx.commit()
-            except neo4j.exceptions.Neo4jError as exc:
-                tx.rollback()
-                raise StoreError(f"write failed on {self._uri}, nothing was changed: {exc}") from exc
-            except BaseException:
-                tx.rollback()
-                raise
+        try:
+            with self._driver.session(database=self._database) as session:
+                tx = session.begin_transaction()
+                try:
+                    for cypher, params in statements:
+                        tx.run(cypher, dict(params)).consume()
+                    tx.commit()
+                except BaseException:
+                    if not tx.closed():
+                        tx.rollback()
+                    raise
+        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError) as exc:
+            raise StoreError(f"write failed on {self._uri}, nothing was changed: {one_line(exc)}") from None
 
     def declare_properties(self, label: str, keys: Sequence[str]) -> None:
         """Neo4j accepts any property on any node."""
 
     def ensure_schema(self) -> None:
-        with self._driver.session(database=self._database) as session:
-            for ddl in [*schema.constraint_ddl(), *schema.index_ddl()]:
-                session.run(ddl).consume()
+        """Constraints and indexes (`IF NOT EXISTS`); a server that refuses one is one line naming it."""
+        ddl = ""
+        try:
+            with self._driver.session(database=self._database) as session:
+                for ddl in [*schema.constraint_ddl(), *schema.index_ddl()]:
+                    session.run(ddl).consume()
+        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError) as exc:
+            raise StoreError(f"{self._uri} refused the schema statement `{' '.join(ddl.split())}`: "
+                             f"{one_line(exc)}") from None
 
     def close(self) -> None:
         self._driver.close()

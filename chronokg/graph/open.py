@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from chronokg.errors import StoreError
 from chronokg.graph.store import GraphStore
+from chronokg.graph.uris import redact
 from chronokg.settings import Settings
 
 
@@ -24,7 +25,7 @@ def open_store(uri: str | None = None, settings: Settings | None = None, *, read
     uri = uri or settings.store
     scheme, sep, rest = uri.partition("://")
     if not sep:
-        raise StoreError(f"not a store URI: {uri!r} (expected kglite:///path/to/store.kgl or neo4j://host:7687)")
+        raise StoreError(f"not a store URI: {redact(uri)!r} (expected kglite:///path/to/store.kgl or neo4j://host:7687)")
     if scheme == "kglite":
         from chronokg.graph.kglite_store import KgliteStore
 
@@ -32,7 +33,7 @@ def open_store(uri: str | None = None, settings: Settings | None = None, *, read
         options = dict(part.partition("=")[::2] for part in query.split("&") if part)
         unknown = set(options) - {"durable"}
         if unknown:
-            raise StoreError(f"unknown option(s) {', '.join(sorted(unknown))} in {uri!r} (known: durable)")
+            raise StoreError(f"unknown option(s) {', '.join(sorted(unknown))} in {redact(uri)!r} (known: durable)")
         return KgliteStore(path, durable=options.get("durable", "normal"), read_only=read_only,
                            lock_timeout=settings.lock_timeout, on_wait=on_wait)
     if scheme in {"neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc"}:
@@ -42,4 +43,4 @@ def open_store(uri: str | None = None, settings: Settings | None = None, *, read
             uri, settings.neo4j_user, settings.neo4j_password.get_secret_value(), settings.neo4j_database,
             read_only=read_only,
         )
-    raise StoreError(f"unknown store scheme {scheme!r} in {uri!r}: use kglite:// or neo4j://")
+    raise StoreError(f"unknown store scheme {scheme!r} in {redact(uri)!r}: use kglite:// or neo4j://")

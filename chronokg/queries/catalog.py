@@ -281,9 +281,10 @@ def _recommended_cypher(p: RecommendedParams) -> tuple[str, dict[str, Any]]:
         + "\nWHERE f.predicate = 'recommendation' AND " + valid_clause("f", "$date")
         + " AND " + known_clause("f", "$known_at" if p.known_at is not None else None)
         + "\nOPTIONAL MATCH (g)-[:ISSUED_BY]->(o:Organization)"
-        + "\nWITH f, g, collect(o.caption) AS orgs"
+        # One organization per row: the first by name (a guideline issued by several has no "first" otherwise).
+        + "\nWITH f, g, min(o.caption) AS organization"
         + "\nRETURN f.subject_id AS decision_id, f.value AS recommendation, g.id AS guideline,"
-        + " g.year AS guideline_year, CASE WHEN size(orgs) = 0 THEN null ELSE orgs[0] END AS organization,"
+        + " g.year AS guideline_year, organization,"
         + " g.topic AS topic, f.clinical_focus AS clinical_focus, f.valid_from AS valid_from,"
         + " f.valid_to AS valid_to"
         + "\nORDER BY decision_id, guideline"
@@ -311,8 +312,9 @@ def _trajectory_cypher(p: GuidelineParams) -> tuple[str, dict[str, Any]]:
 
 
 def _sorted_links(rows: list[VersionRow], _: GuidelineParams) -> list[VersionRow]:
-    return [r.model_copy(update={"supersedes": sorted(r.supersedes), "superseded_by": sorted(r.superseded_by)})
-            for r in rows]
+    """Every list sorted by its value (`collect` keeps no order any engine promises)."""
+    return [r.model_copy(update={"organizations": sorted(r.organizations), "supersedes": sorted(r.supersedes),
+                                 "superseded_by": sorted(r.superseded_by)}) for r in rows]
 
 
 def _change_pairs_cypher(p: GuidelineParams) -> tuple[str, dict[str, Any]]:

@@ -2,7 +2,9 @@
 
 Employment facts with a bitemporal correction, a literal-valued fact, a
 two-hop path, a year-precision fact, and two guideline trajectories (one with a
-same-year update).
+same-year update). Order traps: two values of one predicate from the same day, written
+in reverse order (ties break on the stated key, not on insertion), and a guideline
+issued by two organizations, the alphabetically later one linked first.
 """
 
 from __future__ import annotations
@@ -40,8 +42,11 @@ FACTS = [
     fact("acme", "headquarters", "paris", start=D(1990, 1, 1), end=D(2015, 1, 1)),
     fact("acme", "headquarters", "lyon", start=D(2015, 1, 1)),
     fact("globex", "headquarters", "berlin", start=None),
+    # Two employers from the same day, the later name written first.
+    fact("carol", "employer", "initech", start=D(2011, 1, 1)),
+    fact("carol", "employer", "globex", start=D(2011, 1, 1)),
 ]
-CAPTIONS = {"alice": "Alice", "bob": "Bob", "acme": "Acme", "globex": "Globex", "initech": "Initech",
+CAPTIONS = {"alice": "Alice", "bob": "Bob", "carol": "Carol", "acme": "Acme", "globex": "Globex", "initech": "Initech",
             "paris": "Paris", "lyon": "Lyon", "berlin": "Berlin"}
 
 GUIDE = Source(id="conf:guidelines", kind="conf-guidelines", caption="guidelines", release_date=D(2023, 1, 1))
@@ -60,9 +65,11 @@ def build(store: GraphStore) -> None:
     g = GuidelineBuilder(D(2023, 1, 1))
     g.batch.source(GUIDE)
     for gid, year in (("g2010", 2010), ("g2015", 2015), ("g2020", 2020), ("h2020a", 2020), ("h2020b", 2020)):
-        org = "Society of Hearts" if gid.startswith("g") else "Lung Union"
+        orgs = ["Society of Hearts"] if gid.startswith("g") else ["Lung Union"]
+        if gid == "g2015":
+            orgs.append("Academy of Arteries")  # two issuers, the later name linked first
         g.guideline(gid, year, GUIDE, caption=f"Guideline {gid}", topic="hearts" if gid[0] == "g" else "lungs",
-                    organizations=[org])
+                    organizations=orgs)
     g.supersession("g2015", 2015, "g2010", GUIDE)
     g.supersession("g2020", 2020, "g2015", GUIDE)
     g.supersession("h2020b", 2020, "h2020a", GUIDE)
