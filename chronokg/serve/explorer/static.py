@@ -86,7 +86,7 @@ def slice_data(store: GraphStore, chosen: Slice) -> dict[str, Any]:
                 per[f"verify|{q['question']}"] = verify(call, q["question"])
     wanted.update(dict.fromkeys(chosen.subjects))
     known = {s["subject"]: s for s in call("subject-list", {"limit": SUBJECT_LIST_MAX})}
-    subjects = []
+    subjects: list[dict[str, Any]] = []
     for s in wanted:
         versions = call("timeline", {"subject": s, "include_retracted": True})
         if not versions:
@@ -95,8 +95,8 @@ def slice_data(store: GraphStore, chosen: Slice) -> dict[str, Any]:
         subjects.append(known.get(s) or {"subject": s, "kind": None, "caption": versions[0].get("subject_caption"),
                                          "facts": len(versions)})
     kinds: dict[str, int] = {}
-    for s in subjects:
-        kinds[s["kind"]] = kinds.get(s["kind"], 0) + 1
+    for row in subjects:
+        kinds[row["kind"]] = kinds.get(row["kind"], 0) + 1
     return {"trajectory-list": trajectories, "subjects": sorted(subjects, key=lambda s: s["subject"]),
             "subject-kinds": [{"kind": k, "subjects": n} for k, n in sorted(kinds.items(), key=lambda x: str(x[0]))],
             "quality": quality(call), "per": per, "questions": by_pair, "slice": chosen.model_dump()}

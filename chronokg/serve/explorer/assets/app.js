@@ -258,13 +258,14 @@
     await drawSubject();
   }
   const year = (d) => d ? Number(d.slice(0, 4)) + (Number(d.slice(5, 7)) - 1) / 12 + (Number(d.slice(8, 10)) - 1) / 365 : null;
+  let drawn = 0; // the latest draw wins, whichever answer arrives last
   async function drawSubject() {
-    const s = subject, date = $("t-date").value, known = $("t-known").value;
+    const s = subject, date = $("t-date").value, known = $("t-known").value, seq = ++drawn;
     const view = $("t-view");
     try {
       const versions = await q("timeline", { subject: s, known_at: known, include_retracted: known ? null : true });
       const answer = date ? await q("as-of", { subject: s, date: date, known_at: known }) : null;
-      if (s !== subject) return;
+      if (seq !== drawn) return;
       const stamps = versions.flatMap((f) => [year(f.valid_from), year(f.valid_to)]).filter((y) => y !== null);
       if (date) stamps.push(year(date));
       const lo = Math.floor(Math.min(...stamps, 2000)) - 1, hi = Math.ceil(Math.max(...stamps, new Date().getFullYear())) + 1;
