@@ -231,7 +231,8 @@ def exercise(page: Any, store: Path, questions: Path, pmid: str, *, verify_quest
     page.keyboard.press("Enter")
     page.wait_for_selector("#chain li")
     versions = cli_json(store, "query", "trajectory", "--guideline", pmid)
-    assert page.eval_on_selector_all("#chain > li", "xs => xs.map(x => x.dataset.pmid)") == [v["pmid"] for v in versions]
+    chain = page.eval_on_selector_all("#chain > li", "xs => xs.map(x => x.dataset.pmid)")
+    assert chain == [v["pmid"] for v in versions]
     for v, text in zip(versions, page.eval_on_selector_all("#chain > li", "xs => xs.map(x => x.innerText)"),
                        strict=True):
         assert str(v["year"]) in text and all(o in text for o in v["organizations"])

@@ -8,6 +8,7 @@ the page sends it). Answers come from a read-only store opened once, so they are
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections import OrderedDict
@@ -80,10 +81,8 @@ def mount(app: FastAPI, host: ToolHost, respond: Callable[[ToolResult], JSONResp
         return JSONResponse(body)
 
     def warm() -> None:  # the first view's read, done before the first visitor asks for it
-        try:
+        with contextlib.suppress(_Failed):  # the page will ask again and show why
             result("trajectory-list", {})
-        except _Failed:
-            pass  # the page will ask again and show why
 
     threading.Thread(target=warm, name="explorer-warm", daemon=True).start()
 
