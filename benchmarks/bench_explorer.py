@@ -118,8 +118,8 @@ def main() -> None:
                 time.sleep(2)  # the server's warm-up read (the trajectory list) finishes
                 rows.append((name, "live (serve http)", len(listing), measure(browser, url + "/", args.loads)))
         browser.close()
-    print(f"\n| data | page | trajectories | first view median / max (ms) | keystroke median / max (ms) |"
-          f" target met (1000 / 100 ms, max) |")
+    print("\n| data | page | trajectories | first view median / max (ms) | keystroke median / max (ms) |"
+          " target met (1000 / 100 ms, max) |")
     print("|---|---|---:|---:|---:|---|")
     for name, kind, n, m in rows:
         met = "—" if kind.startswith("baseline") else (

@@ -290,8 +290,17 @@ def exercise(page: Any, store: Path, questions: Path, pmid: str, *, verify_quest
         values = page.eval_on_selector_all("#t-answer tbody tr td:nth-child(2)", "xs => xs.map(x => x.innerText)")
         assert sorted(values) == sorted(str(f["object_caption"] or f["object"] or f["value"]) for f in want)
 
+    # runs side by side: every cell is the CLI's run-summary row
+    page.click("#tab-runs")
+    page.wait_for_selector("#r-table tbody tr td[data-answered]")
+    summary = cli_json(store, "query", "run-summary")
+    cells = page.eval_on_selector_all("#r-table tbody td[data-answered]",
+                                      "xs => xs.map(x => [+x.dataset.correct, +x.dataset.answered])")
+    assert sorted(cells) == sorted([r["correct"], r["answered"]] for r in summary) and summary
+    assert page.locator("#r-table thead th[data-run]").count() == len({(r["run"], r["model"]) for r in summary})
+
     # data quality, reached with the keyboard (arrow keys move between the tabs)
-    page.focus("#tab-timelines")
+    page.focus("#tab-runs")
     page.keyboard.press("ArrowRight")
     assert page.evaluate("document.activeElement.id") == "tab-quality"
     page.wait_for_selector("#q-table tbody tr")

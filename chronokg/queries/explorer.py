@@ -361,3 +361,35 @@ QUESTION_KEY = register(QuerySpec(
                " q.key_params AS key_params, q.evidence_hash AS evidence_hash", {"question": p.question}),
     tags=EXPLORER,
 ))
+
+
+# --- runs -----------------------------------------------------------------------------------------------
+
+
+class RunSummaryRow(Row):
+    run: str
+    started: str | None = None
+    model: str | None = None
+    family: str | None = None
+    variant: str | None = None
+    answered: int
+    correct: int
+    accuracy: float | None = None
+
+
+def _run_summary(_: NoParams) -> tuple[str, dict[str, Any]]:
+    return (
+        "MATCH (r:Run)<-[:IN_RUN]-(p:Prediction)"
+        "\nWITH r, p.model AS model, p.family AS family, p.variant AS variant, count(p) AS answered,"
+        " sum(CASE WHEN p.correct = true THEN 1 ELSE 0 END) AS correct"
+        "\nRETURN r.id AS run, toString(r.started) AS started, model, family, variant, answered, correct,"
+        " CASE WHEN answered = 0 THEN null ELSE toFloat(correct) / answered END AS accuracy"
+        "\nORDER BY started, run, model, family, variant"
+    ), {}
+
+
+RUN_SUMMARY = register(QuerySpec(
+    "run-summary", "Every run stored in the graph: answered and correct predictions per model, family and variant "
+    "(eval run writes them, --write by default).", NoParams, RunSummaryRow, _run_summary,
+    tags=frozenset({"cli", "explorer"}),
+))

@@ -99,7 +99,8 @@ def slice_data(store: GraphStore, chosen: Slice) -> dict[str, Any]:
         kinds[row["kind"]] = kinds.get(row["kind"], 0) + 1
     return {"trajectory-list": trajectories, "subjects": sorted(subjects, key=lambda s: s["subject"]),
             "subject-kinds": [{"kind": k, "subjects": n} for k, n in sorted(kinds.items(), key=lambda x: str(x[0]))],
-            "quality": quality(call), "per": per, "questions": by_pair, "slice": chosen.model_dump()}
+            "quality": quality(call), "run-summary": call("run-summary", {}), "per": per, "questions": by_pair,
+            "slice": chosen.model_dump()}
 
 
 def export_html(store: GraphStore, out: Path, chosen: Slice | None = None) -> ExportSummary:

@@ -32,7 +32,7 @@
       return per[key];
     };
     switch (name) {
-      case "trajectory-list": case "subject-kinds": case "quality": return DATA[name] || [];
+      case "trajectory-list": case "subject-kinds": case "quality": case "run-summary": return DATA[name] || [];
       case "trajectory": case "change-pairs": return need(name + "|" + p.guideline);
       case "trajectory-questions": // held once per change pair; a trajectory's are those of its pairs
         return need("change-pairs|" + p.guideline).map(questionPair).sort()
@@ -69,7 +69,7 @@
   function fail(where, err) { status(where + ": " + err.message, true); }
 
   // --- tabs --------------------------------------------------------------------------------------
-  const tabs = ["trajectories", "timelines", "quality"];
+  const tabs = ["trajectories", "timelines", "runs", "quality"];
   const loaded = {};
   function show(name) {
     for (const t of tabs) {
@@ -78,7 +78,7 @@
       $("tab-" + t).tabIndex = on ? 0 : -1;
       $("view-" + t).hidden = !on;
     }
-    if (!loaded[name]) loaded[name] = ({ timelines: initTimelines, quality: initQuality })[name]?.() || true;
+    if (!loaded[name]) loaded[name] = ({ timelines: initTimelines, runs: initRuns, quality: initQuality })[name]?.() || true;
     return loaded[name];
   }
   tabs.forEach((t, i) => {
@@ -288,6 +288,30 @@
           answer.map((f) => `<tr data-fact="${esc(f.id)}"><td>${esc(f.predicate)}</td><td>${esc(shown(f))}</td><td>${esc(f.valid_from)}</td>` +
             `<td>${esc(f.valid_to)}</td><td>${esc(f.known_from)}</td></tr>`).join("") + `</tbody></table>`);
     } catch (err) { view.innerHTML = `<p class="error">${esc(err.message)}</p>`; }
+  }
+
+  // --- runs: one column per (run, model), one row per (family, variant) ----------------------------------
+  async function initRuns() {
+    try {
+      const rows = await q("run-summary");
+      const cols = [...new Set(rows.map((r) => r.run + "\u0001" + r.model))];
+      const keys = [...new Set(rows.map((r) => r.family + "\u0001" + r.variant))].sort();
+      const cell = {};
+      for (const r of rows) cell[r.family + "\u0001" + r.variant + "\u0002" + r.run + "\u0001" + r.model] = r;
+      const table = $("r-table");
+      table.tHead.innerHTML = `<tr><th scope="col">Family</th><th scope="col">Variant</th>` + cols.map((c) => {
+        const [run, model] = c.split("\u0001");
+        return `<th scope="col" data-run="${esc(run)}">${esc(run)}<br><span class="muted">${esc(model)}</span></th>`;
+      }).join("") + `</tr>`;
+      table.tBodies[0].innerHTML = rows.length ? keys.map((k) => {
+        const [family, variant] = k.split("\u0001");
+        return `<tr><td>${esc(family)}</td><td>${esc(variant)}</td>` + cols.map((c) => {
+          const r = cell[k + "\u0002" + c];
+          return r ? `<td data-answered="${r.answered}" data-correct="${r.correct}">${r.correct} / ${r.answered}` +
+            (r.accuracy === null ? "" : ` (${(100 * r.accuracy).toFixed(1)}%)`) + `</td>` : `<td class="muted">–</td>`;
+        }).join("") + `</tr>`;
+      }).join("") : `<tr><td colspan="2" class="muted">no runs in the store</td></tr>`;
+    } catch (err) { fail("runs", err); }
   }
 
   // --- data quality ------------------------------------------------------------------------------
