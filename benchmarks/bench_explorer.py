@@ -74,7 +74,7 @@ def measure(browser: Any, url: str, loads: int) -> dict[str, float]:
         deadline = time.monotonic() + 60
         while not page.evaluate("window.ckPerf && window.ckPerf.firstView !== null"):
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{url}: no first view")
+                raise RuntimeError(f"{url}: no first view ({page.inner_text('#status')})")
             time.sleep(0.01)
         firsts.append(page.evaluate("window.ckPerf.firstView"))
         page.locator("#search").press_sequentially(QUERY, delay=30)
@@ -104,7 +104,9 @@ def main() -> None:
         print(f"stores built in {time.monotonic() - t0:.0f} s", file=sys.stderr)
         for name, store in sets.items():
             out = root / f"static-{store.stem}"
+            t1 = time.monotonic()
             chronokg(store, "export", "html", "--out", str(out))
+            print(f"{name}: export html {time.monotonic() - t1:.0f} s", file=sys.stderr, flush=True)
             listing = json.loads(subprocess.run(
                 [sys.executable, "-m", "chronokg.cli", "--store", f"kglite://{store}", "query", "trajectory-list",
                  "--format", "json"], check=True, cwd=REPO, capture_output=True, text=True).stdout)
@@ -113,10 +115,13 @@ def main() -> None:
             rows.append((name, "baseline: browser floor", len(listing), measure(browser, floor.as_uri(), args.loads)))
             rows.append((name, "static export", len(listing), measure(browser, (out / "index.html").as_uri(),
                                                                        args.loads)))
-            env = server_env(CHRONOKG_READ_MAX_ROWS="50000", CHRONOKG_READ_TIMEOUT_S="30")
+            print(name, rows[-2:], file=sys.stderr, flush=True)
+            env = server_env(CHRONOKG_READ_MAX_ROWS="50000", CHRONOKG_READ_TIMEOUT_S="30",
+                             CHRONOKG_READ_MAX_RESULT_MB="64")
             with serve(store, "http", "--workers", "2", env=env) as url:
                 time.sleep(2)  # the server's warm-up read (the trajectory list) finishes
                 rows.append((name, "live (serve http)", len(listing), measure(browser, url + "/", args.loads)))
+            print(name, rows[-1], file=sys.stderr, flush=True)
         browser.close()
     print("\n| data | page | trajectories | first view median / max (ms) | keystroke median / max (ms) |"
           " target met (1000 / 100 ms, max) |")

@@ -6,7 +6,8 @@ tools); `chronokg export html` writes the same page with a slice's answers embed
 (`chronokg.serve.explorer.static`). The page asks for catalog queries by name either way.
 Besides the specs tagged "explorer" (listings, questions, runs, quality checks) it reads
 `trajectory`, `change-pairs`, `timeline` and `as-of`, and two combinations: `quality` (every
-spec tagged "quality") and `verify` (a generated question's answer key re-run, its evidence hash compared as `bench verify` does).
+spec tagged "quality") and `verify` (a generated question's answer key re-run, its evidence
+hash compared as `bench verify` does).
 """
 
 from __future__ import annotations
