@@ -8,7 +8,6 @@ the page sends it). Answers come from a read-only store opened once, so they are
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 from collections import OrderedDict
@@ -16,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from chronokg.errors import ChronoKGError
 from chronokg.serve.explorer import page, quality, readable, verify
@@ -66,7 +65,23 @@ def mount(app: FastAPI, host: ToolHost, respond: Callable[[ToolResult], JSONResp
         got = result(name, params)
         return {"rows": got.rows, "truncated": got.truncated, "total_rows": got.total_rows}
 
-    def run(name: str, params: dict[str, Any]) -> JSONResponse:
+    bodies: OrderedDict[str, bytes] = OrderedDict()  # encoded answers: a long list is encoded once, not per visit
+
+    def run(name: str, params: dict[str, Any]) -> Response:
+        key = json.dumps([name, params], sort_keys=True, default=str)
+        with lock:
+            if key in bodies:
+                bodies.move_to_end(key)
+                return Response(bodies[key], media_type="application/json")
+        response = answered(name, params)
+        if response.status_code == 200:
+            with lock:
+                bodies[key] = bytes(response.body)
+                if len(bodies) > CACHE_ENTRIES:
+                    bodies.popitem(last=False)
+        return response
+
+    def answered(name: str, params: dict[str, Any]) -> JSONResponse:
         if name not in allowed:
             return respond(ToolResult.failed(name, ToolError(
                 "unknown_tool", f"the explorer reads no query {name!r} (it reads: {', '.join(sorted(allowed))})")))
@@ -81,8 +96,7 @@ def mount(app: FastAPI, host: ToolHost, respond: Callable[[ToolResult], JSONResp
         return JSONResponse(body)
 
     def warm() -> None:  # the first view's read, done before the first visitor asks for it
-        with contextlib.suppress(_Failed):  # the page will ask again and show why
-            result("trajectory-list", {})
+        run("trajectory-list", {})  # a failure is not kept: the page will ask again and show why
 
     threading.Thread(target=warm, name="explorer-warm", daemon=True).start()
 
@@ -92,7 +106,7 @@ def mount(app: FastAPI, host: ToolHost, respond: Callable[[ToolResult], JSONResp
 
     @app.get("/explore/api/{name}", tags=["explorer"], summary="A catalog query the explorer reads",
              description="Query-string parameters are the query's parameters; the answer is `{rows}`.")
-    async def explorer_query(name: str, request: Request) -> JSONResponse:
+    async def explorer_query(name: str, request: Request) -> Response:
         import anyio.to_thread
 
         params = {k: v for k, v in request.query_params.items() if v != ""}

@@ -12,7 +12,7 @@
     if (!el || document.readyState === "loading") throw new Error("the page is still loading its data: try again");
     return JSON.parse(el.textContent);
   }
-  const LIMIT = 200; // rows a list draws; the count says how many matched
+  const LIMIT = 100; // rows a list draws; the count says how many matched
   const TOKEN = new URLSearchParams(location.hash.slice(1)).get("token");
   const $ = (id) => document.getElementById(id);
   const esc = (v) => v === null || v === undefined ? "" : String(v).replace(/[&<>"']/g,
@@ -92,6 +92,7 @@
 
   // --- trajectories ------------------------------------------------------------------------------
   let all = [];
+  let sorted = [], sortedBy = null;
   let current = null;
   const sorts = {
     "year-desc": (a, b) => (b.year || 0) - (a.year || 0) || cmp(a.current_pmid, b.current_pmid),
@@ -120,10 +121,11 @@
     const words = $("search").value.toLowerCase().split(/\s+/).filter(Boolean);
     const year = $("f-year").value, depth = $("f-depth").value, org = $("f-org").value;
     const topic = $("f-topic").value.toLowerCase().trim();
-    const out = all.filter((r) => (!year || String(r.year) === year) && (!depth || String(r.depth) === depth) &&
+    const key = $("f-sort").value;
+    if (sortedBy !== key) { sorted = all.slice().sort(sorts[key]); sortedBy = key; } // once per sort, not per key
+    return sorted.filter((r) => (!year || String(r.year) === year) && (!depth || String(r.depth) === depth) &&
       (!org || r.organizations.includes(org)) && (!topic || r.topicHay.includes(topic)) &&
       words.every((w) => r.hay.includes(w)));
-    return out.sort(sorts[$("f-sort").value]);
   }
   function render() {
     const rows = matches();
