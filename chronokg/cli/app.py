@@ -180,13 +180,14 @@ def _remove_kglite_files(path: Path) -> None:
 
 def _register_commands() -> None:
     """`query run|list|cypher` and the bench commands (light modules); sources and families are lazy groups."""
-    from chronokg.cli import bench, export, queries
+    from chronokg.cli import bench, explore, export, queries
     from chronokg.cli import eval as eval_cli
 
     queries.register(query_app)
     export.register(export_app)
     eval_cli.register(app)
     bench.register(app, bench_app)
+    explore.register(app, export_app)
 
 
 _register_commands()

@@ -30,7 +30,7 @@ from chronokg.errors import ChronoKGError, QueryLimitExceeded, QueryRefused, Sto
 from chronokg.graph.guard import ReadLimits, guarded_read
 from chronokg.graph.store import GraphStore
 from chronokg.models.types import ToolSpec
-from chronokg.queries.spec import QUERIES, QueryError
+from chronokg.queries.spec import QUERIES, QueryError, all_queries
 from chronokg.serve.search import SEARCH_TOOL, SearchBackend, SearchParams, find_search
 from chronokg.serve.tools import (
     CYPHER,
@@ -84,6 +84,25 @@ def run_tool(store: GraphStore, tool: Tool, args: BaseModel, limits: ReadLimits,
         return ToolResult.failed(tool.name, ToolError("invalid_arguments", f"{tool.name}: {exc}"))
     return ToolResult(tool=tool.name, rows=rows, truncated=truncated, total_rows=total,
                       elapsed_s=round(time.monotonic() - start, 6))
+
+
+CATALOG_PREFIX = "catalog__"  # the name a catalog query runs under in `call_query` (never a tool's name)
+
+
+def catalog_tool(query: str) -> Tool:
+    """Catalog query `query` (or the tool name it runs under) as a never offered query tool, so it runs the way
+    the query tools run."""
+    queries = all_queries()
+    if query.startswith(CATALOG_PREFIX):
+        query = next((q for q in queries.names() if _catalog_name(q) == query), query)
+    if query not in queries:
+        raise ToolError("unknown_tool", f"no query {query!r} (queries: {', '.join(sorted(queries))})")
+    spec = queries.get(query)
+    return Tool(_catalog_name(query), spec.help, spec.params, "query", query=query)
+
+
+def _catalog_name(query: str) -> str:
+    return CATALOG_PREFIX + query.replace("-", "_")
 
 
 class ToolHost:
@@ -162,6 +181,19 @@ class ToolHost:
                 return ToolResult(tool=name, ok=False, error=ToolFailure(type="internal",
                                                                          message=f"{type(exc).__name__}: {exc}"))
 
+    def call_query(self, query: str, arguments: Mapping[str, Any] | None = None) -> ToolResult:
+        """Run any catalog query by name (the explorer's listings too, not only those offered as tools) exactly
+        as a query tool runs: validated, through the guard, in a worker when there are workers."""
+        try:
+            tool = catalog_tool(query)
+            args = tool.validate(arguments)
+        except ToolError as exc:  # named as the caller named it, not by the internal tool name
+            return ToolResult.failed(query, ToolError(exc.type, exc.message.replace(_catalog_name(query), query)))
+        if self._pool is not None:
+            return self._pool.call(tool.name, args)
+        with self._local if self._serial else contextlib.nullcontext():
+            return run_tool(self.store, tool, args, self.limits, None)
+
     async def acall_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> ToolResult:
         """`call_tool` from async code: it runs in a worker thread, so the event loop never blocks."""
         import anyio.to_thread
@@ -170,7 +202,8 @@ class ToolHost:
 
     def _run_local(self, name: str, args: BaseModel) -> ToolResult:
         """What a forked worker runs (it has the store to itself)."""
-        return run_tool(self.store, self._tools[name], args, self.limits, None)
+        tool = self._tools.get(name) or catalog_tool(name)
+        return run_tool(self.store, tool, args, self.limits, None)
 
     def start_workers(self, n: int, *, call_timeout_s: float | None = None) -> None:
         """Run store calls in `n` forked workers from now on (call before starting any thread of a server).

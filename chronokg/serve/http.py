@@ -18,6 +18,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
+from chronokg.models.types import ToolSpec
+from chronokg.serve.explorer import routes as explorer
 from chronokg.serve.gate import ASGIApp, Gate
 from chronokg.serve.host import ToolHost
 from chronokg.serve.tools import ErrorType, Tool, ToolFailure, ToolResult
@@ -86,8 +88,9 @@ def create_app(host: ToolHost, *, tokens: list[str] | None = None, rate: float =
     async def unknown_tool(name: str) -> JSONResponse:
         return result_response(await host.acall_tool(name, {}))  # names the tools there are
 
+    explorer.mount(app, host, result_response)  # the explorer page at / (docs/explorer.md)
     return Gate(app, tokens=tokens or [], rate=rate, burst=burst, max_body_bytes=max_body_bytes,
-                open_paths=OPEN_PATHS)
+                open_paths=(*OPEN_PATHS, *explorer.OPEN_PATHS))
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:

@@ -1,0 +1,395 @@
+"""The reads behind the explorer (`chronokg serve http` at `/`, `chronokg export html`) and `chronokg quality`.
+
+Listings the page filters in the browser (trajectories, subjects with facts), what a
+trajectory's detail view shows beyond `trajectory` and `change-pairs` (its questions
+and their stored answers), and the data-quality checks of TempoMed-Bench's trajectory
+report (`pubmed_trajectory/results/trajectory_browser_2026_relaxed_report.md` in the
+seed repository: records with and without priors, missing organisations, implausible
+years, same-year priors, duplicate topics and titles), each check a query tagged
+"quality" so a new check is one more spec.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from pydantic import Field
+
+from chronokg.queries.rows import Row
+from chronokg.queries.spec import QueryParams, QuerySpec, register
+
+EXPLORER = frozenset({"explorer"})
+QUALITY = frozenset({"explorer", "quality"})
+EARLIEST_YEAR = 1950  # a guideline year before this is implausible for PubMed-indexed guidance
+EXAMPLES = 5  # ids a quality row names
+
+
+class NoParams(QueryParams):
+    """A listing over the whole store."""
+
+
+# --- trajectories ---------------------------------------------------------------------------------------
+
+
+class TrajectoryListRow(Row):
+    trajectory: str
+    current_pmid: str
+    year: int | None = None
+    topic: str | None = None
+    caption: str | None = None
+    organizations: list[str] = Field(default_factory=list)
+    versions: list[str] = Field(default_factory=list)  # PMIDs of every version, oldest first
+    years: list[int | None] = Field(default_factory=list)  # their years, same order
+    depth: int  # prior versions
+    pairs: int  # change pairs whose current guideline is this trajectory's
+    superseded: bool  # a newer guideline supersedes the current one (another trajectory continues it)
+
+
+def _trajectory_list(_: NoParams) -> tuple[str, dict[str, Any]]:
+    cypher = (
+        "MATCH (t:Trajectory)"
+        "\nOPTIONAL MATCH (v:Guideline)-[:IN_TRAJECTORY]->(t)"
+        "\nWITH t, v ORDER BY v.issued, v.id"
+        "\nWITH t, collect(DISTINCT v) AS vs"
+        "\nOPTIONAL MATCH (g:Guideline {id: t.current_pmid})"
+        "\nOPTIONAL MATCH (g)-[:ISSUED_BY]->(o:Organization)"
+        "\nWITH t, g, vs, collect(DISTINCT o.caption) AS orgs"
+        "\nOPTIONAL MATCH (c:ChangePair {current_pmid: t.current_pmid})"
+        "\nWITH t, g, vs, orgs, count(DISTINCT c) AS pairs"
+        "\nRETURN t.id AS trajectory, t.current_pmid AS current_pmid, g.year AS year,"
+        " coalesce(t.topic, g.topic) AS topic, coalesce(t.caption, g.caption) AS caption, orgs AS organizations,"
+        " [v IN vs | v.id] AS versions, [v IN vs | v.year] AS years, size(vs) - 1 AS depth, pairs,"
+        " EXISTS { MATCH (:Guideline)-[:SUPERSEDES]->(g) } AS superseded"
+        "\nORDER BY trajectory"
+    )
+    return cypher, {}
+
+
+def _sorted_orgs(rows: list[TrajectoryListRow], _: NoParams) -> list[TrajectoryListRow]:
+    return [r.model_copy(update={"organizations": sorted(r.organizations), "depth": max(r.depth, 0)})
+            for r in rows]
+
+
+TRAJECTORY_LIST = register(QuerySpec(
+    "trajectory-list", "Every guideline trajectory: current PMID and year, topic, title, organisations, versions, "
+    "depth and change pairs.", NoParams, TrajectoryListRow, _trajectory_list, post=_sorted_orgs,
+    tags=frozenset({"cli", "explorer"}),
+    columns=("current_pmid", "year", "depth", "pairs", "organizations", "topic"),
+))
+
+
+class GuidelineOnly(QueryParams):
+    guideline: str = Field(description="Any version's PMID (or id)")
+
+
+class QuestionRow(Row):
+    question: str
+    kind: str  # source (the seed's own item) | generated (chronokg generate)
+    pair: str | None = None
+    text: str | None = None
+    family: str | None = None
+    variant: str | None = None
+    correct: str | None = None
+    key_query: str | None = None
+    key_params: str | None = None
+    evidence_hash: str | None = None
+    answers: int = 0  # stored predictions (eval runs written to the store)
+
+
+def _trajectory_questions(p: GuidelineOnly) -> tuple[str, dict[str, Any]]:
+    head = (
+        "MATCH (:Guideline {id: $guideline})-[:SUPERSEDES*0..32]-(g:Guideline)"
+        "\nWITH DISTINCT g"
+        "\nMATCH (c:ChangePair {current_pmid: g.id})"
+    )
+    cypher = (
+        head + "\nMATCH (q:SourceQuestion)-[:ABOUT]->(c)"
+        "\nRETURN q.id AS question, 'source' AS kind, c.id AS pair, q.question AS text, null AS family,"
+        " null AS variant, q.correct AS correct, null AS key_query, null AS key_params, null AS evidence_hash,"
+        " 0 AS answers"
+        "\nUNION ALL\n"
+        + head + "\nMATCH (q:Question)-[:DERIVED_FROM]->(c)"
+        "\nOPTIONAL MATCH (p:Prediction)-[:ANSWERS]->(q)"
+        "\nWITH q, c, count(p) AS answers"
+        "\nRETURN q.id AS question, 'generated' AS kind, c.id AS pair, q.input AS text, q.family AS family,"
+        " q.variant AS variant, q.answer AS correct, q.key_query AS key_query, q.key_params AS key_params,"
+        " q.evidence_hash AS evidence_hash, answers"
+    )
+    return cypher, {"guideline": p.guideline}
+
+
+def _by_pair(rows: list[QuestionRow], _: GuidelineOnly) -> list[QuestionRow]:
+    return sorted(rows, key=lambda r: (r.pair or "", r.kind != "source", r.question))
+
+
+TRAJECTORY_QUESTIONS = register(QuerySpec(
+    "trajectory-questions", "The questions about a trajectory's change pairs: the seed's own and those generated "
+    "into the store, with how many stored runs answered each.", GuidelineOnly, QuestionRow,
+    _trajectory_questions, post=_by_pair, tags=frozenset({"cli", "explorer"}),
+    columns=("question", "kind", "pair", "variant", "correct", "answers"),
+))
+
+
+class QuestionIdParams(QueryParams):
+    question: str = Field(description="A generated question's id")
+
+
+class AnswerRow(Row):
+    run: str
+    model: str | None = None
+    sample: int | None = None
+    answer: str | None = None
+    correct: bool | None = None
+    score: float | None = None
+
+
+def _question_answers(p: QuestionIdParams) -> tuple[str, dict[str, Any]]:
+    return (
+        "MATCH (p:Prediction)-[:ANSWERS]->(:Question {id: $question})"
+        "\nRETURN p.run_id AS run, p.model AS model, p.sample AS sample, p.answer AS answer,"
+        " p.correct AS correct, p.score AS score"
+        "\nORDER BY run, model, sample"
+    ), {"question": p.question}
+
+
+QUESTION_ANSWERS = register(QuerySpec(
+    "question-answers", "Every stored run's answer to one generated question.", QuestionIdParams, AnswerRow,
+    _question_answers, tags=frozenset({"cli", "explorer"}),
+))
+
+
+# --- subjects (timelines) -------------------------------------------------------------------------------
+
+
+class SubjectListParams(QueryParams):
+    kind: str | None = Field(default=None, description="Only subjects of this kind (guideline, clinical_decision, "
+                                                       "a Wikidata item, a CFR section, ...)")
+    text: str | None = Field(default=None, description="Words in the subject's id or caption")
+    limit: int = Field(default=200, ge=1, le=5000, description="At most this many subjects")
+
+
+class SubjectRow(Row):
+    subject: str
+    kind: str | None = None
+    caption: str | None = None
+    facts: int
+
+
+def _subject_list(p: SubjectListParams) -> tuple[str, dict[str, Any]]:
+    params: dict[str, Any] = {"limit": p.limit}
+    where = ["EXISTS { MATCH (:Fact)-[:SUBJECT]->(e) }"]
+    if p.kind is not None:
+        where.insert(0, "e.kind = $kind")
+        params["kind"] = p.kind
+    if p.text is not None:
+        where.append("(toLower(e.id) CONTAINS toLower($text) OR toLower(coalesce(e.caption, '')) "
+                     "CONTAINS toLower($text))")
+        params["text"] = p.text
+    cypher = (
+        "MATCH (e:Entity) WHERE " + " AND ".join(where)
+        + "\nWITH e ORDER BY e.id LIMIT $limit"
+        "\nMATCH (f:Fact)-[:SUBJECT]->(e)"
+        "\nRETURN e.id AS subject, e.kind AS kind, e.caption AS caption, count(f) AS facts"
+        "\nORDER BY subject"
+    )
+    return cypher, params
+
+
+SUBJECT_LIST = register(QuerySpec(
+    "subject-list", "Subjects that have facts (any source), with their kind and caption: what a timeline can show.",
+    SubjectListParams, SubjectRow, _subject_list, tags=frozenset({"cli", "explorer"}),
+))
+
+
+class KindRow(Row):
+    kind: str | None = None
+    subjects: int
+
+
+SUBJECT_KINDS = register(QuerySpec(
+    "subject-kinds", "The kinds of subject that have facts, with how many of each.", NoParams, KindRow,
+    lambda _: ("MATCH (e:Entity) WHERE EXISTS { MATCH (:Fact)-[:SUBJECT]->(e) }"
+               "\nRETURN e.kind AS kind, count(e) AS subjects ORDER BY kind", {}),
+    tags=frozenset({"cli", "explorer"}),
+))
+
+
+# --- data quality ---------------------------------------------------------------------------------------
+
+
+class QualityParams(QueryParams):
+    latest_year: int | None = Field(default=None, description="Years after this are implausible [default: this "
+                                                              "year]")
+
+
+class QualityRow(Row):
+    section: str
+    check: str
+    count: int
+    total: int
+    examples: list[str] = Field(default_factory=list)
+
+
+def _latest(p: QualityParams) -> int:
+    return p.latest_year if p.latest_year is not None else dt.date.today().year
+
+
+def _quality_records(_: QualityParams) -> tuple[str, dict[str, Any]]:
+    # Priors are the other versions in the trajectory (its IN_TRAJECTORY members besides the current one).
+    cypher = (
+        "MATCH (t:Trajectory)"
+        "\nOPTIONAL MATCH (v:Guideline)-[:IN_TRAJECTORY]->(t) WHERE v.id <> t.current_pmid"
+        "\nWITH t, count(v) AS priors"
+        "\nWITH count(t) AS total, collect(CASE WHEN priors > 0 THEN t.current_pmid END) AS with_priors,"
+        " collect(CASE WHEN priors = 0 THEN t.current_pmid END) AS without"
+        "\nRETURN 'records' AS section, 'trajectories with priors' AS check, size(with_priors) AS count, total,"
+        f" with_priors[0..{EXAMPLES}] AS examples"
+        "\nUNION ALL"
+        "\nMATCH (t:Trajectory)"
+        "\nOPTIONAL MATCH (v:Guideline)-[:IN_TRAJECTORY]->(t) WHERE v.id <> t.current_pmid"
+        "\nWITH t, count(v) AS priors"
+        "\nWITH count(t) AS total, collect(CASE WHEN priors = 0 THEN t.current_pmid END) AS without"
+        "\nRETURN 'records' AS section, 'trajectories without priors' AS check, size(without) AS count, total,"
+        f" without[0..{EXAMPLES}] AS examples"
+    )
+    return cypher, {}
+
+
+def _quality_organizations(_: QualityParams) -> tuple[str, dict[str, Any]]:
+    cypher = (
+        "MATCH (t:Trajectory)"
+        "\nOPTIONAL MATCH (g:Guideline {id: t.current_pmid})"
+        "\nWITH t, EXISTS { MATCH (g)-[:ISSUED_BY]->(:Organization) } AS has_org"
+        "\nWITH count(t) AS total, collect(CASE WHEN NOT has_org THEN t.current_pmid END) AS missing"
+        "\nRETURN 'organisations' AS section, 'trajectories whose current guideline has no organisation' AS check,"
+        f" size(missing) AS count, total, missing[0..{EXAMPLES}] AS examples"
+        "\nUNION ALL"
+        "\nMATCH (g:Guideline)"
+        "\nWITH g, EXISTS { MATCH (g)-[:ISSUED_BY]->(:Organization) } AS has_org"
+        "\nWITH count(g) AS total, collect(CASE WHEN NOT has_org THEN g.id END) AS missing"
+        "\nRETURN 'organisations' AS section, 'guideline versions with no organisation' AS check,"
+        f" size(missing) AS count, total, missing[0..{EXAMPLES}] AS examples"
+    )
+    return cypher, {}
+
+
+def _quality_years(p: QualityParams) -> tuple[str, dict[str, Any]]:
+    cypher = (
+        "MATCH (g:Guideline)"
+        "\nWITH count(g) AS total, collect(CASE WHEN g.year IS NULL OR g.year < $earliest OR g.year > $latest"
+        " THEN g.id END) AS bad"
+        "\nRETURN 'years' AS section, 'guideline versions with an implausible year' AS check, size(bad) AS count,"
+        f" total, bad[0..{EXAMPLES}] AS examples"
+        "\nUNION ALL"
+        "\nMATCH (:Guideline)-[s:SUPERSEDES]->(:Guideline)"
+        "\nWITH count(s) AS total"
+        "\nOPTIONAL MATCH (g:Guideline)-[:SUPERSEDES]->(p:Guideline) WHERE g.year = p.year"
+        "\nWITH total, collect(g.id + '>' + p.id) AS same"
+        "\nRETURN 'years' AS section, 'same-year priors (a version superseding one of its own year)' AS check,"
+        f" size(same) AS count, total, same[0..{EXAMPLES}] AS examples"
+        "\nUNION ALL"
+        "\nMATCH (:Guideline)-[s:SUPERSEDES]->(:Guideline)"
+        "\nWITH count(s) AS total"
+        "\nOPTIONAL MATCH (g:Guideline)-[:SUPERSEDES]->(p:Guideline) WHERE g.year < p.year"
+        "\nWITH total, collect(g.id + '>' + p.id) AS newer"
+        "\nRETURN 'years' AS section, 'priors newer than the version superseding them' AS check,"
+        f" size(newer) AS count, total, newer[0..{EXAMPLES}] AS examples"
+    )
+    return cypher, {"earliest": EARLIEST_YEAR, "latest": _latest(p)}
+
+
+def _duplicates(field: str, what: str) -> str:
+    return (
+        f"MATCH (t:Trajectory)\nWITH count(t) AS total"
+        f"\nOPTIONAL MATCH (t:Trajectory) WHERE t.{field} IS NOT NULL"
+        f"\nWITH total, toLower(trim(t.{field})) AS key, collect(t.current_pmid) AS ids"
+        "\nWITH total, collect(CASE WHEN size(ids) > 1 THEN key END) AS keys,"
+        " sum(CASE WHEN size(ids) > 1 THEN size(ids) ELSE 0 END) AS n"
+        f"\nRETURN 'duplicates' AS section, 'trajectories sharing a {what} with another' AS check, n AS count,"
+        f" total, keys[0..{EXAMPLES}] AS examples"
+    )
+
+
+def _quality_duplicates(_: QualityParams) -> tuple[str, dict[str, Any]]:
+    return _duplicates("topic", "topic") + "\nUNION ALL\n" + _duplicates("caption", "title"), {}
+
+
+def _quality_pairs(_: QualityParams) -> tuple[str, dict[str, Any]]:
+    cypher = (
+        "MATCH (c:ChangePair)"
+        "\nWITH c, EXISTS { MATCH (c)-[:CURRENT]->(:Fact) } AND EXISTS { MATCH (c)-[:PRIOR]->(:Fact) } AS whole,"
+        " EXISTS { MATCH (:SourceQuestion)-[:ABOUT]->(c) } AS asked"
+        "\nWITH count(c) AS total, collect(CASE WHEN NOT whole THEN c.id END) AS broken,"
+        " collect(CASE WHEN NOT asked THEN c.id END) AS unasked"
+        "\nRETURN 'change pairs' AS section, 'change pairs missing a recommendation' AS check, size(broken) AS count,"
+        f" total, broken[0..{EXAMPLES}] AS examples"
+        "\nUNION ALL"
+        "\nMATCH (c:ChangePair)"
+        "\nWITH c, EXISTS { MATCH (:SourceQuestion)-[:ABOUT]->(c) } AS asked"
+        "\nWITH count(c) AS total, collect(CASE WHEN NOT asked THEN c.id END) AS unasked"
+        "\nRETURN 'change pairs' AS section, 'change pairs without a source question' AS check,"
+        f" size(unasked) AS count, total, unasked[0..{EXAMPLES}] AS examples"
+    )
+    return cypher, {}
+
+
+QUALITY_CHECKS = tuple(register(QuerySpec(
+    name, help, QualityParams, QualityRow, build, tags=QUALITY,
+)) for name, help, build in (
+    ("quality-records", "Trajectories with and without prior versions.", _quality_records),
+    ("quality-organizations", "Trajectories and guideline versions with no issuing organisation.",
+     _quality_organizations),
+    ("quality-years", "Implausible guideline years, same-year priors and priors newer than their successor.",
+     _quality_years),
+    ("quality-duplicates", "Trajectories sharing a topic or a title.", _quality_duplicates),
+    ("quality-pairs", "Change pairs missing a recommendation or without a source question.", _quality_pairs),
+))
+
+
+class KeyRow(Row):
+    question: str
+    key_query: str | None = None
+    key_params: str | None = None  # JSON object
+    evidence_hash: str | None = None
+
+
+QUESTION_KEY = register(QuerySpec(
+    "question-key", "A generated question's answer key: the query, its parameters and the evidence hash at "
+    "generation.", QuestionIdParams, KeyRow,
+    lambda p: ("MATCH (q:Question {id: $question}) RETURN q.id AS question, q.key_query AS key_query,"
+               " q.key_params AS key_params, q.evidence_hash AS evidence_hash", {"question": p.question}),
+    tags=EXPLORER,
+))
+
+
+# --- runs -----------------------------------------------------------------------------------------------
+
+
+class RunSummaryRow(Row):
+    run: str
+    started: str | None = None
+    model: str | None = None
+    family: str | None = None
+    variant: str | None = None
+    answered: int
+    correct: int
+    accuracy: float | None = None
+
+
+def _run_summary(_: NoParams) -> tuple[str, dict[str, Any]]:
+    return (
+        "MATCH (r:Run)<-[:IN_RUN]-(p:Prediction)"
+        "\nWITH r, p.model AS model, p.family AS family, p.variant AS variant, count(p) AS answered,"
+        " sum(CASE WHEN p.correct = true THEN 1 ELSE 0 END) AS correct"
+        "\nRETURN r.id AS run, toString(r.started) AS started, model, family, variant, answered, correct,"
+        " CASE WHEN answered = 0 THEN null ELSE toFloat(correct) / answered END AS accuracy"
+        "\nORDER BY started, run, model, family, variant"
+    ), {}
+
+
+RUN_SUMMARY = register(QuerySpec(
+    "run-summary", "Every run stored in the graph: answered and correct predictions per model, family and variant "
+    "(eval run writes them, --write by default).", NoParams, RunSummaryRow, _run_summary,
+    tags=frozenset({"cli", "explorer"}),
+))

@@ -1,0 +1,74 @@
+"""The explorer: one HTML page (no build step, no network) over the query catalog.
+
+`chronokg serve http` serves it at `/` (its reads at `GET /explore/api/QUERY?params`, through
+`ToolHost.call_query`: validated, guarded, in the read workers, behind the same gate as the
+tools); `chronokg export html` writes the same page with a slice's answers embedded as JSON
+(`chronokg.serve.explorer.static`). The page asks for catalog queries by name either way.
+Besides the specs tagged "explorer" (listings, questions, runs, quality checks) it reads
+`trajectory`, `change-pairs`, `timeline` and `as-of`, and two combinations: `quality` (every
+spec tagged "quality") and `verify` (a generated question's answer key re-run, its evidence
+hash compared as `bench verify` does).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from importlib import resources
+from typing import Any
+
+from chronokg.errors import ChronoKGError
+from chronokg.queries.spec import all_queries, evidence_hash
+
+CORE = frozenset({"trajectory", "change-pairs", "timeline", "as-of"})
+COMBINED = ("quality", "verify")
+Call = Callable[[str, Mapping[str, Any]], list[dict[str, Any]]]  # a catalog query's rows as JSON values
+
+
+def readable() -> list[str]:
+    """The catalog queries the page may ask for (and the two combinations)."""
+    names = [n for n, spec in all_queries().items() if "explorer" in spec.tags or n in CORE]
+    return sorted([*names, *COMBINED])
+
+
+def quality(call: Call) -> list[dict[str, Any]]:
+    """Every data-quality check (the specs tagged "quality"), in name order."""
+    rows: list[dict[str, Any]] = []
+    for name, spec in sorted(all_queries().items()):
+        if "quality" in spec.tags:
+            rows += call(name, {})
+    return rows
+
+
+def verify(call: Call, question: str) -> list[dict[str, Any]]:
+    """Does a generated question's answer key still give the evidence it gave at generation?"""
+    keys = call("question-key", {"question": question})
+    if not keys or not keys[0].get("key_query"):
+        raise ChronoKGError(f"no generated question {question!r} in the store")
+    key = keys[0]
+    try:
+        params = json.loads(key["key_params"] or "{}")
+    except json.JSONDecodeError:
+        raise ChronoKGError(f"question {question}: its stored answer-key parameters are not JSON") from None
+    rows = call(key["key_query"], params)
+    new = evidence_hash(rows)
+    return [{"question": question, "query": key["key_query"], "rows": len(rows), "agrees": new == key["evidence_hash"],
+             "hash": new, "stored_hash": key["evidence_hash"]}]
+
+
+def _json(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    # Inside <script type="application/json">: nothing may close the element or open a comment.
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def page(config: Mapping[str, Any], data: Mapping[str, Any] | None = None) -> str:
+    """The whole page, its CSS and script inline; `config` (the mode, and what the first view needs) and a static
+    export's `data` (parsed by the page only when first needed) embedded as JSON."""
+    assets = resources.files(__package__) / "assets"
+    html = (assets / "index.html").read_text(encoding="utf-8")
+    for slot, text in (("/*CSS*/", (assets / "app.css").read_text(encoding="utf-8")),
+                       ("/*JS*/", (assets / "app.js").read_text(encoding="utf-8")),
+                       ("/*CONFIG*/", _json(config)), ("/*DATA*/", _json(data or {}))):
+        html = html.replace(slot, text, 1)
+    return html

@@ -1,0 +1,329 @@
+/* chronokg explorer: every read is a catalog query, answered by the server (live) or from the
+   embedded JSON (static export). Vanilla JS, no build step, no network beyond the serving origin. */
+"use strict";
+(function () {
+  const CFG = JSON.parse(document.getElementById("chronokg-config").textContent);
+  const FIRST = CFG.data || {}; // what the first view needs; the rest is parsed when first asked for
+  let REST = null;
+  const DATA = new Proxy({}, { get: (_, k) => k in FIRST ? FIRST[k]
+    : (REST || (REST = rest()))[k] });
+  function rest() {
+    const el = document.getElementById("chronokg-data");
+    if (!el || document.readyState === "loading") throw new Error("the page is still loading its data: try again");
+    return JSON.parse(el.textContent);
+  }
+  const LIMIT = 100; // rows a list draws; the count says how many matched
+  const TOKEN = new URLSearchParams(location.hash.slice(1)).get("token");
+  const $ = (id) => document.getElementById(id);
+  const esc = (v) => v === null || v === undefined ? "" : String(v).replace(/[&<>"']/g,
+    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+  window.ckPerf = { firstView: null, keystrokes: [] };
+
+  // --- reads -------------------------------------------------------------------------------------
+  const validAt = (f, d) => (f.valid_from === null || f.valid_from <= d) && (f.valid_to === null || f.valid_to > d);
+  const knownAt = (f, k) => k ? (f.known_from === null || f.known_from <= k) && (f.known_to === null || f.known_to > k)
+    : f.known_to === null;
+  const cmp = (a, b) => a === b ? 0 : a === null ? 1 : b === null ? -1 : a < b ? -1 : 1;
+
+  function staticQuery(name, p) {
+    const need = (key) => {
+      const per = DATA.per || {};
+      if (!(key in per)) throw new Error("not in this export: " + key + " (export a slice that includes it)");
+      return per[key];
+    };
+    switch (name) {
+      case "trajectory-list": case "subject-kinds": case "quality": case "run-summary": return DATA[name] || [];
+      case "trajectory": case "change-pairs": return need(name + "|" + p.guideline);
+      case "trajectory-questions": // held once per change pair; a trajectory's are those of its pairs
+        return need("change-pairs|" + p.guideline).map(questionPair).sort()
+          .filter((x, i, xs) => x !== xs[i - 1]).flatMap((pair) => DATA.questions[pair] || []);
+      case "question-answers": return need(name + "|" + p.question);
+      case "verify": return need("verify|" + p.question);
+      case "subject-list": {
+        const text = (p.text || "").toLowerCase();
+        return (DATA.subjects || []).filter((s) => (!p.kind || s.kind === p.kind) &&
+          (!text || s.subject.toLowerCase().includes(text) || (s.caption || "").toLowerCase().includes(text)))
+          .slice(0, p.limit || 200);
+      }
+      case "timeline": // the export holds every version (include_retracted): the known-time rule picks them
+        return need("timeline|" + p.subject).filter((f) => p.include_retracted && !p.known_at || knownAt(f, p.known_at || null));
+      case "as-of": // the catalog's as-of: valid on the date, known at known_at (default: not retracted)
+        return need("timeline|" + p.subject).filter((f) => validAt(f, p.date) && knownAt(f, p.known_at || null))
+          .sort((a, b) => cmp(a.predicate, b.predicate) || cmp(a.valid_from, b.valid_from) || cmp(a.id, b.id));
+      default: throw new Error("no query " + name + " in a static export");
+    }
+  }
+
+  async function q(name, params) {
+    const p = {};
+    for (const [k, v] of Object.entries(params || {})) if (v !== null && v !== undefined && v !== "") p[k] = v;
+    if (CFG.mode === "static") return staticQuery(name, p);
+    const resp = await fetch("explore/api/" + encodeURIComponent(name) + "?" + new URLSearchParams(p),
+      { headers: TOKEN ? { Authorization: "Bearer " + TOKEN } : {} });
+    const body = await resp.json();
+    if (!resp.ok) throw new Error(body.error ? body.error.message : resp.statusText);
+    if (body.truncated) status("showing the first " + body.rows.length + " of " + body.total_rows + " rows (" + name + ")");
+    return body.rows;
+  }
+  function status(text, bad) { const s = $("status"); s.textContent = text; s.className = bad ? "error" : ""; }
+  function fail(where, err) { status(where + ": " + err.message, true); }
+
+  // --- tabs --------------------------------------------------------------------------------------
+  const tabs = ["trajectories", "timelines", "runs", "quality"];
+  const loaded = {};
+  function show(name) {
+    for (const t of tabs) {
+      const on = t === name;
+      $("tab-" + t).setAttribute("aria-selected", String(on));
+      $("tab-" + t).tabIndex = on ? 0 : -1;
+      $("view-" + t).hidden = !on;
+    }
+    if (!loaded[name]) loaded[name] = ({ timelines: initTimelines, runs: initRuns, quality: initQuality })[name]?.() || true;
+    return loaded[name];
+  }
+  tabs.forEach((t, i) => {
+    const b = $("tab-" + t);
+    b.addEventListener("click", () => show(t));
+    b.addEventListener("keydown", (e) => {
+      const d = e.key === "ArrowRight" ? 1 : e.key === "ArrowLeft" ? -1 : 0;
+      if (d) { const n = tabs[(i + d + tabs.length) % tabs.length]; show(n); $("tab-" + n).focus(); }
+    });
+  });
+
+  // --- trajectories ------------------------------------------------------------------------------
+  let all = [];
+  let sorted = [], sortedBy = null;
+  let current = null;
+  const sorts = {
+    "year-desc": (a, b) => (b.year || 0) - (a.year || 0) || cmp(a.current_pmid, b.current_pmid),
+    "year-asc": (a, b) => (a.year || 0) - (b.year || 0) || cmp(a.current_pmid, b.current_pmid),
+    "depth-desc": (a, b) => b.depth - a.depth || cmp(a.current_pmid, b.current_pmid),
+    "pairs-desc": (a, b) => b.pairs - a.pairs || cmp(a.current_pmid, b.current_pmid),
+    "pmid-asc": (a, b) => cmp(a.current_pmid, b.current_pmid),
+  };
+  function options(select, values) {
+    select.insertAdjacentHTML("beforeend", values.map((v) => `<option value="${esc(v)}">${esc(v)}</option>`).join(""));
+  }
+  async function initTrajectories() {
+    all = await q("trajectory-list");
+    for (const r of all) {
+      r.hay = [r.current_pmid, r.topic, r.caption, ...r.organizations, ...r.versions].join("\n").toLowerCase();
+      r.topicHay = [r.topic, r.caption].join("\n").toLowerCase();
+    }
+    const uniq = (xs) => [...new Set(xs)];
+    options($("f-year"), uniq(all.map((r) => r.year).filter((y) => y !== null)).sort((a, b) => b - a));
+    options($("f-depth"), uniq(all.map((r) => r.depth)).sort((a, b) => a - b));
+    options($("f-org"), uniq(all.flatMap((r) => r.organizations)).sort());
+    render();
+    window.ckPerf.firstView = performance.now();
+  }
+  function matches() {
+    const words = $("search").value.toLowerCase().split(/\s+/).filter(Boolean);
+    const year = $("f-year").value, depth = $("f-depth").value, org = $("f-org").value;
+    const topic = $("f-topic").value.toLowerCase().trim();
+    const key = $("f-sort").value;
+    if (sortedBy !== key) { sorted = all.slice().sort(sorts[key]); sortedBy = key; } // once per sort, not per key
+    return sorted.filter((r) => (!year || String(r.year) === year) && (!depth || String(r.depth) === depth) &&
+      (!org || r.organizations.includes(org)) && (!topic || r.topicHay.includes(topic)) &&
+      words.every((w) => r.hay.includes(w)));
+  }
+  function render() {
+    const rows = matches();
+    $("count").textContent = `${rows.length} of ${all.length} trajectories` + (rows.length > LIMIT ? ` (first ${LIMIT} shown)` : "");
+    $("traj-table").tBodies[0].innerHTML = rows.slice(0, LIMIT).map((r) =>
+      `<tr tabindex="0" data-pmid="${esc(r.current_pmid)}" aria-selected="${r.current_pmid === current}">` +
+      `<td>${esc(r.current_pmid)}</td><td>${esc(r.year)}</td><td>${r.depth}</td><td>${r.pairs}</td>` +
+      `<td>${esc(r.organizations.join("; "))}</td><td>${esc(r.topic || r.caption || "")}</td></tr>`).join("");
+  }
+  function timed(e) {
+    const t0 = e.timeStamp;
+    render();
+    requestAnimationFrame(() => window.ckPerf.keystrokes.push(performance.now() - t0));
+  }
+  ["search", "f-topic"].forEach((id) => $(id).addEventListener("input", timed));
+  ["f-year", "f-depth", "f-org", "f-sort"].forEach((id) => $(id).addEventListener("change", render));
+  $("search").addEventListener("keydown", (e) => {
+    if (e.key === "ArrowDown") { e.preventDefault(); $("traj-table").tBodies[0].rows[0]?.focus(); }
+  });
+  const body = $("traj-table").tBodies[0];
+  body.addEventListener("click", (e) => { const tr = e.target.closest("tr"); if (tr) openTrajectory(tr.dataset.pmid); });
+  body.addEventListener("keydown", (e) => {
+    const tr = e.target.closest("tr");
+    if (!tr) return;
+    if (e.key === "Enter" || e.key === " ") { e.preventDefault(); openTrajectory(tr.dataset.pmid); }
+    else if (e.key === "ArrowDown") { e.preventDefault(); tr.nextElementSibling?.focus(); }
+    else if (e.key === "ArrowUp") { e.preventDefault(); (tr.previousElementSibling || $("search")).focus(); }
+  });
+
+  async function openTrajectory(pmid) {
+    current = pmid;
+    for (const tr of body.rows) tr.setAttribute("aria-selected", String(tr.dataset.pmid === pmid));
+    const aside = $("detail");
+    aside.innerHTML = `<p class="muted">loading ${esc(pmid)}…</p>`;
+    try {
+      const [versions, pairs, questions] = await Promise.all([q("trajectory", { guideline: pmid }),
+        q("change-pairs", { guideline: pmid }), q("trajectory-questions", { guideline: pmid })]);
+      if (current !== pmid) return;
+      const recs = (v) => pairs.flatMap((c) => [
+        c.current_pmid === v ? [c.decision_id, c.current_recommendation] : null,
+        c.prior_pmid === v ? [c.decision_id, c.prior_recommendation] : null]).filter(Boolean);
+      const byPair = {};
+      for (const x of questions) (byPair[x.pair] = byPair[x.pair] || []).push(x);
+      aside.innerHTML = `<h2>Trajectory of ${esc(pmid)}</h2>` +
+        `<h3>Supersession chain (${versions.length} versions, oldest first)</h3><ol class="chain" id="chain">` +
+        versions.map((v) => `<li data-pmid="${esc(v.pmid)}"><b>${esc(v.pmid)}</b> <span class="tag">${esc(v.year)}</span> ` +
+          `${esc(v.caption || "")} <span class="muted">${esc(v.organizations.join("; "))}</span>` +
+          (v.supersedes.length ? ` <span class="muted">supersedes ${esc(v.supersedes.join(", "))}</span>` : "") +
+          `<details><summary>${recs(v.pmid).length} recommendations</summary>` +
+          recs(v.pmid).map(([d, t]) => `<p><a href="#" data-subject="${esc(d)}">${esc(d)}</a>: ${esc(t)}</p>`).join("") +
+          `</details></li>`).join("") + `</ol>` +
+        `<h3>Change pairs (${pairs.length})</h3><div id="pairs">` +
+        pairs.map((c) => `<div class="pair" data-decision="${esc(c.decision_id)}">` +
+          `<div><span class="tag">${esc(c.prior_pmid)} (${esc(c.prior_year)}) → ${esc(c.current_pmid)} (${esc(c.current_year)})</span> ` +
+          `<a href="#" data-subject="${esc(c.decision_id)}">timeline</a></div>` +
+          `<p class="prior"><b>Prior:</b> ${esc(c.prior_recommendation)}</p><p><b>Current:</b> ${esc(c.current_recommendation)}</p>` +
+          questionList(byPair[questionPair(c)] || []) + `</div>`).join("") + `</div>`;
+    } catch (err) { aside.innerHTML = `<p class="error">${esc(err.message)}</p>`; }
+  }
+  const questionPair = (c) => `cp:${c.decision_id}:${c.prior_pmid}>${c.current_pmid}`;
+  function questionList(qs) {
+    return qs.map((x) => `<details class="question" data-question="${esc(x.question)}"><summary>${esc(x.kind)} question ` +
+      `${esc(x.question)}${x.variant ? " (" + esc(x.variant) + ")" : ""}${x.kind === "generated" ? ", " + x.answers + " stored answers" : ""}</summary>` +
+      `<pre>${esc(x.text)}</pre><p>Answer: <b>${esc(x.correct)}</b></p>` +
+      (x.key_query ? `<p>Answer key: <code>${esc(x.key_query)} ${esc(x.key_params)}</code></p><div class="qmore"></div>` : "") +
+      `</details>`).join("");
+  }
+  $("detail").addEventListener("click", (e) => {
+    const a = e.target.closest("a[data-subject]");
+    if (a) { e.preventDefault(); subjectFromDetail(a.dataset.subject); }
+  });
+  $("detail").addEventListener("toggle", async (e) => {
+    const d = e.target;
+    if (!d.open || !d.classList.contains("question") || d.dataset.done) return;
+    const more = d.querySelector(".qmore");
+    if (!more) return;
+    d.dataset.done = "1";
+    try {
+      const [answers, verify] = await Promise.all([q("question-answers", { question: d.dataset.question }),
+        q("verify", { question: d.dataset.question })]);
+      const v = verify[0];
+      more.innerHTML = `<p>bench verify: <b>${v.agrees ? "still agrees" : "evidence changed"}</b> ` +
+        `<span class="muted">(${esc(v.rows)} evidence rows)</span></p>` +
+        `<table><thead><tr><th>Run</th><th>Model</th><th>Answer</th><th>Correct</th></tr></thead><tbody>` +
+        answers.map((r) => `<tr><td>${esc(r.run)}</td><td>${esc(r.model)}</td><td>${esc(r.answer)}</td><td>${esc(r.correct)}</td></tr>`).join("") +
+        `</tbody></table>`;
+    } catch (err) { more.innerHTML = `<p class="error">${esc(err.message)}</p>`; }
+  }, true);
+
+  // --- timelines ---------------------------------------------------------------------------------
+  let subject = null;
+  let searchTimer = null;
+  async function initTimelines() {
+    try {
+      const kinds = await q("subject-kinds");
+      options($("t-kind"), kinds.map((k) => k.kind).filter(Boolean));
+      await listSubjects();
+    } catch (err) { fail("subjects", err); }
+  }
+  async function listSubjects() {
+    const rows = await q("subject-list", { kind: $("t-kind").value, text: $("t-search").value.trim(), limit: 200 });
+    $("t-subjects").innerHTML = rows.map((s) => `<li role="option" tabindex="0" data-subject="${esc(s.subject)}" ` +
+      `aria-selected="${s.subject === subject}">${esc(s.subject)} <span class="muted">` +
+      [s.kind, (s.caption || "").slice(0, 90), s.facts + (s.facts === 1 ? " fact" : " facts")].filter(Boolean).map(esc).join(" · ") + `</span></li>`).join("");
+  }
+  $("t-kind").addEventListener("change", () => listSubjects().catch((e) => fail("subjects", e)));
+  $("t-search").addEventListener("input", () => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => listSubjects().catch((e) => fail("subjects", e)), CFG.mode === "static" ? 0 : 150);
+  });
+  $("t-subjects").addEventListener("click", (e) => { const li = e.target.closest("li"); if (li) openSubject(li.dataset.subject); });
+  $("t-subjects").addEventListener("keydown", (e) => {
+    const li = e.target.closest("li");
+    if (!li) return;
+    if (e.key === "Enter" || e.key === " ") { e.preventDefault(); openSubject(li.dataset.subject); }
+    else if (e.key === "ArrowDown") { e.preventDefault(); li.nextElementSibling?.focus(); }
+    else if (e.key === "ArrowUp") { e.preventDefault(); li.previousElementSibling?.focus(); }
+  });
+  ["t-date", "t-known"].forEach((id) => $(id).addEventListener("change", () => subject && drawSubject()));
+
+  async function subjectFromDetail(s) {
+    await show("timelines");
+    $("t-kind").value = "";
+    $("t-search").value = s;
+    await listSubjects().catch((e) => fail("subjects", e));
+    await openSubject(s);
+    $("t-subjects").querySelector("li")?.focus();
+  }
+  async function openSubject(s) {
+    subject = s;
+    for (const li of $("t-subjects").children) li.setAttribute("aria-selected", String(li.dataset.subject === s));
+    await drawSubject();
+  }
+  const year = (d) => d ? Number(d.slice(0, 4)) + (Number(d.slice(5, 7)) - 1) / 12 + (Number(d.slice(8, 10)) - 1) / 365 : null;
+  let drawn = 0; // the latest draw wins, whichever answer arrives last
+  async function drawSubject() {
+    const s = subject, date = $("t-date").value, known = $("t-known").value, seq = ++drawn;
+    const view = $("t-view");
+    try {
+      const versions = await q("timeline", { subject: s, known_at: known, include_retracted: known ? null : true });
+      const answer = date ? await q("as-of", { subject: s, date: date, known_at: known }) : null;
+      if (seq !== drawn) return;
+      const stamps = versions.flatMap((f) => [year(f.valid_from), year(f.valid_to)]).filter((y) => y !== null);
+      if (date) stamps.push(year(date));
+      const lo = Math.floor(Math.min(...stamps, 2000)) - 1, hi = Math.ceil(Math.max(...stamps, new Date().getFullYear())) + 1;
+      const x = (y) => ((y - lo) / (hi - lo) * 100).toFixed(2) + "%";
+      const shown = (f) => f.object_caption || f.object || f.value;
+      const ticks = [];
+      for (let y = Math.ceil(lo / 5) * 5; y <= hi; y += 5) ticks.push(`<span class="axis" style="left:${x(y)}">${y}</span>`);
+      view.innerHTML = `<h2>${esc(s)}</h2><p class="muted">${versions.length} versions` +
+        (known ? `, as the store believed on ${esc(known)}` : ", retracted ones hatched") + `</p>` +
+        `<div class="chart" role="img" aria-label="versions of ${esc(s)} over valid time">${ticks.join("")}` +
+        versions.map((f) => {
+          const a = year(f.valid_from) ?? lo, b = year(f.valid_to) ?? hi;
+          const cls = f.known_to ? "bar retracted" : f.valid_to === null ? "bar now" : "bar";
+          return `<div class="bar-row"><div class="${cls}" data-fact="${esc(f.id)}" style="left:${x(a)};width:calc(${x(Math.max(b, a + 0.15))} - ${x(a)})" ` +
+            `title="${esc(f.predicate)}: ${esc(shown(f))} [${esc(f.valid_from)} – ${esc(f.valid_to || "open")})">${esc(f.predicate)}: ${esc(shown(f))}</div></div>`;
+        }).join("") + (date ? `<div class="marker" style="left:${x(year(date))}"></div>` : "") + `</div>` +
+        (answer === null ? `<p class="muted">Set “True on” to ask what was true that day.</p>` :
+          `<h3>True on ${esc(date)}${known ? " as known at " + esc(known) : ""}: ${answer.length} facts</h3>` +
+          `<table id="t-answer" aria-label="Facts true on the date"><thead><tr><th>Predicate</th><th>Value</th><th>Valid from</th><th>Valid to</th><th>Known from</th></tr></thead><tbody>` +
+          answer.map((f) => `<tr data-fact="${esc(f.id)}"><td>${esc(f.predicate)}</td><td>${esc(shown(f))}</td><td>${esc(f.valid_from)}</td>` +
+            `<td>${esc(f.valid_to)}</td><td>${esc(f.known_from)}</td></tr>`).join("") + `</tbody></table>`);
+    } catch (err) { view.innerHTML = `<p class="error">${esc(err.message)}</p>`; }
+  }
+
+  // --- runs: one column per (run, model), one row per (family, variant) ----------------------------------
+  async function initRuns() {
+    try {
+      const rows = await q("run-summary");
+      const cols = [...new Set(rows.map((r) => r.run + "\u0001" + r.model))];
+      const keys = [...new Set(rows.map((r) => r.family + "\u0001" + r.variant))].sort();
+      const cell = {};
+      for (const r of rows) cell[r.family + "\u0001" + r.variant + "\u0002" + r.run + "\u0001" + r.model] = r;
+      const table = $("r-table");
+      table.tHead.innerHTML = `<tr><th scope="col">Family</th><th scope="col">Variant</th>` + cols.map((c) => {
+        const [run, model] = c.split("\u0001");
+        return `<th scope="col" data-run="${esc(run)}">${esc(run)}<br><span class="muted">${esc(model)}</span></th>`;
+      }).join("") + `</tr>`;
+      table.tBodies[0].innerHTML = rows.length ? keys.map((k) => {
+        const [family, variant] = k.split("\u0001");
+        return `<tr><td>${esc(family)}</td><td>${esc(variant)}</td>` + cols.map((c) => {
+          const r = cell[k + "\u0002" + c];
+          return r ? `<td data-answered="${r.answered}" data-correct="${r.correct}">${r.correct} / ${r.answered}` +
+            (r.accuracy === null ? "" : ` (${(100 * r.accuracy).toFixed(1)}%)`) + `</td>` : `<td class="muted">–</td>`;
+        }).join("") + `</tr>`;
+      }).join("") : `<tr><td colspan="2" class="muted">no runs in the store</td></tr>`;
+    } catch (err) { fail("runs", err); }
+  }
+
+  // --- data quality ------------------------------------------------------------------------------
+  async function initQuality() {
+    try {
+      const rows = await q("quality");
+      $("q-table").tBodies[0].innerHTML = rows.map((r) => `<tr><td>${esc(r.section)}</td><td>${esc(r.check)}</td>` +
+        `<td>${r.count}</td><td>${r.total}</td><td>${esc(r.examples.join(", "))}</td></tr>`).join("");
+    } catch (err) { fail("quality", err); }
+  }
+
+  initTrajectories().catch((err) => fail("trajectories", err));
+})();

@@ -1,0 +1,125 @@
+"""`chronokg export html`: the explorer as one file that opens from disk, a slice's answers embedded.
+
+The page is the one `chronokg serve http` serves; instead of asking the server it looks
+answers up in the embedded JSON, keyed by query and parameter (`as-of` and `timeline` at
+any date are computed in the page from each subject's every version, by the catalog's
+valid-time and known-time rules). Every answer is a catalog query's rows, run here on a
+read-only store as `chronokg query` runs them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from chronokg.graph.store import GraphStore
+from chronokg.queries.spec import all_queries
+from chronokg.serve.explorer import page, quality, verify
+from chronokg.serve.tools import jsonable
+
+SUBJECT_LIST_MAX = 5000  # the subject-list query's own ceiling
+
+
+class Slice(BaseModel):
+    """Which trajectories (and extra timeline subjects) an export holds; nothing set: all of them."""
+
+    topic: str | None = None  # words in the topic, title or organisation
+    organization: str | None = None
+    year_from: int | None = None
+    year_to: int | None = None
+    limit: int | None = None
+    subjects: list[str] = []  # more timeline subjects (a Wikidata QID, a CFR section, ...)
+
+    def keep(self, row: Mapping[str, Any]) -> bool:
+        year = row.get("year")
+        words = " ".join(str(x) for x in (row.get("topic"), row.get("caption"), *row.get("organizations", [])))
+        return ((self.topic is None or self.topic.lower() in words.lower())
+                and (self.organization is None
+                     or any(self.organization.lower() in o.lower() for o in row.get("organizations", [])))
+                and (self.year_from is None or (year is not None and year >= self.year_from))
+                and (self.year_to is None or (year is not None and year <= self.year_to)))
+
+
+class ExportSummary(BaseModel):
+    path: Path
+    trajectories: int
+    subjects: int
+    questions: int
+    bytes: int
+
+
+def slice_data(store: GraphStore, chosen: Slice) -> dict[str, Any]:
+    """The embedded answers: every read the page can make within the slice."""
+    queries = all_queries()
+    memo: dict[str, list[dict[str, Any]]] = {}  # questions share answer keys
+
+    def call(name: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        key = json.dumps([name, params], sort_keys=True, default=str)
+        if key not in memo:
+            memo[key] = jsonable(queries.get(name).run(store, dict(params)))
+        return memo[key]
+
+    trajectories = [t for t in call("trajectory-list", {}) if chosen.keep(t)][:chosen.limit]
+    per: dict[str, list[dict[str, Any]]] = {}
+    wanted: dict[str, None] = {}
+    by_pair: dict[str, list[dict[str, Any]]] = {}
+    seen: set[str] = set()
+    for t in trajectories:
+        pmid = t["current_pmid"]
+        for name in ("trajectory", "change-pairs", "trajectory-questions"):
+            per[f"{name}|{pmid}"] = call(name, {"guideline": pmid})
+        wanted.update(dict.fromkeys(v["pmid"] for v in per[f"trajectory|{pmid}"]))
+        wanted.update(dict.fromkeys(c["decision_id"] for c in per[f"change-pairs|{pmid}"]))
+        for q in per.pop(f"trajectory-questions|{pmid}"):  # held once, by change pair (trajectories overlap)
+            if q["question"] in seen:
+                continue
+            seen.add(q["question"])
+            by_pair.setdefault(q["pair"], []).append(q)
+            if q["kind"] == "generated":
+                per[f"question-answers|{q['question']}"] = call("question-answers", {"question": q["question"]})
+                per[f"verify|{q['question']}"] = verify(call, q["question"])
+    wanted.update(dict.fromkeys(chosen.subjects))
+    known = {s["subject"]: s for s in call("subject-list", {"limit": SUBJECT_LIST_MAX})}
+    subjects: list[dict[str, Any]] = []
+    for s in wanted:
+        versions = call("timeline", {"subject": s, "include_retracted": True})
+        if not versions:
+            continue  # a guideline with no facts of its own (nothing superseded it)
+        per[f"timeline|{s}"] = versions
+        subjects.append(known.get(s) or {"subject": s, "kind": None, "caption": versions[0].get("subject_caption"),
+                                         "facts": len(versions)})
+    kinds: dict[str, int] = {}
+    for row in subjects:
+        kinds[row["kind"]] = kinds.get(row["kind"], 0) + 1
+    return {"trajectory-list": trajectories, "subjects": sorted(subjects, key=lambda s: s["subject"]),
+            "subject-kinds": [{"kind": k, "subjects": n} for k, n in sorted(kinds.items(), key=lambda x: str(x[0]))],
+            "quality": quality(call), "run-summary": call("run-summary", {}), "per": per, "questions": by_pair,
+            "slice": chosen.model_dump()}
+
+
+def export_html(store: GraphStore, out: Path, chosen: Slice | None = None) -> ExportSummary:
+    """Write `out/index.html` whole (a temporary file renamed into place) and say what it holds."""
+    data = slice_data(store, chosen or Slice())
+    trajectories = len(data["trajectory-list"])
+    html = page({"mode": "static", "data": {"trajectory-list": data.pop("trajectory-list")}}, data).encode("utf-8")
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / "index.html"
+    fd, tmp = tempfile.mkstemp(prefix=".index.", suffix=".html.tmp", dir=out)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(html)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a page is for reading
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return ExportSummary(path=target, trajectories=trajectories, subjects=len(data["subjects"]),
+                         questions=sum(len(qs) for qs in data["questions"].values()), bytes=len(html))
+
+
