@@ -18,7 +18,6 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
-from chronokg.models.types import ToolSpec
 from chronokg.serve.explorer import routes as explorer
 from chronokg.serve.gate import ASGIApp, Gate
 from chronokg.serve.host import ToolHost
