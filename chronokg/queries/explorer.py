@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from chronokg.queries.rows import Row
 from chronokg.queries.spec import QueryParams, QuerySpec, register
@@ -230,6 +230,12 @@ class QualityRow(Row):
     total: int
     examples: list[str] = Field(default_factory=list)
 
+    @field_validator("examples")
+    @classmethod
+    def _first_ids(cls, ids: list[str]) -> list[str]:
+        """The first EXAMPLES ids by value: the Cypher collects them all, in no order any engine promises."""
+        return sorted(ids)[:EXAMPLES]
+
 
 def _latest(p: QualityParams) -> int:
     return p.latest_year if p.latest_year is not None else dt.date.today().year
@@ -244,14 +250,14 @@ def _quality_records(_: QualityParams) -> tuple[str, dict[str, Any]]:
         "\nWITH count(t) AS total, collect(CASE WHEN priors > 0 THEN t.current_pmid END) AS with_priors,"
         " collect(CASE WHEN priors = 0 THEN t.current_pmid END) AS without"
         "\nRETURN 'records' AS section, 'trajectories with priors' AS check, size(with_priors) AS count, total,"
-        f" with_priors[0..{EXAMPLES}] AS examples"
+        " with_priors AS examples"
         "\nUNION ALL"
         "\nMATCH (t:Trajectory)"
         "\nOPTIONAL MATCH (v:Guideline)-[:IN_TRAJECTORY]->(t) WHERE v.id <> t.current_pmid"
         "\nWITH t, count(v) AS priors"
         "\nWITH count(t) AS total, collect(CASE WHEN priors = 0 THEN t.current_pmid END) AS without"
         "\nRETURN 'records' AS section, 'trajectories without priors' AS check, size(without) AS count, total,"
-        f" without[0..{EXAMPLES}] AS examples"
+        " without AS examples"
     )
     return cypher, {}
 
@@ -263,13 +269,13 @@ def _quality_organizations(_: QualityParams) -> tuple[str, dict[str, Any]]:
         "\nWITH t, EXISTS { MATCH (g)-[:ISSUED_BY]->(:Organization) } AS has_org"
         "\nWITH count(t) AS total, collect(CASE WHEN NOT has_org THEN t.current_pmid END) AS missing"
         "\nRETURN 'organisations' AS section, 'trajectories whose current guideline has no organisation' AS check,"
-        f" size(missing) AS count, total, missing[0..{EXAMPLES}] AS examples"
+        " size(missing) AS count, total, missing AS examples"
         "\nUNION ALL"
         "\nMATCH (g:Guideline)"
         "\nWITH g, EXISTS { MATCH (g)-[:ISSUED_BY]->(:Organization) } AS has_org"
         "\nWITH count(g) AS total, collect(CASE WHEN NOT has_org THEN g.id END) AS missing"
         "\nRETURN 'organisations' AS section, 'guideline versions with no organisation' AS check,"
-        f" size(missing) AS count, total, missing[0..{EXAMPLES}] AS examples"
+        " size(missing) AS count, total, missing AS examples"
     )
     return cypher, {}
 
@@ -280,21 +286,21 @@ def _quality_years(p: QualityParams) -> tuple[str, dict[str, Any]]:
         "\nWITH count(g) AS total, collect(CASE WHEN g.year IS NULL OR g.year < $earliest OR g.year > $latest"
         " THEN g.id END) AS bad"
         "\nRETURN 'years' AS section, 'guideline versions with an implausible year' AS check, size(bad) AS count,"
-        f" total, bad[0..{EXAMPLES}] AS examples"
+        " total, bad AS examples"
         "\nUNION ALL"
         "\nMATCH (:Guideline)-[s:SUPERSEDES]->(:Guideline)"
         "\nWITH count(s) AS total"
         "\nOPTIONAL MATCH (g:Guideline)-[:SUPERSEDES]->(p:Guideline) WHERE g.year = p.year"
         "\nWITH total, collect(g.id + '>' + p.id) AS same"
         "\nRETURN 'years' AS section, 'same-year priors (a version superseding one of its own year)' AS check,"
-        f" size(same) AS count, total, same[0..{EXAMPLES}] AS examples"
+        " size(same) AS count, total, same AS examples"
         "\nUNION ALL"
         "\nMATCH (:Guideline)-[s:SUPERSEDES]->(:Guideline)"
         "\nWITH count(s) AS total"
         "\nOPTIONAL MATCH (g:Guideline)-[:SUPERSEDES]->(p:Guideline) WHERE g.year < p.year"
         "\nWITH total, collect(g.id + '>' + p.id) AS newer"
         "\nRETURN 'years' AS section, 'priors newer than the version superseding them' AS check,"
-        f" size(newer) AS count, total, newer[0..{EXAMPLES}] AS examples"
+        " size(newer) AS count, total, newer AS examples"
     )
     return cypher, {"earliest": EARLIEST_YEAR, "latest": _latest(p)}
 
@@ -307,7 +313,7 @@ def _duplicates(field: str, what: str) -> str:
         "\nWITH total, collect(CASE WHEN size(ids) > 1 THEN key END) AS keys,"
         " sum(CASE WHEN size(ids) > 1 THEN size(ids) ELSE 0 END) AS n"
         f"\nRETURN 'duplicates' AS section, 'trajectories sharing a {what} with another' AS check, n AS count,"
-        f" total, keys[0..{EXAMPLES}] AS examples"
+        " total, keys AS examples"
     )
 
 
@@ -323,13 +329,13 @@ def _quality_pairs(_: QualityParams) -> tuple[str, dict[str, Any]]:
         "\nWITH count(c) AS total, collect(CASE WHEN NOT whole THEN c.id END) AS broken,"
         " collect(CASE WHEN NOT asked THEN c.id END) AS unasked"
         "\nRETURN 'change pairs' AS section, 'change pairs missing a recommendation' AS check, size(broken) AS count,"
-        f" total, broken[0..{EXAMPLES}] AS examples"
+        " total, broken AS examples"
         "\nUNION ALL"
         "\nMATCH (c:ChangePair)"
         "\nWITH c, EXISTS { MATCH (:SourceQuestion)-[:ABOUT]->(c) } AS asked"
         "\nWITH count(c) AS total, collect(CASE WHEN NOT asked THEN c.id END) AS unasked"
         "\nRETURN 'change pairs' AS section, 'change pairs without a source question' AS check,"
-        f" size(unasked) AS count, total, unasked[0..{EXAMPLES}] AS examples"
+        " size(unasked) AS count, total, unasked AS examples"
     )
     return cypher, {}
 
