@@ -39,7 +39,7 @@ class TrajectoryListRow(Row):
     topic: str | None = None
     caption: str | None = None
     organizations: list[str] = Field(default_factory=list)
-    versions: list[str] = Field(default_factory=list)  # PMIDs of every version, oldest first
+    versions: list[str] = Field(default_factory=list)  # PMIDs of every version, oldest first (year, PMID)
     years: list[int | None] = Field(default_factory=list)  # their years, same order
     depth: int  # prior versions
     pairs: int  # change pairs whose current guideline is this trajectory's
@@ -66,9 +66,19 @@ def _trajectory_list(_: NoParams) -> tuple[str, dict[str, Any]]:
     return cypher, {}
 
 
+def _by_year_then_id(year: int | None, pmid: str) -> tuple[bool, int, str]:
+    return (year is None, year or 0, pmid)
+
+
 def _sorted_orgs(rows: list[TrajectoryListRow], _: NoParams) -> list[TrajectoryListRow]:
-    return [r.model_copy(update={"organizations": sorted(r.organizations), "depth": max(r.depth, 0)})
-            for r in rows]
+    """Lists in a stated order whatever the engine: organisations by name, versions oldest first (year, then
+    PMID), their years alongside (a collect after ORDER BY keeps no order every engine promises)."""
+    out = []
+    for r in rows:
+        chain = sorted(zip(r.years, r.versions, strict=True), key=lambda yv: _by_year_then_id(*yv))
+        out.append(r.model_copy(update={"organizations": sorted(r.organizations), "depth": max(r.depth, 0),
+                                        "versions": [v for _, v in chain], "years": [y for y, _ in chain]}))
+    return out
 
 
 TRAJECTORY_LIST = register(QuerySpec(
