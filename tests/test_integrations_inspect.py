@@ -19,10 +19,6 @@ from chronokg.bench.question import Question, write_jsonl
 from chronokg.eval.results import metrics, run_samples, score_outputs
 from tests.integration_questions import every_family
 
-# Issue 16 is unfinished: these tests failed in their last run (reason not yet read; the shipped task itself runs,
-# see the report). Marked so CI stays green until they are fixed; remove the mark then.
-pytestmark = pytest.mark.xfail(reason="issue 16 unfinished: failed in the last run", strict=False)
-
 inspect_ai = pytest.importorskip("inspect_ai", reason="the integrations extra (inspect_ai) is not installed") \
     if not os.environ.get("CI") else __import__("inspect_ai")
 
@@ -32,6 +28,7 @@ from inspect_ai.dataset import json_dataset  # noqa: E402
 from inspect_ai.model import ChatMessage, ModelOutput, get_model  # noqa: E402
 from inspect_ai.scorer import choice  # noqa: E402
 from inspect_ai.solver import multiple_choice  # noqa: E402
+from inspect_ai.solver._task_state import sample_state  # noqa: E402  (inspect's running sample; not re-exported)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -68,7 +65,8 @@ def test_inspect_multiple_choice_scores_an_always_correct_model_1_000_on_every_f
         questions: dict[tuple[str, str], list[Question]], tmp_path: Path) -> None:
     """inspect's own `multiple_choice()` solver and `choice()` scorer over the canonical JSONL as written: a model
     that always names the option chronokg's key marks correct scores 1.000 under every family and both protocols,
-    and the prompt lists each option once (`input` leaves the options to `choices`)."""
+    and the prompt lists each option once (`input` leaves the options to `choices`). The model knows the sample by
+    its id (inspect's running sample state), not by prompt text: some seed prompts repeat with different keys."""
     seen = set()
     for (family, protocol), qs in questions.items():
         mcq = [q for q in qs if q.choices]
@@ -77,29 +75,28 @@ def test_inspect_multiple_choice_scores_an_always_correct_model_1_000_on_every_f
         path = tmp_path / f"{family}-{protocol}.jsonl"
         write_jsonl(path, mcq)
         dataset = json_dataset(str(path))
-        expected: dict[str, set[str]] = {}
+        by_id: dict[str, Any] = {}
         for sample, q in zip(dataset, mcq, strict=True):
             assert isinstance(sample.input, str) and isinstance(sample.target, str) and sample.choices
             correct = next(c.text for c in q.choices if c.label == q.target)
-            assert sample.choices[ord(sample.target) - ord("A")] == correct
-            # inspect's template: instruction, blank line, the question, blank line, the options "A) ..." once
-            expected.setdefault(rendered(sample), set()).add(sample.target)
-            seen.add(tuple(c.label for c in q.choices))
-        # The seed's identical prompts with different keys (its same-year items) have no always-correct answer.
-        ambiguous = {text for text, targets in expected.items() if len(targets) > 1}
-        assert len(ambiguous) <= 0.01 * len(mcq), (family, protocol, len(ambiguous))
-        dataset = dataset.filter(lambda s, ambiguous=ambiguous: rendered(s) not in ambiguous)
+            assert sample.choices[ord(sample.target) - ord("A")] == correct and sample.id == q.id
+            by_id[q.id] = sample
+            seen.add(frozenset(c.label for c in q.choices))
 
-        def answer(messages: list[ChatMessage], expected: dict[str, set[str]] = expected) -> str:
-            (target,) = expected[messages[-1].text.split("\n\n", 1)[1]]
-            return f"ANSWER: {target}"
+        def answer(messages: list[ChatMessage], by_id: dict[str, Any] = by_id) -> str:
+            state = sample_state()
+            assert state is not None
+            sample = by_id[str(state.sample_id)]
+            # inspect's template: instruction, blank line, the question, blank line, the options "A) ..." once
+            assert messages[-1].text.split("\n\n", 1)[1] == rendered(sample)
+            return f"ANSWER: {sample.target}"
 
         log = run_inspect(Task(dataset=dataset, solver=multiple_choice(), scorer=choice()), answer,
                           tmp_path / "logs")
         value = log.results.scores[0].metrics["accuracy"].value
         assert (family, protocol, value) == (family, protocol, 1.0)
-        assert log.results.completed_samples == len(dataset) >= 0.99 * len(mcq)
-    assert ("W", "X", "Y", "Z", "V") in seen and ("A", "B", "C", "D", "E") in seen  # both label sets were there
+        assert log.results.completed_samples == len(dataset) == len(mcq)
+    assert set("WXYZV") in seen and set("ABCDE") in seen  # both label sets were there
 
 
 def rendered(sample: Any) -> str:
@@ -128,11 +125,10 @@ def half_right(by_prompt: dict[str, Question]) -> Callable[[list[ChatMessage]], 
     ("micxr", "seed", "micxr.accuracy"), ("conflictmedqa", "chronokg", None)])
 def test_shipped_task_scores_as_eval_metrics_and_its_log_scores_as_a_run(
         family: str, protocol: str, metric: str | None, questions: dict[tuple[str, str], list[Question]],
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path) -> None:
     """`chronokg/<family>` found through inspect's entry point, run by inspect with the exact seed prompts and
     system messages; its per-sample scores and accuracy equal those of the run `eval score` makes from its log
     (`eval metrics`: the family's accuracy metric)."""
-    monkeypatch.chdir(tmp_path)  # in the checkout's root inspect would take "chronokg/<family>" for a file path
     qs = [q for q in questions[(family, protocol)] if not q.variant.startswith("probe/")]  # tempomed.accuracy: MCQs
     path = tmp_path / "questions.jsonl"
     write_jsonl(path, qs)

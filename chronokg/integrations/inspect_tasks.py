@@ -14,6 +14,7 @@ BenchAge judge are chronokg runner options and are not offered here.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from inspect_ai.model import (
 from inspect_ai.model import GenerateConfig as InspectConfig
 from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, solver
+from inspect_ai.util import registry_info
 
 from chronokg.bench.question import Question
 from chronokg.errors import ChronoKGError
@@ -141,31 +143,43 @@ def family_task(family: str, questions: str, protocol: str = "seed", samples: in
                 metadata={"chronokg_protocol": protocol, "chronokg_family": family, "chronokg_questions": questions})
 
 
-@task
+def _chronokg_task(func: Callable[..., Task]) -> Callable[..., Task]:
+    """`@task`, always registered as "chronokg/<name>". inspect namespaces a package's tasks only when it takes the
+    package for an installed one; with a checkout's root on sys.path (pytest, `python -m inspect_ai` run there) the
+    `chronokg.egg-info` the editable install leaves in it hides the install's record, the tasks would be registered
+    bare and `chronokg/<family>` would not be found ("No inspect tasks were found at the specified paths")."""
+    registered: Callable[..., Task] = task(func)
+    if registry_info(registered).name.startswith("chronokg/"):
+        return registered
+    named: Callable[..., Task] = task(name=f"chronokg/{func.__name__}")(func)
+    return named
+
+
+@_chronokg_task
 def tempomed(questions: str, protocol: str = "seed", samples: int = 1) -> Task:
     """TempoMed-Bench MCQs and year-sweep probes."""
     return family_task("tempomed", questions, protocol, samples)
 
 
-@task
+@_chronokg_task
 def conflictmedqa(questions: str, protocol: str = "seed", samples: int = 1) -> Task:
     """ConflictMedQA / DriftMed yes/no scenarios (the clarification follow-up included)."""
     return family_task("conflictmedqa", questions, protocol, samples)
 
 
-@task
+@_chronokg_task
 def chroknow(questions: str, protocol: str = "seed", samples: int = 1) -> Task:
     """ChroKnowBench checks (the seed protocol's two temperatures as two epochs)."""
     return family_task("chroknow", questions, protocol, samples)
 
 
-@task
+@_chronokg_task
 def benchage(questions: str, protocol: str = "seed", samples: int = 1) -> Task:
     """"When Benchmarks Age" QA items, scored by exact/alias match."""
     return family_task("benchage", questions, protocol, samples)
 
 
-@task
+@_chronokg_task
 def micxr(questions: str, protocol: str = "seed", samples: int = 1, stagewise: bool = False,
           image_root: str | None = None) -> Task:
     """MI-CXR temporal questions (single-step, or stage-wise with `-T stagewise=true`)."""

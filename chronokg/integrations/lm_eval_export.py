@@ -22,14 +22,26 @@ from chronokg.eval.profile import profile_for
 
 UTILS = '''"""chronokg's extraction (filter) and scoring (process_results) for lm-evaluation-harness; written by
 `chronokg export lm-eval`. Needs chronokg installed."""
+import json
+from pathlib import Path
+
 from chronokg.bench.question import Question
 from chronokg.eval.profile import profile_for
 
 PROTOCOL = {protocol!r}
+_BY_ID = {{}}
 
 
 def _question(doc):
-    return Question.from_canonical(doc)
+    """The question as written, read from questions.jsonl by the doc's id: the doc lm-eval hands over has been
+    through datasets/arrow, which turns ISO dates into datetimes and gives every record every row's keys."""
+    if not _BY_ID:
+        with (Path(__file__).parent / "questions.jsonl").open(encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    record = json.loads(line)
+                    _BY_ID[record["id"]] = Question.from_canonical(record)
+    return _BY_ID[doc["id"]]
 
 
 def extract(resps, docs):
