@@ -75,8 +75,10 @@ def run_uvicorn(app: ASGIApp, sock: socket.socket, *, lifespan: Literal["auto", 
 
     host, port = sock.getsockname()[:2]
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+    # loop="asyncio", not uvicorn's "auto": with uvloop installed (litellm[proxy] brings it) guarded Cypher over
+    # MCP streamable HTTP failed with -32603 (tests/test_serve_mcp.py); the servers are tested on asyncio's loop.
     config = uvicorn.Config(app, lifespan=lifespan, log_level="warning", access_log=False, server_header=False,
-                            limit_concurrency=1024, timeout_keep_alive=30)
+                            loop="asyncio", limit_concurrency=1024, timeout_keep_alive=30)
     server = uvicorn.Server(config)
     if on_ready is not None:
         on_ready(url)
