@@ -162,14 +162,8 @@ def merge(label: str, node_id: str, old: Mapping[str, Any], new: Mapping[str, An
                 out.events.append("known_earlier")
         elif rule is Merge.LATEST:
             out.changes[key] = value
-        elif rule is Merge.VERSIONS:
-            merged = versions(current, value)
-            if merged is None:
-                out.conflicts.append(Conflict(label, node_id, key, current, value))
-            elif merged != current:
-                out.changes[key] = merged
-        elif rule is Merge.UNION:
-            merged = _union(current, value)
+        elif rule is Merge.VERSIONS or rule is Merge.UNION:  # combined lists; None: the two cannot combine
+            merged = (versions if rule is Merge.VERSIONS else _union)(current, value)
             if merged is None:
                 out.conflicts.append(Conflict(label, node_id, key, current, value))
             elif merged != current:
