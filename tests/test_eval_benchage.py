@@ -32,10 +32,10 @@ from chronokg.eval import runner
 from chronokg.eval.graph import write_predictions
 from chronokg.eval.log import RunInfo, SampleRecord, latest
 from chronokg.eval.profiles.benchage import PROFILE, first_answer, judge_question, yes_no
-from chronokg.eval.results import export_seed
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import qasets
 from chronokg.metrics import benchage as ba
+from chronokg.metrics.runs import export_seed
 from chronokg.metrics.spec import for_family
 from chronokg.metrics.stats import bootstrap_ci
 from chronokg.testing.openai_server import Fault, OpenAIServer

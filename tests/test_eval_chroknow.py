@@ -26,7 +26,6 @@ from chronokg.eval import runner
 from chronokg.eval.graph import write_predictions
 from chronokg.eval.log import SampleRecord, latest
 from chronokg.eval.profiles.chroknow import PROFILE, fuzzy
-from chronokg.eval.results import export_seed
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import chroknow
 from chronokg.metrics.chroknow import (
@@ -38,6 +37,7 @@ from chronokg.metrics.chroknow import (
     year_category,
     years_of,
 )
+from chronokg.metrics.runs import export_seed
 from chronokg.metrics.spec import for_family
 from chronokg.models import ChatMessage
 from chronokg.testing.openai_server import OpenAIServer

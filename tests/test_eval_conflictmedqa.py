@@ -30,7 +30,6 @@ from chronokg.eval.graph import write_predictions
 from chronokg.eval.log import RunInfo, SampleRecord, latest
 from chronokg.eval.profile import profile_for
 from chronokg.eval.profiles.conflictmedqa import PROFILE, fixed_label, knowledge_base, seed_clarified, seed_label
-from chronokg.eval.results import export_seed, score_outputs
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import driftmed, tempomed
 from chronokg.metrics.conflictmedqa import (
@@ -41,6 +40,7 @@ from chronokg.metrics.conflictmedqa import (
     IKCR,
     IKCR_BY_CATEGORY_FACTOR,
 )
+from chronokg.metrics.runs import export_seed, score_outputs
 from chronokg.metrics.spec import for_family
 from chronokg.metrics.stats import wilson
 from chronokg.testing.openai_server import OpenAIServer, ScriptedRequest

@@ -30,10 +30,10 @@ from chronokg.eval.extract import INVALID
 from chronokg.eval.graph import write_predictions
 from chronokg.eval.log import SampleRecord, latest
 from chronokg.eval.profiles.micxr import PROFILE, letter_fixed, letter_seed, stage1_complete
-from chronokg.eval.results import export_seed, run_samples, score_outputs
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import cxr, cxr_synth
 from chronokg.metrics import micxr as M
+from chronokg.metrics.runs import export_seed, run_samples, score_outputs
 from chronokg.metrics.spec import for_family
 from chronokg.metrics.stats import wilson
 from chronokg.testing._replies import ScriptedRequest

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from chronokg.bench.question import Question, write_jsonl
-from chronokg.eval.results import metrics, run_samples, score_outputs
+from chronokg.metrics.runs import metrics, run_samples, score_outputs
 from tests.integration_questions import every_family
 
 inspect_ai = pytest.importorskip("inspect_ai", reason="the integrations extra (inspect_ai) is not installed") \

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from chronokg.bench.question import Question, write_jsonl
 from chronokg.cli.app import app
 from chronokg.eval.profile import profile_for
-from chronokg.eval.results import metrics, run_samples, score_outputs
+from chronokg.metrics.runs import metrics, run_samples, score_outputs
 from chronokg.testing._replies import Reply, ScriptedRequest
 from chronokg.testing.openai_server import OpenAIServer
 from tests.integration_questions import every_family

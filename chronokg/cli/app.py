@@ -167,7 +167,7 @@ def loop_demo(console: Any, uri: str) -> None:
         from platformdirs import user_data_dir
 
         base = Path(user_data_dir("chronokg"))
-    run_loop(console, base / "demo-loop")
+    run_loop(console, base / "demo-loop", typer.main.get_command(app))
 
 
 def _remove_kglite_files(path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -26,11 +27,9 @@ def loop_steps(folder: Path) -> list[list[str]]:
     ]
 
 
-def run_loop(console: Console, folder: Path) -> None:
-    """Run every step in process; the last one compares the two runs of the first model."""
-    import typer
-
-    from chronokg.cli.app import app
+def run_loop(console: Console, folder: Path, command: Any) -> None:
+    """Run every step in process through `command` (the CLI's own, passed in: this module never imports the
+    app that imports it); the last step compares the two runs of the first model."""
     from chronokg.demo.loop import write_releases
 
     if folder.exists():
@@ -38,7 +37,6 @@ def run_loop(console: Console, folder: Path) -> None:
     write_releases(folder)
     store = ["--store", f"kglite://{folder / 'loop.kgl'}"]
     console.rule("the research loop: two releases, generate, evaluate, load the newer, --since, verify, compare")
-    command = typer.main.get_command(app)
     steps = loop_steps(folder)
     for n, args in enumerate([*steps, ["eval", "compare"]], start=1):
         if args == ["eval", "compare"]:  # the old questions, answered on the first release and on the newer one

@@ -266,7 +266,7 @@ def chroknow_prompt_command(
     """ChroKnowPrompt over a run: traverse neighbouring years for a sample of each model's Partial_known facts;
     writes a run folder whose metric `chroknow.prompt_gain` is the gain in Known."""
     from chronokg.eval import chroknow_prompt as ckp
-    from chronokg.eval.results import metrics, run_questions, run_samples
+    from chronokg.metrics.runs import metrics, run_questions, run_samples
 
     def body() -> None:
         source, samples = run_samples(run)
@@ -296,7 +296,7 @@ def metrics_command(
     """Every metric of a run, per model (the seeds' metrics, and chronokg's own)."""
     import json
 
-    from chronokg.eval.results import metrics, run_samples
+    from chronokg.metrics.runs import metrics, run_samples
 
     def body() -> None:
         info, samples = run_samples(run)
@@ -357,7 +357,7 @@ def export_command(
 ) -> None:
     """The run's predictions in each seed's own result format (the seed's scripts can re-score them)."""
     from chronokg.errors import ChronoKGError
-    from chronokg.eval.results import export_seed
+    from chronokg.metrics.runs import export_seed
 
     def body() -> None:
         if fmt != "seed":
@@ -379,8 +379,8 @@ def score_command(
     write: Annotated[bool, typer.Option("--write/--no-write", help="Write the predictions into the graph")] = False,
 ) -> None:
     """Score outputs produced elsewhere as a run (then `eval metrics`, `eval report` work on it)."""
-    from chronokg.eval.results import metrics, run_samples, score_outputs
     from chronokg.eval.runner import load_questions
+    from chronokg.metrics.runs import metrics, run_samples, score_outputs
 
     def body() -> None:
         folder = score_outputs(questions, predictions, model, protocol, log_dir)
@@ -405,7 +405,7 @@ def compare_command(
     and a paired bootstrap interval per family."""
     from chronokg.cli.render import Format, emit
     from chronokg.errors import ChronoKGError
-    from chronokg.eval.results import compare, run_samples
+    from chronokg.metrics.runs import compare, run_samples
 
     def body() -> None:
         _, a = run_samples(run_a)

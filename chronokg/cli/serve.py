@@ -6,9 +6,10 @@ so `import chronokg.cli` stays light.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -56,6 +57,28 @@ def _need_extra() -> None:
         raise ChronoKGError(f"the tool server needs its extra: pip install 'chronokg[serve]' ({exc})") from None
 
 
+def _serve_network(host: str, port: int, workers: int | None, token_file: Path | None, max_rows: int | None,
+                   timeout: float | None, make_app: Callable[[Any, list[str]], Any], banner: Callable[[str, Any,
+                   int, list[str]], str], lifespan: Literal["auto", "on", "off"] = "auto") -> None:
+    """What both network servers do: tokens, the loopback rule, the socket, the read workers, the banner."""
+    _need_extra()
+    from chronokg.serve.launch import bind, check_bind, default_workers, load_tokens, open_host, run_uvicorn
+
+    settings = Settings()
+    tokens = load_tokens(settings, token_file)
+    check_bind(host, tokens)
+    sock = bind(host, port)
+    n = default_workers() if workers is None else workers
+    with open_host(settings, state.store_uri or settings.store, workers=n, max_rows=max_rows,
+                   timeout_s=timeout) as tools:
+        run_uvicorn(make_app(tools, tokens), sock, lifespan=lifespan,
+                    on_ready=lambda url: err.print(banner(url, tools, n, tokens), soft_wrap=True))
+
+
+def _auth(tokens: list[str]) -> str:
+    return "bearer tokens" if tokens else "no auth: loopback only"
+
+
 def http(
     host: HostOpt = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free one)")] = 8765,
@@ -68,23 +91,14 @@ def http(
     timeout: TimeoutOpt = None,
 ) -> None:
     """Every tool as POST /tools/NAME, GET /tools (OpenAI schemas), /health and the OpenAPI page (/docs)."""
-    def body() -> None:
-        _need_extra()
+    def make_app(tools: Any, tokens: list[str]) -> Any:
         from chronokg.serve.http import create_app
-        from chronokg.serve.launch import bind, check_bind, default_workers, load_tokens, open_host, run_uvicorn
 
-        settings = Settings()
-        tokens = load_tokens(settings, token_file)
-        check_bind(host, tokens)
-        sock = bind(host, port)
-        n = default_workers() if workers is None else workers
-        with open_host(settings, state.store_uri or settings.store, workers=n, max_rows=max_rows,
-                       timeout_s=timeout) as tools:
-            app = create_app(tools, tokens=tokens, rate=rate, burst=burst, max_body_bytes=max_body_kb * 1024)
-            run_uvicorn(app, sock, on_ready=lambda url: err.print(
-                f"chronokg tools: serving {url} ({len(tools.tools())} tools, {n} read workers, "
-                f"{'bearer tokens' if tokens else 'no auth: loopback only'}); docs at {url}/docs", soft_wrap=True))
-    guarded(body)
+        return create_app(tools, tokens=tokens, rate=rate, burst=burst, max_body_bytes=max_body_kb * 1024)
+
+    guarded(lambda: _serve_network(host, port, workers, token_file, max_rows, timeout, make_app, lambda url, tools, n,
+                                   tokens: f"chronokg tools: serving {url} ({len(tools.tools())} tools, {n} read "
+                                           f"workers, {_auth(tokens)}); docs at {url}/docs"))
 
 
 def mcp(
@@ -101,28 +115,28 @@ def mcp(
     timeout: TimeoutOpt = None,
 ) -> None:
     """The tools over MCP: stdio (default) or streamable HTTP at /mcp."""
-    def body() -> None:
+    def stdio() -> None:
         _need_extra()
         import anyio
 
-        from chronokg.serve.launch import bind, check_bind, default_workers, load_tokens, open_host, run_uvicorn
-        from chronokg.serve.mcp_server import run_stdio, streamable_http_app
+        from chronokg.serve.launch import open_host
+        from chronokg.serve.mcp_server import run_stdio
 
         settings = Settings()
-        uri = state.store_uri or settings.store
-        if transport is Transport.stdio:
-            # one client, one call at a time: no workers needed (calls are serialised in process)
-            with open_host(settings, uri, workers=workers or 0, max_rows=max_rows, timeout_s=timeout) as tools:
-                anyio.run(run_stdio, tools)
-            return
-        tokens = load_tokens(settings, token_file)
-        check_bind(host, tokens)
-        sock = bind(host, port)
-        n = default_workers() if workers is None else workers
-        with open_host(settings, uri, workers=n, max_rows=max_rows, timeout_s=timeout) as tools:
-            app = streamable_http_app(tools, bind=host, tokens=tokens, rate=rate, burst=burst,
-                                      max_body_bytes=max_body_kb * 1024)
-            run_uvicorn(app, sock, lifespan="on", on_ready=lambda url: err.print(
-                f"chronokg tools: MCP at {url}/mcp ({len(tools.tools())} tools, {n} read workers, "
-                f"{'bearer tokens' if tokens else 'no auth: loopback only'})", soft_wrap=True))
-    guarded(body)
+        # one client, one call at a time: no workers needed (calls are serialised in process)
+        with open_host(settings, state.store_uri or settings.store, workers=workers or 0, max_rows=max_rows,
+                       timeout_s=timeout) as tools:
+            anyio.run(run_stdio, tools)
+
+    def make_app(tools: Any, tokens: list[str]) -> Any:
+        from chronokg.serve.mcp_server import streamable_http_app
+
+        return streamable_http_app(tools, bind=host, tokens=tokens, rate=rate, burst=burst,
+                                   max_body_bytes=max_body_kb * 1024)
+
+    if transport is Transport.stdio:
+        guarded(stdio)
+        return
+    guarded(lambda: _serve_network(host, port, workers, token_file, max_rows, timeout, make_app, lambda url, tools, n,
+                                   tokens: f"chronokg tools: MCP at {url}/mcp ({len(tools.tools())} tools, {n} read "
+                                           f"workers, {_auth(tokens)})", lifespan="on"))

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import chronokg
+from chronokg.bench.families.chroknow_categories import KNOWN_YEAR, fact_category, year_category
 from chronokg.bench.families.chroknow_prompts import render, template
 from chronokg.bench.question import Question
 from chronokg.errors import ChronoKGError
@@ -41,7 +42,6 @@ from chronokg.eval.log import RunInfo, SampleLog, SampleRecord, latest, read_inf
 from chronokg.eval.profile import request_hash
 from chronokg.eval.profiles.chroknow import fuzzy, golds
 from chronokg.eval.runner import ModelEntry, RunOptions
-from chronokg.metrics.chroknow import KNOWN_YEAR, fact_category, year_category
 from chronokg.models import ChatMessage, GenerateConfig, ModelClient, ModelRequest, get_model
 
 TIME_VARIANT = ("General", "Biomedical", "Legal")  # create_prompt has no branch for the others (utils.py:309-394)

@@ -19,7 +19,7 @@ _WHERE = {
     "write_batch": "writer", "WriteReport": "writer",
     "write_bulk": "bulk", "FactTable": "facts",
     "Policy": "merge",
-    "ReadLimits": "guard", "guarded_read": "guard", "check_text": "guard",
+    "ReadLimits": "read_limits", "guarded_read": "guard", "check_text": "guard",
 }
 __all__ = [
     "Fact", "FactTable", "GraphBatch", "GraphStore", "Policy", "Precision", "ReadLimits", "Source", "WriteReport",
@@ -31,10 +31,11 @@ if TYPE_CHECKING:
     from chronokg.graph.bulk import write_bulk
     from chronokg.graph.dates import Precision, as_date, parse_date
     from chronokg.graph.facts import FactTable
-    from chronokg.graph.guard import ReadLimits, check_text, guarded_read
+    from chronokg.graph.guard import check_text, guarded_read
     from chronokg.graph.merge import Policy
     from chronokg.graph.model import Fact, Source, stable_id
     from chronokg.graph.open import open_store
+    from chronokg.graph.read_limits import ReadLimits
     from chronokg.graph.store import GraphStore
     from chronokg.graph.writer import WriteReport, write_batch
 

@@ -16,7 +16,7 @@ import kglite
 
 from chronokg.errors import QueryLimitExceeded, QueryRefused, StoreBusy, StoreError
 from chronokg.graph import schema
-from chronokg.graph.guard import LimitedResult, ReadLimits
+from chronokg.graph.read_limits import LimitedResult, ReadLimits
 from chronokg.graph.sandbox import ChildError, can_fork, run_forked
 from chronokg.graph.store import Params, Row, Statement
 

@@ -19,7 +19,8 @@ from neo4j import time as neo4j_time
 
 from chronokg.errors import QueryLimitExceeded, QueryRefused, StoreError
 from chronokg.graph import schema
-from chronokg.graph.guard import OPAQUE_PLAN, LimitedResult, ReadLimits
+from chronokg.graph.guard import OPAQUE_PLAN
+from chronokg.graph.read_limits import LimitedResult, ReadLimits
 from chronokg.graph.store import Params, Row, Statement
 from chronokg.graph.uris import credentials_from_uri, redact
 

@@ -12,7 +12,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from chronokg.graph.guard import LimitedResult, ReadLimits
+    from chronokg.graph.read_limits import LimitedResult, ReadLimits
 
 Row = dict[str, Any]
 Params = Mapping[str, Any]

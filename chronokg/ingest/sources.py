@@ -3,7 +3,8 @@
 A spec is light (names and module paths, nothing imported), so the CLI lists
 `chronokg ingest` / `download` / `export` commands from here and imports a
 source's module only when one of its commands is shown in full or run. Adding a
-source is one folder (`ingest/<name>/`: the loader and its `cli.py`) plus one
+source is one folder (`ingest/<name>/`: the loader), its commands in
+`cli/loaders/<name>.py` (the CLI layer; `ingest` never imports `cli`) and one
 line below (README, "Adding a source").
 """
 
@@ -42,24 +43,25 @@ def source(spec: SourceSpec) -> None:
 
 
 _I = "chronokg.ingest"
-source(SourceSpec("tempomed", "tempomed", f"{_I}.tempomed:load", f"{_I}.tempomed.cli", ("ingest/tempomed",),
+_C = "chronokg.cli.loaders"  # the CLI layer builds these commands; ingest never imports it
+source(SourceSpec("tempomed", "tempomed", f"{_I}.tempomed:load", f"{_C}.tempomed", ("ingest/tempomed",),
                   "TempoMed-Bench MCQs, trajectories and difference files"))
-source(SourceSpec("wikidata", "wikidata", f"{_I}.wikidata:load", f"{_I}.wikidata.cli",
+source(SourceSpec("wikidata", "wikidata", f"{_I}.wikidata:load", f"{_C}.wikidata",
                   ("ingest/wikidata", "ingest/wikidata-sparql", "download/wikidata", "export/rdf"),
                   "Wikidata entities, dumps and SPARQL results"))
-source(SourceSpec("umls", "umls", f"{_I}.umls:load", f"{_I}.umls.cli", ("ingest/umls",),
+source(SourceSpec("umls", "umls", f"{_I}.umls:load", f"{_C}.umls", ("ingest/umls",),
                   "UMLS Metathesaurus relations across releases"))
-source(SourceSpec("cfr", "cfr", f"{_I}.cfr:load", f"{_I}.cfr.cli", ("ingest/cfr", "download/cfr"),
+source(SourceSpec("cfr", "cfr", f"{_I}.cfr:load", f"{_C}.cfr", ("ingest/cfr", "download/cfr"),
                   "Code of Federal Regulations editions"))
-source(SourceSpec("chroknow", "chroknow", f"{_I}.chroknow:load", f"{_I}.chroknow.cli", ("ingest/chroknow",),
+source(SourceSpec("chroknow", "chroknow", f"{_I}.chroknow:load", f"{_C}.chroknow", ("ingest/chroknow",),
                   "ChroKnowBench rows"))
-source(SourceSpec("driftmed", "driftmed", f"{_I}.driftmed:load", f"{_I}.driftmed.cli",
+source(SourceSpec("driftmed", "driftmed", f"{_I}.driftmed:load", f"{_C}.driftmed",
                   ("ingest/driftmed", "download/driftmed"), "DriftMed recommendation pairs"))
-source(SourceSpec("qa", "qa", f"{_I}.qasets:load", f"{_I}.qasets.cli", ("ingest/qa", "ingest/qa-update"),
+source(SourceSpec("qa", "qa", f"{_I}.qasets:load", f"{_C}.qasets", ("ingest/qa", "ingest/qa-update"),
                   "QA benchmarks (SelfAware, TruthfulQA, TriviaQA, NQ, BoolQ)"))
-source(SourceSpec("cxr", "cxr", f"{_I}.cxr:load", f"{_I}.cxr.cli", ("ingest/cxr", "generate/cxr"),
+source(SourceSpec("cxr", "cxr", f"{_I}.cxr:load", f"{_C}.cxr", ("ingest/cxr", "generate/cxr"),
                   "Chest X-ray scene-graph timelines"))
-source(SourceSpec("public", "public", f"{_I}.public:PUBLIC_FILES", f"{_I}.public_cli",
+source(SourceSpec("public", "public", f"{_I}.public:PUBLIC_FILES", f"{_C}.public",
                   ("download/tempomed", "download/selfaware", "download/truthfulqa"),
                   "Pinned public files"))
 

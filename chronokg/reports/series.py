@@ -50,7 +50,7 @@ def load_run(folder: Path) -> RunData:
 def build_series(runs: Sequence[RunData], models: Sequence[str] | None = None) -> list[Series]:
     """A series per (run, model) in run order, labelled by the model, with the run id added where a model
     appears in more than one run."""
-    from chronokg.eval.results import metrics
+    from chronokg.metrics.runs import metrics
 
     wanted: list[tuple[RunData, str]] = []
     for run in runs:
