@@ -18,11 +18,11 @@ from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import tempomed
 from chronokg.ingest.common import read_json_blocks
 
-# `run_choice_mode`'s record keys, in its order (the 5-option script); `chronokg_id` is ours, last.
+# `run_choice_mode`'s record keys, in its order (the 5-option script): nothing else (chronokg ids: the side file).
 ITEM_KEYS = ["year_previous", "year_current", "target_guideline_year", "question_variant", "question", "choices",
              "option_order", "gold", "shuffle_method", "variant_sub_idx", "display_to_original_option",
              "original_to_display_option", "current_guideline_option", "prior_guideline_option",
-             "interference_options", "unknown_option", "idx", "chronokg_id"]
+             "interference_options", "unknown_option", "idx"]
 METHODS = ["reorder_only", "shuffle_labels", "alternate_labels"]
 
 
@@ -41,6 +41,11 @@ def exported(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tup
         items = generate("tempomed", store, snapshot.current(store), {})[0]
     folder = tmp_path_factory.mktemp("seed")
     write_seed("tempomed", items, folder)
+    # The side file maps every item to its chronokg question, one to one.
+    side = [json.loads(line) for line in (folder / "tempomed_chronokg_ids.jsonl").read_text().splitlines()]
+    mapped = [r for r in side if r["file"] == "tempomed_items.json"]
+    assert [r["record"] for r in mapped] == list(range(len(items)))
+    assert sorted(i for r in mapped for i in r["chronokg_ids"]) == sorted(q.id for q in items)
     return released, folder
 
 
@@ -88,5 +93,4 @@ def test_released_records_round_trip(exported: tuple[list[dict[str, Any]], Path]
     blocks = [json.loads(b) for b in text.strip().split("\n\n") if b.strip()]  # the seed's `load_data`
     assert len(blocks) == len(released)
     for block, rec in zip(blocks, released, strict=True):
-        assert {k: block[k] for k in rec} == rec  # every released field, whole text included
-        assert list(block)[: len(rec)] == list(rec)
+        assert block == rec and list(block) == list(rec)  # every released field, whole text included, no other

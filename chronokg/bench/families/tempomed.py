@@ -38,7 +38,7 @@ from typing import Any
 from pydantic import Field
 
 from chronokg.bench.families.tempomed_prompts import render, template
-from chronokg.bench.family import Context, Family, FamilyOptions, Protocol, generator_info
+from chronokg.bench.family import OURS, Context, Family, FamilyOptions, Protocol, generator_info
 from chronokg.bench.question import AnswerKey, Choice, Question, content_id
 from chronokg.queries.guidelines import DecisionRow, PairRow, at_date, in_force_text
 from chronokg.queries.spec import all_queries
@@ -439,9 +439,9 @@ def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
                 record = records[m.get("idx"), m.get("decision")] = {
                     "idx": m.get("idx"), "PMID_current": m.get("PMID_current"), "Year_current": m.get("year_current"),
                     "PMID_prior": m.get("PMID_prior"), "Year_prior": m.get("year_previous"),
-                    "Question": m.get("stem"), "Answer": answer_block, "chronokg_question_ids": [],
+                    "Question": m.get("stem"), "Answer": answer_block, OURS: {"chronokg_ids": []},
                 }
-            record["chronokg_question_ids"].append(q.id)
+            record[OURS]["chronokg_ids"].append(q.id)
         else:
             yield "generated_questions.jsonl", {
                 "idx": q.id, "pair_id": m.get("pair_id"), "difference_idx": m.get("difference_idx"),
@@ -452,7 +452,7 @@ def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
                 "latest_guideline_year": m.get("latest_guideline_year"), "available": True,
                 "Question": question_of(q),
                 "Answer": {"Choice_A": "Yes", "Choice_B": "No", "Choice_C": "I do not know", "Correct": q.target},
-                "chronokg_id": q.id,
+                OURS: {"chronokg_ids": [q.id]},
             }
     yield from _seed_items(mcq)
     for record in records.values():
@@ -486,7 +486,7 @@ def _seed_items(items: list[Question]) -> Iterator[tuple[str, Any]]:
             row["unknown_option"] = m.get("unknown_option")
         if m.get("idx") is not None:
             row["idx"] = m["idx"]
-        row["chronokg_id"] = q.id
+        row[OURS] = {"chronokg_ids": [q.id]}
         yield "items.json", row
 
 
