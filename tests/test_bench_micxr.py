@@ -27,6 +27,9 @@ from chronokg.bench.question import Question, read_jsonl, write_jsonl
 from chronokg.bench.verify import verify_questions
 from chronokg.cli.app import app
 from chronokg.errors import ChronoKGError
+from chronokg.eval.log import latest
+from chronokg.eval.profile import profile_for
+from chronokg.eval.results import score_outputs
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import cxr, cxr_synth
 from chronokg.queries.micxr import contiguous, window_rows
@@ -281,6 +284,15 @@ def test_images_and_seed_format(questions: list[Question], cohort_dir: tuple[Pat
         assert r["images"] == {f"T{k}": f"files/{pid[:3]}/{pid}/{sid}/{images[sid]}.jpg"
                                for k, sid in enumerate(q.metadata["study_ids"], start=1)}
         assert r["choices"] == {c.label: c.text for c in q.choices} and r["answer"] == q.target
+    # A result file of the seed's rows plus the model's output (no chronokg id) joins back by `q_id`.
+    write_jsonl(tmp_path / "micxr.jsonl", questions)
+    profile = profile_for("micxr")
+    results = tmp_path / "micxr_results.jsonl"
+    results.write_text("".join(json.dumps({**r, "output": profile.render(q, q.target)}) + "\n"
+                               for q, r in zip(questions, records, strict=True)), encoding="utf-8")
+    run = score_outputs(tmp_path / "micxr.jsonl", results, "external", "seed", tmp_path / "runs")
+    assert {r.question_id: r.correct for r in latest(run / "samples.jsonl").values()} == dict.fromkeys(
+        (q.id for q in questions), True)
 
 
 def test_windows_are_contiguous_stride_one(store: KgliteStore, cohort_dir: tuple[Path, cxr_synth.Cohort],

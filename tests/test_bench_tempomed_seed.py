@@ -14,6 +14,10 @@ import pytest
 from chronokg.bench import snapshot
 from chronokg.bench.export import write_seed
 from chronokg.bench.family import generate
+from chronokg.bench.question import read_jsonl, write_jsonl
+from chronokg.eval.log import latest
+from chronokg.eval.profile import profile_for
+from chronokg.eval.results import score_outputs
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import tempomed
 from chronokg.ingest.common import read_json_blocks
@@ -41,6 +45,7 @@ def exported(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tup
         items = generate("tempomed", store, snapshot.current(store), {})[0]
     folder = tmp_path_factory.mktemp("seed")
     write_seed("tempomed", items, folder)
+    write_jsonl(folder / "tempomed.jsonl", items)
     # The side file maps every item to its chronokg question, one to one.
     side = [json.loads(line) for line in (folder / "tempomed_chronokg_ids.jsonl").read_text().splitlines()]
     mapped = [r for r in side if r["file"] == "tempomed_items.json"]
@@ -94,3 +99,24 @@ def test_released_records_round_trip(exported: tuple[list[dict[str, Any]], Path]
     assert len(blocks) == len(released)
     for block, rec in zip(blocks, released, strict=True):
         assert block == rec and list(block) == list(rec)  # every released field, whole text included, no other
+
+
+def test_the_seeds_result_rows_join_back_without_chronokg_ids(exported: tuple[list[dict[str, Any]], Path],
+                                                                tmp_path: Path) -> None:
+    """The seed's evaluation copies each item's fields into its result record (`run_choice_mode`) and adds the
+    model's answer: `eval score` finds each row's question by (idx, shuffle_method, question_variant), the same
+    question the side file names for that item."""
+    _, folder = exported
+    rows = json.loads((folder / "tempomed_items.json").read_text(encoding="utf-8"))[::97]
+    side = {r["record"]: r["chronokg_ids"][0] for r in (json.loads(x) for x in (
+        folder / "tempomed_chronokg_ids.jsonl").read_text().splitlines()) if r["file"] == "tempomed_items.json"}
+    expected = [side[n] for n in range(0, len(side), 97)]
+    qs = {q.id: q for q in read_jsonl(folder / "tempomed.jsonl")}
+    profile = profile_for("tempomed")
+    results = [{**row, "model_answer": profile.render(qs[qid], row["gold"])} for row, qid in zip(rows, expected,
+                                                                                                  strict=True)]
+    predictions = tmp_path / "evaluation_results_5_option_m_augmented.json"
+    predictions.write_text(json.dumps(results), encoding="utf-8")
+    run = score_outputs(folder / "tempomed.jsonl", predictions, "external", "seed", tmp_path / "runs")
+    got = {r.question_id: r.correct for r in latest(run / "samples.jsonl").values()}
+    assert len(rows) > 10 and got == dict.fromkeys(expected, True)
