@@ -105,6 +105,7 @@ def test_micxr_empty_groups_are_absent_and_no_items_give_no_accuracy() -> None:
     value, groups, details = micxr.SINGLE[2].finish([])
     assert value is None and groups == {"Overall": {"n": 0, "correct": 0, "accuracy": None, "wilson95": [0.0, 0.0]}}
     assert details["mean_of_columns"] is None
+    assert micxr.SINGLE[3].finish([])[0] is None and micxr.STAGE1.finish([])[0] is None  # answers, stage 1
 
 
 # --- BenchAge (`src/evaluator/evaluator.py` summarise_and_write: NaN where the seed divides by zero) ------------
