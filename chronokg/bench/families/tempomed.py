@@ -415,8 +415,9 @@ def answer(question: Question, evidence: list[dict[str, Any]]) -> str | None:
 
 def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
     """The seed's files: the released MCQ records (what the seed's `--data_path` reads), the evaluation items (its
-    result records without model outputs) and the probe rows (its `generated_questions.jsonl`). Each record
-    carries the chronokg question id(s) as a last field of ours.
+    result records without model outputs) and the probe rows (its `generated_questions.jsonl`: `idx` numbered 0..
+    as the seed's generator numbers rows, a subset of its fields: those the graph holds). Each record's chronokg
+    question id(s) go to the side file (`OURS`).
 
     Items follow `P/evaluation/pubmed_evaluation_5_option.py` (`_4_option.py` for 4-option items): one list
     ordered perturbation-major (`main`: every record's reorder_only items, then shuffle_labels, then
@@ -425,6 +426,7 @@ def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
     (rewritten) stem."""
     records: dict[tuple[Any, Any], dict[str, Any]] = {}
     mcq: list[Question] = []
+    probes = 0
     for q in questions:
         m = q.metadata
         if q.variant.startswith("mcq"):
@@ -443,12 +445,12 @@ def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
                 }
             record[OURS]["chronokg_ids"].append(q.id)
         else:
+            probes += 1
             yield "generated_questions.jsonl", {
-                "idx": q.id, "pair_id": m.get("pair_id"), "difference_idx": m.get("difference_idx"),
-                "statement_source": m.get("statement_source"),
+                "idx": probes - 1, "pair_id": m.get("pair_id"), "difference_idx": m.get("difference_idx"),
+                "target_year": m.get("target_year"), "statement_source": m.get("statement_source"),
                 "statement_guideline_year": m.get("statement_guideline_year"),
-                "statement_text": m.get("statement_text"),
-                "question_target_year": m.get("question_target_year"), "target_year": m.get("target_year"),
+                "statement_text": m.get("statement_text"), "question_target_year": m.get("question_target_year"),
                 "latest_guideline_year": m.get("latest_guideline_year"), "available": True,
                 "Question": question_of(q),
                 "Answer": {"Choice_A": "Yes", "Choice_B": "No", "Choice_C": "I do not know", "Correct": q.target},
