@@ -449,6 +449,9 @@ def test_seed_files_read_as_the_seed_reads_them(advice_items: list[Question], tm
         scenarios = json.loads((tmp_path / f"conflictmedqa_{label}_scenarios.json").read_text())
         ids = json.loads((tmp_path / f"conflictmedqa_{label}_scenario_ids.json").read_text())
         assert list(scenarios) == SEED_FACTORS  # predict_scenarios.py iterates the dict in this order
+        # written as generate_scenarios.py writes it: json.dump(scenario_dict, f, ensure_ascii=False, indent=4)
+        text = (tmp_path / f"conflictmedqa_{label}_scenarios.json").read_text(encoding="utf-8")
+        assert text == json.dumps(scenarios, ensure_ascii=False, indent=4)
         counter = 0
         for bias_type, texts in scenarios.items():  # as predict_scenarios.py: factors, then scenarios
             assert len(texts) == 5
@@ -469,6 +472,15 @@ def test_seed_files_read_as_the_seed_reads_them(advice_items: list[Question], tm
         assert reader.fieldnames == ["id", "advice"]
         kb = list(reader)
     assert [(r["id"], r["advice"]) for r in kb] == [(str(n), c["text"]) for n, (c, _) in enumerate(pairs, start=1)]
+
+
+def test_a_factor_not_built_is_an_empty_list_as_the_seed_writes_it(advice_items: list[Question],
+                                                                    tmp_path: Path) -> None:
+    """generate_scenarios.py starts from `{bias_type: [] for bias_type in bias_types}`: every key, in order."""
+    write_seed("conflictmedqa", [q for q in advice_items if q.metadata["factor"] == "recency"], tmp_path)
+    scenarios = json.loads((tmp_path / "conflictmedqa_correct_scenarios.json").read_text())
+    assert list(scenarios) == SEED_FACTORS
+    assert {k: len(v) for k, v in scenarios.items()} == {k: 5 if k == "Recency Bias" else 0 for k in SEED_FACTORS}
 
 
 def test_driftmed_export_loads_back_as_released_scenarios(advice_items: list[Question], tmp_path: Path) -> None:
