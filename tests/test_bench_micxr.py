@@ -285,14 +285,15 @@ def test_images_and_seed_format(questions: list[Question], cohort_dir: tuple[Pat
                                for k, sid in enumerate(q.metadata["study_ids"], start=1)}
         assert r["choices"] == {c.label: c.text for c in q.choices} and r["answer"] == q.target
     # A result file of the seed's rows plus the model's output (no chronokg id) joins back by `q_id`.
-    write_jsonl(tmp_path / "micxr.jsonl", questions)
+    some = list(zip(questions, records, strict=True))[::25]
+    write_jsonl(tmp_path / "micxr.jsonl", [q for q, _ in some])
     profile = profile_for("micxr")
     results = tmp_path / "micxr_results.jsonl"
-    results.write_text("".join(json.dumps({**r, "output": profile.render(q, q.target)}) + "\n"
-                               for q, r in zip(questions, records, strict=True)), encoding="utf-8")
+    results.write_text("".join(json.dumps({**r, "output": profile.render(q, q.target)}) + "\n" for q, r in some),
+                       encoding="utf-8")
     run = score_outputs(tmp_path / "micxr.jsonl", results, "external", "seed", tmp_path / "runs")
     assert {r.question_id: r.correct for r in latest(run / "samples.jsonl").values()} == dict.fromkeys(
-        (q.id for q in questions), True)
+        (q.id for q, _ in some), True)
 
 
 def test_windows_are_contiguous_stride_one(store: KgliteStore, cohort_dir: tuple[Path, cxr_synth.Cohort],
