@@ -37,3 +37,13 @@ def serve_folder(root: Path) -> Iterator[str]:
     """Serve the files under `root` on loopback; yields the base URL."""
     with serve_http(functools.partial(QuietHandler, directory=str(root))) as base:
         yield base
+
+
+def seed_ids(folder: Path, family: str, file: str) -> list[list[str]]:
+    """The chronokg ids of each record of seed file `file` (by position), from the export's side file."""
+    import json
+
+    side = [json.loads(line) for line in (folder / f"{family}_chronokg_ids.jsonl").read_text("utf-8").splitlines()]
+    mine = [r for r in side if r["file"] == f"{family}_{file}"]
+    assert [r["record"] for r in mine] == list(range(len(mine)))
+    return [r["chronokg_ids"] for r in mine]

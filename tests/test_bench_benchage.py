@@ -321,17 +321,32 @@ def test_exports(tmp_path: Path) -> None:
         "NaturalQuestion-majority_vote_results.json", "naturalquestion-time-sensitive.jsonl",
         "NaturalQuestion-websearch.jsonl", "NaturalQuestion-items.jsonl", "BoolQ-questions.json",
         "BoolQ-majority_vote_results.json", "boolq-time-sensitive.jsonl", "BoolQ-websearch.jsonl",
-        "BoolQ-items.jsonl")}
+        "BoolQ-items.jsonl", "chronokg_ids.jsonl")}
     detector_input = json.loads(files["benchage_TriviaQA-questions.json"].read_text())
-    assert [r["question"] for r in detector_input] == [  # record order: sfq_90003, tc_90001, tc_90002
+    assert detector_input == [{"question": q} for q in (  # record order: sfq_90003, tc_90001, tc_90002
         "In which city is the Eiffel Tower?", "Who is the Secretary-General of the United Nations?",
-        "Which chemical element has the symbol Au?"]
+        "Which chemical element has the symbol Au?")]
+    # detector.py `majority_vote`: {question, final_answer, yes_votes, no_votes, total_votes}, ints; the keyword
+    # rule (no model here) counts as one round.
+    votes = json.loads(files["benchage_TriviaQA-majority_vote_results.json"].read_text())
+    assert votes[1] == {"question": "Who is the Secretary-General of the United Nations?", "final_answer": "Yes",
+                        "yes_votes": 1, "no_votes": 0, "total_votes": 1}
+    assert all(list(v) == ["question", "final_answer", "yes_votes", "no_votes", "total_votes"] for v in votes)
+    # websearch.py reads `id` (logged as int(qid)) and `question`, and writes id, question, status, search_answer,
+    # urls (:198-202).
+    sensitive = [json.loads(x) for x in files["benchage_triviaqa-time-sensitive.jsonl"].read_text().splitlines()]
+    assert sensitive == [{"id": 1, "question": "Who is the Secretary-General of the United Nations?"}]
     search = [json.loads(x) for x in files["benchage_TriviaQA-websearch.jsonl"].read_text().splitlines()]
-    assert search == [{"id": by_question(questions)[UN].id, "question": "Who is the Secretary-General of the "
-                       "United Nations?", "status": "chronokg_graph", "search_answer": "António Guterres", "urls": [],
-                       "chronokg_id": by_question(questions)[UN].id}]
+    assert search == [{"id": 1, "question": "Who is the Secretary-General of the United Nations?",
+                       "status": "chronokg_graph", "search_answer": "António Guterres", "urls": []}]
     items = [json.loads(x) for x in files["benchage_BoolQ-items.jsonl"].read_text().splitlines()]
-    assert [(i["gold"], i["origin_prompt"][0]["role"]) for i in items] == [("A", "HUMAN"), ("B", "HUMAN")]
+    assert [(list(i), i["gold"], i["origin_prompt"][0]["role"]) for i in items] == [
+        (["origin_prompt", "gold"], "A", "HUMAN"), (["origin_prompt", "gold"], "B", "HUMAN")]
+    side = [json.loads(x) for x in files["benchage_chronokg_ids.jsonl"].read_text().splitlines()]
+    un = by_question(questions)[UN].id
+    assert {"file": "benchage_TriviaQA-websearch.jsonl", "record": 0, "chronokg_ids": [un]} in side
+    assert {"file": "benchage_triviaqa-time-sensitive.jsonl", "record": 0, "chronokg_ids": [un],
+            "question_id": by_question(questions)[UN].metadata["question_id"]} in side
 
 
 def test_cli_generate_verify_and_seed_format(tmp_path: Path) -> None:

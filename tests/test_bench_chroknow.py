@@ -418,23 +418,29 @@ def test_seed_format_rows_are_what_chroknowledge_reads(seed_items: list[Question
     write_jsonl(canonical, seed_items)
     files = write_seed("chroknow", list(read_jsonl(canonical)), tmp_path / "seed")
     root = tmp_path / "seed" / "chroknow_ChroKnowBench"
-    assert {p.relative_to(root).as_posix() for p in files} == {
+    side_file = tmp_path / "seed" / "chroknow_chronokg_ids.jsonl"
+    assert {p.relative_to(root).as_posix() for p in files if p != side_file} == {
         "TimeVariant_General_Dynamic.jsonl", "TimeVariant_General_Static.jsonl", "TimeVariant_Legal_Dynamic.jsonl",
         "TimeVariant_Biomedical_Dynamic.jsonl", "Fewshots/Fewshot_General.jsonl", "Fewshots/Fewshot_Legal.jsonl",
-        "Fewshots/Fewshot_Biomedical.jsonl"}
+        "Fewshots/Fewshot_Biomedical.jsonl"} and side_file in files
 
     def seed_load(path: Path) -> list[dict[str, Any]]:  # sources/utils.py:46-51
         return [json.loads(line.strip()) for line in path.read_text(encoding="utf-8").splitlines()]
 
     ids = {q.id for q in seed_items}
+    ids_side = [json.loads(x) for x in (tmp_path / "seed" / "chroknow_chronokg_ids.jsonl").read_text().splitlines()]
     for name in ("TimeVariant_General_Dynamic.jsonl", "TimeVariant_General_Static.jsonl",
                  "TimeVariant_Legal_Dynamic.jsonl", "TimeVariant_Biomedical_Dynamic.jsonl"):
         exported, original = seed_load(root / name), raw(name)
         assert len(exported) == len(original)
-        for out, row in zip(exported, original, strict=True):
-            assert set(out["chronokg_question_ids"]) <= ids and len(out["chronokg_question_ids"]) % 15 == 0
-            # Every field the seed reads, as the released row has it (the distractors as shown).
-            assert {k: v for k, v in out.items() if k not in ("distractor", "chronokg_question_ids")} == {
+        side = [r for r in ids_side if r["file"] == f"chroknow_ChroKnowBench/{name}"]
+        assert [r["record"] for r in side] == list(range(len(exported)))
+        for out, row, mapped in zip(exported, original, side, strict=True):
+            assert set(mapped["chronokg_ids"]) <= ids and len(mapped["chronokg_ids"]) % 15 == 0
+            # Exactly the released row's keys in its order, every field the seed reads as the row has it (the
+            # distractors as shown).
+            assert list(out) == [k for k, v in row.items() if v is not None]
+            assert {k: v for k, v in out.items() if k != "distractor"} == {
                 k: v for k, v in row.items() if k != "distractor" and v is not None}
             assert len(out["distractor"]) == 3
             if row["subject" if "subject" in row else "question"] != "Ursula von der Leyen":
@@ -443,6 +449,7 @@ def test_seed_format_rows_are_what_chroknowledge_reads(seed_items: list[Question
     for shot in seed_load(root / "Fewshots" / "Fewshot_General.jsonl"):
         source = pool[shot["subject"]]
         assert all(source[k] == v for k, v in shot.items())  # the years it was used for, as released
+        assert list(shot) == [k for k in source if k in shot]  # in the released key order
 
 
 # --- Legal cloze items from CFR changes ------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import driftmed, tempomed
 from chronokg.ingest.common import read_json_blocks
 from chronokg.queries.spec import run_query
+from tests.helpers import seed_ids
 
 FIXTURES = Path(__file__).parent / "fixtures" / "driftmed"
 ADVICE = FIXTURES / "conflictmedqa_advice.jsonl"
@@ -208,7 +209,8 @@ def test_195_pairs_give_the_published_4290(tmp_path: Path) -> None:
     assert collections.Counter(q.target for q in questions) == {"YES": 2145, "NO": 2145}
     write_seed("conflictmedqa", questions, tmp_path / "seed")
     exported = raw(tmp_path / "seed" / "conflictmedqa_driftmed.jsonl")
-    ids = {r["chronokg_id"]: r["id"] for r in exported}
+    mapped = seed_ids(tmp_path / "seed", "conflictmedqa", "driftmed.jsonl")
+    ids = {m[0]: r["id"] for r, m in zip(exported, mapped, strict=True)}
     assert sorted(ids.values()) == list(range(1, 2146)) + list(range(2146, 4291))
     by_pair = collections.defaultdict(dict)
     for q in questions:
@@ -440,13 +442,16 @@ def test_seed_files_read_as_the_seed_reads_them(advice_items: list[Question], tm
     files = write_seed("conflictmedqa", advice_items, tmp_path)
     assert {p.name for p in files} == {f"conflictmedqa_{n}" for n in (
         "correct_scenarios.json", "wrong_scenarios.json", "correct_scenario_ids.json", "wrong_scenario_ids.json",
-        "correct_advice.csv", "wrong_advice.csv", "advice_kb.csv", "driftmed.jsonl")}
+        "correct_advice.csv", "wrong_advice.csv", "advice_kb.csv", "driftmed.jsonl", "chronokg_ids.jsonl")}
     pairs = advice_pairs()
     by_id = {q.id: q for q in advice_items}
     for label, version, side in (("correct", "up_to_date", 0), ("wrong", "outdated", 1)):
         scenarios = json.loads((tmp_path / f"conflictmedqa_{label}_scenarios.json").read_text())
         ids = json.loads((tmp_path / f"conflictmedqa_{label}_scenario_ids.json").read_text())
         assert list(scenarios) == SEED_FACTORS  # predict_scenarios.py iterates the dict in this order
+        # written as generate_scenarios.py writes it: json.dump(scenario_dict, f, ensure_ascii=False, indent=4)
+        text = (tmp_path / f"conflictmedqa_{label}_scenarios.json").read_text(encoding="utf-8")
+        assert text == json.dumps(scenarios, ensure_ascii=False, indent=4)
         counter = 0
         for bias_type, texts in scenarios.items():  # as predict_scenarios.py: factors, then scenarios
             assert len(texts) == 5
@@ -457,10 +462,25 @@ def test_seed_files_read_as_the_seed_reads_them(advice_items: list[Question], tm
                 assert q.metadata["version"] == version and q.metadata["advice"] == pairs[n][side]["text"]
         assert counter == 55
         with (tmp_path / f"conflictmedqa_{label}_advice.csv").open(newline="") as fh:
-            assert [r["advice"] for r in csv.DictReader(fh)] == [p[side]["text"] for p in pairs]
+            reader = csv.DictReader(fh)  # generate_scenarios.py reads `row['advice']`: the one column
+            assert reader.fieldnames == ["advice"]
+            assert [r["advice"] for r in reader] == [p[side]["text"] for p in pairs]
+        advice_ids = seed_ids(tmp_path, "conflictmedqa", f"{label}_advice.csv")
+        assert [{by_id[i].metadata["advice"] for i in m} for m in advice_ids] == [{p[side]["text"]} for p in pairs]
     with (tmp_path / "conflictmedqa_advice_kb.csv").open(newline="") as fh:
-        kb = list(csv.DictReader(fh))
+        reader = csv.DictReader(fh)  # predict_scenarios.py --use_rag reads `id` and `advice`
+        assert reader.fieldnames == ["id", "advice"]
+        kb = list(reader)
     assert [(r["id"], r["advice"]) for r in kb] == [(str(n), c["text"]) for n, (c, _) in enumerate(pairs, start=1)]
+
+
+def test_a_factor_not_built_is_an_empty_list_as_the_seed_writes_it(advice_items: list[Question],
+                                                                    tmp_path: Path) -> None:
+    """generate_scenarios.py starts from `{bias_type: [] for bias_type in bias_types}`: every key, in order."""
+    write_seed("conflictmedqa", [q for q in advice_items if q.metadata["factor"] == "recency"], tmp_path)
+    scenarios = json.loads((tmp_path / "conflictmedqa_correct_scenarios.json").read_text())
+    assert list(scenarios) == SEED_FACTORS
+    assert {k: len(v) for k, v in scenarios.items()} == {k: 5 if k == "Recency Bias" else 0 for k in SEED_FACTORS}
 
 
 def test_driftmed_export_loads_back_as_released_scenarios(advice_items: list[Question], tmp_path: Path) -> None:
@@ -474,14 +494,24 @@ def test_driftmed_export_loads_back_as_released_scenarios(advice_items: list[Que
     store = loaded(exported)
     again = generate("conflictmedqa", store, "snap", {})[0]
     original = {q.id: q for q in advice_items}
-    by_chronokg = {r["id"]: r["chronokg_id"] for r in rows}
+    # DriftMed's released fields, in its order, nothing else (the chronokg ids: the side file).
+    assert all(list(r) == ["id", "text", "label", "bias_type", "change_category", "disease"] for r in rows)
+    assert all(isinstance(r["id"], int) and isinstance(r["text"], str) for r in rows)
+    by_chronokg = {r["id"]: m[0] for r, m in zip(rows, seed_ids(tmp_path, "conflictmedqa", "driftmed.jsonl"),
+                                                 strict=True)}
     assert len(again) == 110
     for q in again:
         first = original[by_chronokg[q.metadata["driftmed_id"]]]
         assert (q.metadata["scenario"], q.target, q.metadata["factor"], q.metadata["version"],
-                q.metadata["change_category"], q.metadata["disease_group"]) == (
+                q.metadata["change_category"]) == (
             first.metadata["scenario"], first.target, first.metadata["factor"], first.metadata["version"],
-            first.metadata["change_category"], first.metadata["disease_group"])
+            first.metadata["change_category"])
+        # DriftMed has no disease-group column (it is ours): not in the seed file, kept in the side file.
+        assert q.metadata["disease_group"] is None
+    groups = {i: r["disease_group"] for r in (json.loads(x) for x in (
+        tmp_path / "conflictmedqa_chronokg_ids.jsonl").read_text().splitlines()) if "disease_group" in r
+              for i in r["chronokg_ids"]}
+    assert groups == {q.id: q.metadata["disease_group"] for q in advice_items}
 
 
 def test_canonical_jsonl_round_trip(advice_items: list[Question], tmp_path: Path) -> None:

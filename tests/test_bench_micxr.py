@@ -27,6 +27,9 @@ from chronokg.bench.question import Question, read_jsonl, write_jsonl
 from chronokg.bench.verify import verify_questions
 from chronokg.cli.app import app
 from chronokg.errors import ChronoKGError
+from chronokg.eval.log import latest
+from chronokg.eval.profile import profile_for
+from chronokg.eval.results import score_outputs
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import cxr, cxr_synth
 from chronokg.queries.micxr import contiguous, window_rows
@@ -261,17 +264,36 @@ def test_images_and_seed_format(questions: list[Question], cohort_dir: tuple[Pat
     cohort = cohort_dir[1]
     images = {s.study_id: s.image_id for p in cohort.patients for s in p.studies}
     files = write_seed("micxr", questions, tmp_path)
-    path = tmp_path / "micxr_test.jsonl"
-    assert files == {path: len(questions)}
-    records = [json.loads(line) for line in path.read_text().splitlines()]
+    path, side = tmp_path / "micxr_test.jsonl", tmp_path / "micxr_chronokg_ids.jsonl"
+    assert files == {path: len(questions), side: len(questions)}
+    lines = path.read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert lines == [json.dumps(r) for r in records]  # as released: `json.dumps` defaults, non-ASCII escaped
     assert [r["q_id"] for r in records] == list(range(len(questions)))
+    ids = [json.loads(line) for line in side.read_text().splitlines()]
+    assert ids == [{"file": "micxr_test.jsonl", "record": n, "chronokg_ids": [q.id]} for n, q in enumerate(questions)]
     for q, r in zip(questions, records, strict=True):
-        assert list(r) == ["q_id", "group_type", "qtype", "images", "question", "choices", "answer", "chronokg_id"]
+        # The released record's keys, order and types (anonymousetrap12/MI-CXR@81a5ebb, `q_id` 3: `{"q_id": 3,
+        # "group_type": "TEL", "qtype": "resolution_to_emergence", "images": {"T1": "files/p17/…jpg", … "T5": …},
+        # "question": "Which pair of studies …", "choices": {"A": "T4, T5", … "E": "There is no …"}, "answer": "E"}`).
+        assert list(r) == ["q_id", "group_type", "qtype", "images", "question", "choices", "answer"]
+        assert isinstance(r["q_id"], int) and r["group_type"] in {"TEL", "ICR", "GTS"}
+        assert all(isinstance(r[k], str) for k in ("qtype", "question", "answer"))
+        assert list(r["images"]) == ["T1", "T2", "T3", "T4", "T5"] and list(r["choices"]) == list("ABCDE")
         pid = q.metadata["patient_id"]
         assert r["images"] == {f"T{k}": f"files/{pid[:3]}/{pid}/{sid}/{images[sid]}.jpg"
                                for k, sid in enumerate(q.metadata["study_ids"], start=1)}
         assert r["choices"] == {c.label: c.text for c in q.choices} and r["answer"] == q.target
-        assert r["chronokg_id"] == q.id
+    # A result file of the seed's rows plus the model's output (no chronokg id) joins back by `q_id`.
+    some = list(zip(questions, records, strict=True))[::25]
+    write_jsonl(tmp_path / "micxr.jsonl", [q for q, _ in some])
+    profile = profile_for("micxr")
+    results = tmp_path / "micxr_results.jsonl"
+    results.write_text("".join(json.dumps({**r, "output": profile.render(q, q.target)}) + "\n" for q, r in some),
+                       encoding="utf-8")
+    run = score_outputs(tmp_path / "micxr.jsonl", results, "external", "seed", tmp_path / "runs")
+    assert {r.question_id: r.correct for r in latest(run / "samples.jsonl").values()} == dict.fromkeys(
+        (q.id for q, _ in some), True)
 
 
 def test_windows_are_contiguous_stride_one(store: KgliteStore, cohort_dir: tuple[Path, cxr_synth.Cohort],

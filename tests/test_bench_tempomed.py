@@ -223,6 +223,8 @@ def test_exports_load_in_the_seed_format_and_as_json_lines(items: list[Question]
         assert list(block)[:7] == ["idx", "PMID_current", "Year_current", "PMID_prior", "Year_prior", "Question",
                                    "Answer"]
         assert block["Answer"]["Correct"] == "A" and block["Answer"]["Choice_E"] == "I do not know the answer"
-        assert len(block["chronokg_question_ids"]) == 6
+        assert "chronokg_question_ids" not in block
+    side = [json.loads(x) for x in (tmp_path / "seed" / "tempomed_chronokg_ids.jsonl").read_text().splitlines()]
+    assert [len(r["chronokg_ids"]) for r in side if r["file"] == "tempomed_questions.jsonl"] == [6] * 10
     item_rows = json.loads((tmp_path / "seed" / "tempomed_items.json").read_text())
     assert len(item_rows) == 60 and all(r["gold"] in r["option_order"] for r in item_rows)

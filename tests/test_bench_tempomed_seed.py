@@ -14,15 +14,19 @@ import pytest
 from chronokg.bench import snapshot
 from chronokg.bench.export import write_seed
 from chronokg.bench.family import generate
+from chronokg.bench.question import read_jsonl, write_jsonl
+from chronokg.eval.log import latest
+from chronokg.eval.profile import profile_for
+from chronokg.eval.results import score_outputs
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import tempomed
 from chronokg.ingest.common import read_json_blocks
 
-# `run_choice_mode`'s record keys, in its order (the 5-option script); `chronokg_id` is ours, last.
+# `run_choice_mode`'s record keys, in its order (the 5-option script): nothing else (chronokg ids: the side file).
 ITEM_KEYS = ["year_previous", "year_current", "target_guideline_year", "question_variant", "question", "choices",
              "option_order", "gold", "shuffle_method", "variant_sub_idx", "display_to_original_option",
              "original_to_display_option", "current_guideline_option", "prior_guideline_option",
-             "interference_options", "unknown_option", "idx", "chronokg_id"]
+             "interference_options", "unknown_option", "idx"]
 METHODS = ["reorder_only", "shuffle_labels", "alternate_labels"]
 
 
@@ -41,6 +45,13 @@ def exported(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tup
         items = generate("tempomed", store, snapshot.current(store), {})[0]
     folder = tmp_path_factory.mktemp("seed")
     write_seed("tempomed", items, folder)
+    # The side file maps every item to its chronokg question, one to one.
+    side = [json.loads(line) for line in (folder / "tempomed_chronokg_ids.jsonl").read_text().splitlines()]
+    mapped = [r for r in side if r["file"] == "tempomed_items.json"]
+    assert [r["record"] for r in mapped] == list(range(len(items)))
+    assert sorted(i for r in mapped for i in r["chronokg_ids"]) == sorted(q.id for q in items)
+    every_97th = {r["chronokg_ids"][0] for r in mapped[::97]}  # the questions of the join test, below
+    write_jsonl(folder / "tempomed.jsonl", [q for q in items if q.id in every_97th])
     return released, folder
 
 
@@ -88,5 +99,25 @@ def test_released_records_round_trip(exported: tuple[list[dict[str, Any]], Path]
     blocks = [json.loads(b) for b in text.strip().split("\n\n") if b.strip()]  # the seed's `load_data`
     assert len(blocks) == len(released)
     for block, rec in zip(blocks, released, strict=True):
-        assert {k: block[k] for k in rec} == rec  # every released field, whole text included
-        assert list(block)[: len(rec)] == list(rec)
+        assert block == rec and list(block) == list(rec)  # every released field, whole text included, no other
+
+
+def test_the_seeds_result_rows_join_back_without_chronokg_ids(exported: tuple[list[dict[str, Any]], Path],
+                                                                tmp_path: Path) -> None:
+    """The seed's evaluation copies each item's fields into its result record (`run_choice_mode`) and adds the
+    model's answer: `eval score` finds each row's question by (idx, shuffle_method, question_variant), the same
+    question the side file names for that item."""
+    _, folder = exported
+    rows = json.loads((folder / "tempomed_items.json").read_text(encoding="utf-8"))[::97]
+    side = {r["record"]: r["chronokg_ids"][0] for r in (json.loads(x) for x in (
+        folder / "tempomed_chronokg_ids.jsonl").read_text().splitlines()) if r["file"] == "tempomed_items.json"}
+    expected = [side[n] for n in range(0, len(side), 97)]
+    qs = {q.id: q for q in read_jsonl(folder / "tempomed.jsonl")}
+    profile = profile_for("tempomed")
+    results = [{**row, "model_answer": profile.render(qs[qid], row["gold"])} for row, qid in zip(rows, expected,
+                                                                                                  strict=True)]
+    predictions = tmp_path / "evaluation_results_5_option_m_augmented.json"
+    predictions.write_text(json.dumps(results), encoding="utf-8")
+    run = score_outputs(folder / "tempomed.jsonl", predictions, "external", "seed", tmp_path / "runs")
+    got = {r.question_id: r.correct for r in latest(run / "samples.jsonl").values()}
+    assert len(rows) > 10 and got == dict.fromkeys(expected, True)

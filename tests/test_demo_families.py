@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from chronokg.bench import snapshot
-from chronokg.bench.family import FAMILIES, generate
-from chronokg.bench.question import read_jsonl
+from chronokg.bench.export import write_seed
+from chronokg.bench.family import FAMILIES, OURS, generate
+from chronokg.bench.question import Question, read_jsonl
 from chronokg.cli.app import app
 from chronokg.demo.corpus import load_demo
 from chronokg.graph.kglite_store import KgliteStore
@@ -38,7 +40,7 @@ def test_generate_works_for_every_family_on_the_demo_store(demo_store: str, tmp_
         out = tmp_path / f"{family}.jsonl"
         done = runner.invoke(app, ["--store", demo_store, "generate", family, "--out", str(out)])
         assert done.exit_code == 0, f"{family}: {done.output[-2000:]}"
-        rows = list(read_jsonl(out))
+        rows: list[Question] = list(read_jsonl(out))
         assert rows and {q.family for q in rows} == {family}, family
         if family == "conflictmedqa":  # the demo's guideline pairs use their own categories: skipped, counted
             assert "11 change pair(s) skipped: their category is none of the paper's five" in done.output
@@ -49,6 +51,21 @@ def test_generate_works_for_every_family_on_the_demo_store(demo_store: str, tmp_
         if family == "benchage":  # the updated answers are the keys now
             keys = {str(q.metadata.get("question")): q.answer_key.answer for q in rows if q.answer_key}
             assert keys["who is the secretary-general of the united nations"] == "António Guterres", keys
+        check_seed_files(family, rows, tmp_path / "seed" / family)
+
+
+def check_seed_files(family: str, rows: list[Question], folder: Path) -> None:
+    """`--format seed` on the demo: no seed file holds a field of chronokg's; the side file names every question."""
+    files = write_seed(family, rows, folder)
+    side = folder / f"{family}_chronokg_ids.jsonl"
+    for path in files:
+        if path == side or path.name.endswith("_scenario_ids.json"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert "chronokg_id" not in text and OURS not in text, path.name
+        assert not any(q.id in text for q in rows), path.name  # no chronokg id leaks into a seed file
+    mapped = {i for line in side.read_text().splitlines() for i in json.loads(line)["chronokg_ids"]}
+    assert mapped == {q.id for q in rows}, family
 
 
 def test_demo_sources_load_once(demo_store: str) -> None:

@@ -8,21 +8,32 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from chronokg.bench.family import FAMILIES
+from chronokg.bench.family import FAMILIES, OURS
 from chronokg.bench.question import Question
 from chronokg.errors import ChronoKGError
+
+IDS_FILE = "chronokg_ids.jsonl"  # `{family}_chronokg_ids.jsonl`: one line `{file, record, …}` per such record
 
 
 def write_seed(family: str, questions: Iterable[Question], folder: Path) -> dict[Path, int]:
     """Write the family's seed files into `folder`: `.jsonl` one record a line (`.jsonl` files the seed reads as
     blank-line separated blocks get them), `.json` one list (or, for the family's `seed_objects`, the one object
-    yielded), `.csv` a header and one row per record. Returns records per file."""
+    yielded), `.csv` a header and one row per record. A record holds only the seed's own fields: what a family
+    adds under `OURS` (the chronokg ids it was built from, …) goes to the side file `{family}_chronokg_ids.jsonl`
+    (`file`, `record`: its 0-based position in that file, then those fields). Returns records per file."""
     spec = FAMILIES.get(family)
     if spec.seed_format is None:
         raise ChronoKGError(f"family {family} has no seed format")
     files: dict[str, list[Any]] = {}
+    side: list[dict[str, Any]] = []
     for name, record in spec.seed_format(questions):
-        files.setdefault(name, []).append(record)
+        records = files.setdefault(name, [])
+        if isinstance(record, dict) and OURS in record:
+            record = dict(record)
+            side.append({"file": f"{family}_{name}", "record": len(records), **record.pop(OURS)})
+        records.append(record)
+    if side:
+        files[IDS_FILE] = side
     folder.mkdir(parents=True, exist_ok=True)
     written: dict[Path, int] = {}
     for name, records in files.items():
@@ -30,13 +41,13 @@ def write_seed(family: str, questions: Iterable[Question], folder: Path) -> dict
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".part")
         if name.endswith(".jsonl"):
-            blocks = getattr(spec, "seed_blocks", False)
+            blocks = spec.seed_blocks and name != IDS_FILE
             with tmp.open("w", encoding="utf-8") as fh:
                 for record in records:
                     if blocks:
                         fh.write(json.dumps(record, ensure_ascii=False, indent=2) + "\n\n\n")
                     else:
-                        fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+                        fh.write(json.dumps(record, ensure_ascii=spec.seed_ascii) + "\n")
         elif name.endswith(".csv"):
             _write_csv(tmp, records)
         elif name in spec.seed_objects:

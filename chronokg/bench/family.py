@@ -100,7 +100,13 @@ class Family:
     needs: str = ""  # what the family builds from and which loader fills it (said when a store gives 0 questions)
     seed_blocks: bool = False  # the seed's .jsonl files are pretty-printed blocks separated by blank lines
     seed_objects: tuple[str, ...] = ()  # seed .json files holding the one object yielded for them, not a list
+    seed_ascii: bool = False  # the seed's .jsonl lines escape non-ASCII text (`json.dumps`' default)
 
+
+# In a record a family's `seed_format` yields: what the seed does not write (the chronokg ids the record was built
+# from, as `{"chronokg_ids": [...]}`, and any other field of ours). `write_seed` moves it to a side file, so seed
+# files hold exactly the seed's fields.
+OURS = "_chronokg"
 
 FAMILIES: Registry[Family] = Registry("benchmark family")
 FAMILIES.register("tempomed", "chronokg.bench.families.tempomed:FAMILY")

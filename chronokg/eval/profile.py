@@ -45,6 +45,7 @@ class Profile:
     """The default: one chat request with the question's system and user messages, seed settings."""
 
     family = ""
+    seed_keys: tuple[str, ...] = ()  # metadata fields that name one question in the seed's item and result rows
 
     def with_options(self, options: Mapping[str, Any]) -> Profile:
         """This profile under a run's options for its family (`RunOptions.family_options`), e.g. a protocol
@@ -99,8 +100,17 @@ class Profile:
     def seed_question_ids(self, source: Path, rows: Sequence[Mapping[str, Any]],
                           questions: Sequence[Question]) -> list[str | None]:
         """For rows of the seed's own result file `source` that name no chronokg id: the id of the question each
-        answers, among this family's `questions` (None where it cannot tell). By default none."""
-        return [None] * len(rows)
+        answers, among this family's `questions` (None where it cannot tell). By default: the one question whose
+        metadata `seed_keys` equal the row's fields of those names (the seed's result rows copy its item's
+        fields; compared as text, since CSV gives text); none when the family declares no keys."""
+        if not self.seed_keys:
+            return [None] * len(rows)
+        index: dict[tuple[str, ...], list[str]] = {}
+        for q in questions:
+            index.setdefault(tuple(str(q.metadata.get(k)) for k in self.seed_keys), []).append(q.id)
+        found = [index.get(tuple(str(r.get(k)) for k in self.seed_keys), []) if all(k in r for k in self.seed_keys)
+                 else [] for r in rows]
+        return [ids[0] if len(ids) == 1 else None for ids in found]
 
     def seed_file(self, name: str, records: list[dict[str, Any]]) -> Any:
         """The content of seed-format file `name` from its records (default: the JSON list of them)."""

@@ -37,7 +37,7 @@ from typing import Any
 from pydantic import Field
 
 from chronokg.bench.families.benchage_prompts import detector_messages, render
-from chronokg.bench.family import Context, Family, FamilyOptions, Protocol, generator_info
+from chronokg.bench.family import OURS, Context, Family, FamilyOptions, Protocol, generator_info
 from chronokg.bench.question import AnswerKey, Choice, Question, content_id
 from chronokg.errors import ChronoKGError, ModelError
 from chronokg.ingest.qasets import Benchmark, set_time_sensitive
@@ -504,40 +504,47 @@ def answer(question: Question, evidence: list[dict[str, Any]]) -> str | None:
 
 
 def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
-    """The seed's files, per dataset (each record carries the chronokg question id):
+    """The seed's files, per dataset, each record with exactly the seed's fields (the chronokg question id, the
+    dataset's own question id and the detector method go to the side file, `OURS`):
 
     - `<Dataset>-questions.json`: the detector's input (a JSON list of `{"question"}` objects, README);
     - `<Dataset>-majority_vote_results.json`: its output (`question, final_answer, yes_votes, no_votes,
-      total_votes`, detector.py:318-330), votes null for the keyword rule;
-    - `<dataset>-time-sensitive.jsonl`: the time-sensitive subset as the web search reads it
-      (`id`, `question`; websearch.py:97-100, 168);
+      total_votes`, ints, detector.py:318-330); the keyword rule counts as one round (1 vote);
+    - `<dataset>-time-sensitive.jsonl`: the time-sensitive subset as the web search reads it (`id`, `question`;
+      websearch.py:97-100, 168: `id` an integer, 1.. per dataset, since the runner logs `int(qid)`);
     - `<Dataset>-websearch.jsonl`: the evaluator's up-to-date answers (`id, question, status, search_answer,
       urls`, websearch.py:198-202): the graph's answer (status `chronokg_graph`) or empty (`unanswered`);
     - `<Dataset>-items.jsonl`: each question as an OpenCompass prediction record without a prediction
       (`origin_prompt` as a HUMAN turn, `gold`), for the runner's seed export.
     """
+    numbers: dict[str, int] = {}
     for q in questions:
         m = q.metadata
         ds = str(m.get("dataset"))
         text = str(m.get("question"))
         detector = m.get("detector") or {}
-        yield f"{ds}-questions.json", {"question": text, "chronokg_id": q.id}
+        ours = {"chronokg_ids": [q.id]}
+        yield f"{ds}-questions.json", {"question": text, OURS: ours}
+        votes = detector.get("total_votes")
+        one = int(bool(m.get("time_sensitive")))  # the keyword rule: one round
         yield f"{ds}-majority_vote_results.json", {
             "question": text, "final_answer": "Yes" if m.get("time_sensitive") else "No",
-            "yes_votes": detector.get("yes_votes"), "no_votes": detector.get("no_votes"),
-            "total_votes": detector.get("total_votes"), "method": detector.get("method"), "chronokg_id": q.id,
+            "yes_votes": detector.get("yes_votes") if votes is not None else one,
+            "no_votes": detector.get("no_votes") if votes is not None else 1 - one,
+            "total_votes": votes if votes is not None else 1, OURS: {**ours, "method": detector.get("method")},
         }
         if m.get("time_sensitive"):
-            yield f"{ds.lower()}-time-sensitive.jsonl", {"id": q.id, "question": text,
-                                                          "question_id": m.get("question_id"), "chronokg_id": q.id}
+            numbers[ds] = n = numbers.get(ds, 0) + 1
+            yield f"{ds.lower()}-time-sensitive.jsonl", {"id": n, "question": text,
+                                                          OURS: {**ours, "question_id": m.get("question_id")}}
             found = m.get("up_to_date_answer")
             yield f"{ds}-websearch.jsonl", {
-                "id": q.id, "question": text, "status": "chronokg_graph" if found is not None else "unanswered",
-                "search_answer": found if found is not None else "", "urls": [], "chronokg_id": q.id,
+                "id": n, "question": text, "status": "chronokg_graph" if found is not None else "unanswered",
+                "search_answer": found if found is not None else "", "urls": [], OURS: ours,
             }
         yield f"{ds}-items.jsonl", {
             "origin_prompt": [{"role": "HUMAN", "prompt": q.input}], "gold": m.get("gold_text"),
-            "time_sensitive": m.get("time_sensitive"), "chronokg_id": q.id,
+            OURS: {**ours, "time_sensitive": m.get("time_sensitive")},
         }
 
 

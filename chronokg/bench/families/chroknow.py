@@ -48,7 +48,7 @@ from typing import Any
 from pydantic import Field
 
 from chronokg.bench.families.chroknow_prompts import keyed, liquid_text, messages, render, template
-from chronokg.bench.family import Context, Family, FamilyOptions, Protocol, generator_info
+from chronokg.bench.family import OURS, Context, Family, FamilyOptions, Protocol, generator_info
 from chronokg.bench.question import AnswerKey, Choice, Question, content_id
 from chronokg.ingest.chroknow import ANSWER, entity_id, question_id
 from chronokg.queries.chroknow import CfrChangeRow, ChroKnowRow, RelationRow, shown
@@ -795,40 +795,57 @@ def _seed_head(meta: dict[str, Any]) -> dict[str, Any]:
     return {"subject": meta.get("subject"), "relation": meta.get("relation")}
 
 
+def _seed_row(head: dict[str, Any], prefix: str, years: dict[int, tuple[Any, Any]] | None, objects: Any,
+              distractor: Any) -> dict[str, Any]:
+    """A row in the released key order: the head, then `{prefix}_YYYY` for every year ascending, then
+    `release_date_YYYY` for every year, then `distractor` (time-invariant rows: `objects` for the years)."""
+    row = dict(head)
+    if years is None:
+        row["objects"] = objects
+    else:
+        row.update({f"{prefix}_{y}": years[y][0] for y in sorted(years)})
+        row.update({f"release_date_{y}": years[y][1] for y in sorted(years)})
+    if distractor is not None:
+        row["distractor"] = distractor
+    return row
+
+
 def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
     """The seed's own data files (`ChroKnowBench/TimeVariant_{domain}_{split}.jsonl`, `TimeInvariant_{domain}
-    .jsonl`, `Fewshots/Fewshot_{domain}.jsonl`), rows in the schema `ChroKnowledge.py` reads, each carrying the
-    ids of the chronokg questions built from it. Few-shot rows hold the years they were used for."""
-    rows: dict[str, tuple[str, dict[str, Any]]] = {}
-    shots: dict[str, tuple[str, dict[str, Any]]] = {}
+    .jsonl`, `Fewshots/Fewshot_{domain}.jsonl`), rows in the schema and key order of the released files that
+    `ChroKnowledge.py` reads (time-invariant rows `subject, relation, objects`, then `distractor` when shown).
+    The ids of the chronokg questions built from each row go to the side file (`OURS`). Few-shot rows hold the
+    years they were used for."""
+    rows: dict[str, dict[str, Any]] = {}
+    shots: dict[str, dict[str, Any]] = {}
     for q in questions:
         m = q.metadata
         legal, invariant = m["domain"] == "Legal", m["domain"] in INVARIANT
-        prefix = "answers" if legal else "objects"
-        if m["fact_key"] not in rows:
-            rows[m["fact_key"]] = (_seed_file(m), {**_seed_head(m), "distractor": [
-                d["value"] for d in m.get("distractors") or []], "chronokg_question_ids": []})
-        _, record = rows[m["fact_key"]]
+        row = rows.setdefault(m["fact_key"], {
+            "file": _seed_file(m), "head": _seed_head(m), "years": None if invariant else {}, "objects": None,
+            "distractor": [d["value"] for d in m.get("distractors") or []] or (None if invariant else []),
+            "ids": []})
         if invariant:
-            record["objects"] = m["gold_objects"]
+            row["objects"] = m["gold_objects"]
         else:
-            record[f"{prefix}_{m['year']}"] = m["gold_objects"]
-            record[f"release_date_{m['year']}"] = m["release_date"]
-        record["chronokg_question_ids"].append(q.id)
+            row["years"][m["year"]] = (m["gold_objects"], m["release_date"])
+        row["ids"].append(q.id)
         for shot in m.get("fewshots") or []:
-            name = f"ChroKnowBench/Fewshots/Fewshot_{m['domain']}.jsonl"
-            _, srow = shots.setdefault(shot["id"], (name, {
-                **{k: shot.get(k) for k in (("question", "question_type") if legal else ("subject", "relation"))},
-                "distractor": shot.get("distractor")}))
+            srow = shots.setdefault(shot["id"], {
+                "file": f"ChroKnowBench/Fewshots/Fewshot_{m['domain']}.jsonl",
+                "head": {k: shot.get(k) for k in (("question", "question_type") if legal else ("subject", "relation"))},
+                "years": None if invariant else {}, "objects": None, "distractor": shot.get("distractor"), "ids": []})
             if invariant:
                 srow["objects"] = shot.get("objects")
             else:
-                srow[f"{prefix}_{m['year']}"] = shot.get("objects")
-                srow[f"release_date_{m['year']}"] = shot.get("release_date")
-    for name, record in rows.values():
-        yield name, record
-    for name, record in shots.values():
-        yield name, record
+                srow["years"][m["year"]] = (shot.get("objects"), shot.get("release_date"))
+    for row in rows.values():
+        yield row["file"], {**_seed_row(row["head"], "answers" if "question" in row["head"] else "objects",
+                                        row["years"], row["objects"], row["distractor"]),
+                            OURS: {"chronokg_ids": row["ids"]}}
+    for srow in shots.values():
+        yield srow["file"], _seed_row(srow["head"], "answers" if "question" in srow["head"] else "objects",
+                                      srow["years"], srow["objects"], srow["distractor"])
 
 
 FAMILY = Family(

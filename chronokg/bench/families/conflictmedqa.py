@@ -35,7 +35,7 @@ from typing import Any
 from pydantic import Field
 
 from chronokg.bench.families.conflictmedqa_prompts import fill, template
-from chronokg.bench.family import Context, Family, FamilyOptions, Protocol, generator_info
+from chronokg.bench.family import OURS, Context, Family, FamilyOptions, Protocol, generator_info
 from chronokg.bench.question import AnswerKey, Choice, Question, content_id
 from chronokg.errors import ChronoKGError, ModelError
 from chronokg.ingest.driftmed import CATEGORIES as CATEGORIES  # re-exported: metrics and tests read them here
@@ -495,41 +495,43 @@ def _driftmed_ids(questions: list[Question]) -> dict[str, int]:
 
 
 def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
-    """The seed's files. `correct_scenarios.json` / `wrong_scenarios.json`: `{bias_type: [scenario, ...]}` as
-    `generate_scenarios.py` writes and `predict_scenarios.py --input_file` reads (with `*_scenario_ids.json`
-    giving the chronokg id of each entry); `correct_advice.csv` / `wrong_advice.csv` (column `advice`, the
-    generator's input) and `advice_kb.csv` (`id`, `advice`: the RAG knowledge base of current recommendations);
-    `driftmed.jsonl`: the rows of Hugging Face `RDBH/DriftMed` (`id, text, label, bias_type, change_category,
-    disease`) with `chronokg_id`, which chronokg's DriftMed loader reads back."""
+    """The seed's files, each with exactly the fields the seed writes or reads. `correct_scenarios.json` /
+    `wrong_scenarios.json`: `{bias_type: [scenario, ...]}` as `generate_scenarios.py` writes it (all 11 bias
+    types in its order, a factor not built an empty list) and `predict_scenarios.py --input_file` reads it;
+    `*_scenario_ids.json` (ours) gives the chronokg id of each entry in the same shape. `correct_advice.csv` /
+    `wrong_advice.csv` (column `advice`, the generator's input) and `advice_kb.csv` (`id`, `advice`: the RAG
+    knowledge base of current recommendations); `driftmed.jsonl`: the rows of Hugging Face `RDBH/DriftMed`
+    (`id, text, label, bias_type, change_category, disease`), which chronokg's DriftMed loader reads back. The
+    chronokg ids, pair and disease group of each row or advice line go to the side file (`OURS`)."""
     qs = list(questions)
     ordered = _seed_order(qs)
     for version, label in LABELS.items():
         block = [q for q in ordered if q.metadata.get("version") == version]
         if not block:
             continue
-        scenarios: dict[str, list[str]] = {}
-        ids: dict[str, list[str]] = {}
+        scenarios: dict[str, list[str]] = {f.seed: [] for f in FACTORS}
+        ids: dict[str, list[str]] = {f.seed: [] for f in FACTORS}
         for q in block:
             name = str(q.metadata.get("factor_name"))
             scenarios.setdefault(name, []).append(str(q.metadata.get("scenario")))
             ids.setdefault(name, []).append(q.id)
         yield f"{label}_scenarios.json", scenarios
         yield f"{label}_scenario_ids.json", ids
-        advice: dict[Any, Any] = {}
+        advice: dict[Any, tuple[Any, list[str]]] = {}
         for q in sorted(block, key=lambda q: q.metadata.get("pair_index", 0)):
             if q.metadata.get("scenario_source") != "released":
-                advice.setdefault(q.metadata.get("pair"), q.metadata.get("advice"))
-        for n, (pair, text) in enumerate(advice.items(), start=1):
-            yield f"{label}_advice.csv", {"advice": text, "pair": pair}
+                advice.setdefault(q.metadata.get("pair"), (q.metadata.get("advice"), []))[1].append(q.id)
+        for n, (pair, (text, members)) in enumerate(advice.items(), start=1):
+            yield f"{label}_advice.csv", {"advice": text, OURS: {"pair": pair, "chronokg_ids": members}}
             if version == UP_TO_DATE:
-                yield "advice_kb.csv", {"id": n, "advice": text, "pair": pair}
+                yield "advice_kb.csv", {"id": n, "advice": text, OURS: {"pair": pair, "chronokg_ids": members}}
     ids_of = _driftmed_ids(qs)
     for q in sorted(ordered, key=lambda q: (ids_of.get(q.id, 10**9), q.id)):
         m = q.metadata
         yield "driftmed.jsonl", {
             "id": ids_of.get(q.id), "text": m.get("scenario"), "label": LABELS.get(str(m.get("version"))),
             "bias_type": m.get("factor_name"), "change_category": m.get("change_category"),
-            "disease": m.get("disease"), "disease_group": m.get("disease_group"), "chronokg_id": q.id,
+            "disease": m.get("disease"), OURS: {"chronokg_ids": [q.id], "disease_group": m.get("disease_group")},
         }
 
 

@@ -61,7 +61,7 @@ from pydantic import Field, field_validator
 
 from chronokg.bench.families.micxr_prompts import questions as question_templates
 from chronokg.bench.families.micxr_prompts import render, template
-from chronokg.bench.family import Context, Family, FamilyOptions, Protocol, generator_info
+from chronokg.bench.family import OURS, Context, Family, FamilyOptions, Protocol, generator_info
 from chronokg.bench.question import Choice, Question, content_id
 from chronokg.errors import ChronoKGError
 from chronokg.queries.micxr import WINDOW_SIZE, CxrStateRow, CxrWindowRow, window_rows
@@ -1044,21 +1044,22 @@ def generate(ctx: Context, options: MicxrOptions) -> Iterator[Question]:
 
 
 def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
-    """`micxr_test.jsonl` as released (`q_id, group_type, qtype, images, question, choices, answer`), plus the
-    chronokg question id."""
+    """`micxr_test.jsonl` as released (anonymousetrap12/MI-CXR@81a5ebb): keys `q_id, group_type, qtype, images,
+    question, choices, answer` in that order, one `json.dumps` line each (non-ASCII escaped, as released); the
+    chronokg question id goes to the side file (`OURS`)."""
     for q in questions:
         m = q.metadata
         yield "test.jsonl", {
             "q_id": m.get("q_id"), "group_type": m.get("group_type"), "qtype": m.get("qtype"),
             "images": m.get("images"), "question": m.get("question"),
-            "choices": {c.label: c.text for c in q.choices}, "answer": q.target, "chronokg_id": q.id,
+            "choices": {c.label: c.text for c in q.choices}, "answer": q.target, OURS: {"chronokg_ids": [q.id]},
         }
 
 
 FAMILY = Family(
     name=NAME, help="MI-CXR: temporal event localisation (TEL), interval change (ICR) and trajectory summary (GTS) "
                     "questions over five-study chest-X-ray windows.",
-    options=MicxrOptions, generate=generate, seed_format=seed_format, answer=answer,
+    options=MicxrOptions, generate=generate, seed_format=seed_format, answer=answer, seed_ascii=True,
     needs=("chest X-ray report timelines: `chronokg ingest cxr DIR` (MIMIC-Ext-CXR-QBA scene graphs) or "
           "`chronokg generate cxr` (a synthetic cohort)"),
     sources="Cho, Han, Do: MI-CXR (Findings of ACL 2026; arXiv 2605.15574); questions anonymousetrap12/MI-CXR@81a5ebb",

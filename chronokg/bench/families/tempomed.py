@@ -38,7 +38,7 @@ from typing import Any
 from pydantic import Field
 
 from chronokg.bench.families.tempomed_prompts import render, template
-from chronokg.bench.family import Context, Family, FamilyOptions, Protocol, generator_info
+from chronokg.bench.family import OURS, Context, Family, FamilyOptions, Protocol, generator_info
 from chronokg.bench.question import AnswerKey, Choice, Question, content_id
 from chronokg.queries.guidelines import DecisionRow, PairRow, at_date, in_force_text
 from chronokg.queries.spec import all_queries
@@ -415,8 +415,9 @@ def answer(question: Question, evidence: list[dict[str, Any]]) -> str | None:
 
 def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
     """The seed's files: the released MCQ records (what the seed's `--data_path` reads), the evaluation items (its
-    result records without model outputs) and the probe rows (its `generated_questions.jsonl`). Each record
-    carries the chronokg question id(s) as a last field of ours.
+    result records without model outputs) and the probe rows (its `generated_questions.jsonl`: `idx` numbered 0..
+    as the seed's generator numbers rows, a subset of its fields: those the graph holds). Each record's chronokg
+    question id(s) go to the side file (`OURS`).
 
     Items follow `P/evaluation/pubmed_evaluation_5_option.py` (`_4_option.py` for 4-option items): one list
     ordered perturbation-major (`main`: every record's reorder_only items, then shuffle_labels, then
@@ -425,6 +426,7 @@ def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
     (rewritten) stem."""
     records: dict[tuple[Any, Any], dict[str, Any]] = {}
     mcq: list[Question] = []
+    probes = 0
     for q in questions:
         m = q.metadata
         if q.variant.startswith("mcq"):
@@ -439,20 +441,20 @@ def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
                 record = records[m.get("idx"), m.get("decision")] = {
                     "idx": m.get("idx"), "PMID_current": m.get("PMID_current"), "Year_current": m.get("year_current"),
                     "PMID_prior": m.get("PMID_prior"), "Year_prior": m.get("year_previous"),
-                    "Question": m.get("stem"), "Answer": answer_block, "chronokg_question_ids": [],
+                    "Question": m.get("stem"), "Answer": answer_block, OURS: {"chronokg_ids": []},
                 }
-            record["chronokg_question_ids"].append(q.id)
+            record[OURS]["chronokg_ids"].append(q.id)
         else:
+            probes += 1
             yield "generated_questions.jsonl", {
-                "idx": q.id, "pair_id": m.get("pair_id"), "difference_idx": m.get("difference_idx"),
-                "statement_source": m.get("statement_source"),
+                "idx": probes - 1, "pair_id": m.get("pair_id"), "difference_idx": m.get("difference_idx"),
+                "target_year": m.get("target_year"), "statement_source": m.get("statement_source"),
                 "statement_guideline_year": m.get("statement_guideline_year"),
-                "statement_text": m.get("statement_text"),
-                "question_target_year": m.get("question_target_year"), "target_year": m.get("target_year"),
+                "statement_text": m.get("statement_text"), "question_target_year": m.get("question_target_year"),
                 "latest_guideline_year": m.get("latest_guideline_year"), "available": True,
                 "Question": question_of(q),
                 "Answer": {"Choice_A": "Yes", "Choice_B": "No", "Choice_C": "I do not know", "Correct": q.target},
-                "chronokg_id": q.id,
+                OURS: {"chronokg_ids": [q.id]},
             }
     yield from _seed_items(mcq)
     for record in records.values():
@@ -486,7 +488,7 @@ def _seed_items(items: list[Question]) -> Iterator[tuple[str, Any]]:
             row["unknown_option"] = m.get("unknown_option")
         if m.get("idx") is not None:
             row["idx"] = m["idx"]
-        row["chronokg_id"] = q.id
+        row[OURS] = {"chronokg_ids": [q.id]}
         yield "items.json", row
 
 

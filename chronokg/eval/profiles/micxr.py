@@ -105,6 +105,7 @@ class MicxrEvalOptions(BaseModel):
 
 class MicxrProfile(Profile):
     family = FAMILY
+    seed_keys = ("q_id",)  # the released file's question number, which `--format seed` writes
 
     def __init__(self, options: MicxrEvalOptions | None = None) -> None:
         self.options = options or MicxrEvalOptions()

@@ -48,6 +48,8 @@ def when_correct(question: Question, answer: str | None) -> str:
 
 class TempoMedProfile(Profile):
     family = "tempomed"
+    # an item of `--format seed`'s items.json, copied into the seed's result records (`run_choice_mode`)
+    seed_keys = ("idx", "shuffle_method", "question_variant")
 
     def config(self, question: Question, protocol: str, sample: int) -> GenerateConfig:
         return GenerateConfig(temperature=0.0, top_p=0.9, max_tokens=4096)
