@@ -29,9 +29,9 @@ from chronokg.cli.app import app
 from chronokg.errors import ChronoKGError
 from chronokg.eval.log import latest
 from chronokg.eval.profile import profile_for
-from chronokg.eval.results import score_outputs
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import cxr, cxr_synth
+from chronokg.metrics.runs import score_outputs
 from chronokg.queries.micxr import contiguous, window_rows
 from chronokg.queries.spec import run_query
 

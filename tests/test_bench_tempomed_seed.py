@@ -17,10 +17,10 @@ from chronokg.bench.family import generate
 from chronokg.bench.question import read_jsonl, write_jsonl
 from chronokg.eval.log import latest
 from chronokg.eval.profile import profile_for
-from chronokg.eval.results import score_outputs
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import tempomed
 from chronokg.ingest.common import read_json_blocks
+from chronokg.metrics.runs import score_outputs
 
 # `run_choice_mode`'s record keys, in its order (the 5-option script): nothing else (chronokg ids: the side file).
 ITEM_KEYS = ["year_previous", "year_current", "target_guideline_year", "question_variant", "question", "choices",
