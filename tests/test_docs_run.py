@@ -19,7 +19,8 @@ What stands in for what a reader has and the test has not (nothing else is chang
   `--tools mcp+http://127.0.0.1:8766/mcp` get such a server, left running for the block;
 - `pip install SPEC`: a check that SPEC is installed already; `xdg-open FILE`: a check that FILE exists;
 - ids a reader copies from an earlier output: `runs/run-<id>` (and `<pass id>`) is the newest run folder,
-  `runs/run-A runs/run-B` the two newest, `run-…` the newest run's id;
+  `runs/run-A runs/run-B` the two newest, `run-…` the newest run's id, any other id with `…` (`snap-…`,
+  `tempomed:mcq:…@2025-06-01`) the store's one match (of snapshots, the newest);
 - the port of the stand-in model server eval.md starts (`--port 0`, then `41969`): a free port;
 - paths outside the folder: `/tmp/chronokg/` is the test's folder, `/data/store.kgl.rag` the demo store's index;
 - files a document names but makes elsewhere: workflow.md's `release-2019.jsonl` and `release-2025.jsonl` are the
@@ -146,7 +147,12 @@ def substitute(code: str) -> str:
         ("CHRONOKG_SERVE_TOKENS=…", "CHRONOKG_SERVE_TOKENS=docs-test-token-0123456789abcdef"),
     ]:
         code = code.replace(placeholder, real)
-    return code
+    lines = []
+    for line in code.splitlines():  # other ids with `…` in a command (not its comment): the store's match
+        command, hash_, comment = line.partition("  #")
+        lines.append(re.sub(r"(?<![\w$])([\w:.-]+…[\w:.@-]*)", r'"$(python -m tests.docs_shell pick \1)"', command)
+                     + hash_ + comment)
+    return "\n".join(lines)
 
 
 def prepare(doc: Path, work: Path, shared_data: Path) -> None:
