@@ -12,7 +12,7 @@ prints those. A fence without a language, or a bash/python block neither run nor
 
 What stands in for what a reader has and the test has not (nothing else is changed):
 
-- a model server (`http://gpu-box:8000/v1`, `http://gpu:8000/v1`, `--base-url URL`, `--base-url ...`, OpenAI's
+- a model server (`http://gpu-box:8000/v1`, `http://gpu:8000[/v1]`, `--base-url URL`, `--base-url ...`, OpenAI's
   API through `OPENAI_BASE_URL`): chronokg's loopback OpenAI-compatible server;
 - `chronokg serve ...` (runs until stopped): started on a free port, probed (`/health`, or MCP `initialize` and
   `tools/list`), stopped (tests/docs_shell.py); `--tools http://127.0.0.1:8765` and
@@ -134,6 +134,7 @@ def substitute(code: str) -> str:
     code = code.replace(" && ", "\n")  # under `set -e` every command of an && list must succeed, as here
     for placeholder, real in [
         ("http://gpu-box:8000/v1", "$DOCS_MODEL_URL"), ("http://gpu:8000/v1", "$DOCS_MODEL_URL"),
+        ("http://gpu:8000", "${DOCS_MODEL_URL%/v1}"),  # without /v1: the CLI adds it
         ("--base-url URL", "--base-url $DOCS_MODEL_URL"), ("--base-url ...", "--base-url $DOCS_MODEL_URL"),
         ("--tools http://127.0.0.1:8765", '--tools "$(python -m tests.docs_shell background http)"'),
         ("--tools mcp+http://127.0.0.1:8766/mcp",
@@ -221,3 +222,34 @@ def test_bash_blocks_run(doc: Path, shared_data: Path, model_url: str, tmp_path:
         ran += 1
     print("\n" + "\n".join(times))
     assert ran
+
+
+def test_no_placeholder_is_left_in_a_block_that_runs() -> None:
+    """What a reader fills in is filled in: no `<...>`, model host, `URL`, `...` or fixed port is run as written."""
+    left = []
+    for doc in DOCS:
+        for b in code_blocks(doc):
+            if b.language == "bash" and b.skip is None:
+                commands = "\n".join(re.sub(r"docs_shell pick \S+\)", "", line.partition("  #")[0])
+                                     for line in substitute(b.code).splitlines())
+                found = re.findall(r"<[\w ]+>|gpu(?:-box)?:8000|\bURL\b|\s\.\.\.(?:\s|$)|:876[56]\b|…", commands)
+                left += [f"{b.where}: {f.strip()}" for f in found]
+    assert not left, left
+
+
+def test_a_failing_command_fails_its_block(tmp_path: Path) -> None:
+    """Under the runner's `set -e`, a failing command anywhere in a block (an `&&` list included) fails it."""
+    block = Block(REPO / "README.md", 1, "bash", "", "false && true\necho after\n")
+    code, output = run_block(block, f"set -eo pipefail\n{substitute(block.code)}\n", tmp_path, dict(os.environ),
+                             tmp_path / "log")
+    assert code == 1 and "after" not in output
+
+
+def test_the_pip_stand_in_checks_what_is_installed() -> None:
+    ok = subprocess.run([sys.executable, "-m", "tests.docs_shell", "installed", "install", "chronokg[serve]"],
+                        cwd=REPO, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    missing = subprocess.run([sys.executable, "-m", "tests.docs_shell", "installed", "install",
+                              "no-such-package-docs==1.0", "pytest<1"], cwd=REPO, capture_output=True, text=True)
+    assert missing.returncode == 1
+    assert "no-such-package-docs==1.0" in missing.stderr and "pytest<1 (have" in missing.stderr
