@@ -7,8 +7,7 @@
   loopback OpenAI-compatible server. A block that imports a package chronokg does not install (inspect_ai,
   datasets) is compiled, and run only where the package is installed.
 - ```bash blocks: every `chronokg ...` command is parsed by the real CLI (its command path, options, values and
-  required arguments), without running it (most need a server, a download or a GPU); the README's quick start
-  runs end to end in tests/test_readme_quickstart.py.
+  required arguments), those of blocks marked `skip-test` too; tests/test_docs_run.py runs the blocks.
 """
 
 from __future__ import annotations
@@ -25,21 +24,15 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import REPO
+from tests.test_docs_run import DOCS, code_blocks
 
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 NOT_INSTALLED_HERE = {"inspect_ai", "datasets"}  # what the docs show other tools doing with our files
 
 
 def blocks(language: str) -> list[tuple[str, str]]:
-    out = []
-    for path in DOCS:
-        text = path.read_text(encoding="utf-8")
-        for m in FENCE.finditer(text):
-            if m.group(1) == language:
-                line = text[: m.start()].count("\n") + 1
-                out.append((f"{path.relative_to(REPO)}:{line}", m.group(2)))
-    return out
+    """Every block of `language` (its fence read as tests/test_docs_run.py reads it, `skip-test` marks included:
+    a marked bash block is still parsed)."""
+    return [(b.where, b.code) for doc in DOCS for b in code_blocks(doc) if b.language == language]
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,255 @@
+"""Every bash code block of README.md and docs/*.md, executed as written, in order per document.
+
+One test per document runs its blocks one after another in a fresh folder of its own (`work/`, with `../shared`
+beside it pointing at the real sample data, `HOME` inside the folder so the demo store, caches and data dirs land
+there). What a block exports (`export CHRONOKG_STORE=...`) holds for the blocks after it, as for a reader
+typing them into one shell. Each block must exit 0, or the exit code its fence states (```` ```bash exit=3 ````),
+and print no Python traceback. The python blocks run in tests/test_docs_blocks.py.
+
+A block that cannot run here says so in its fence: ```` ```bash skip-test: REASON ````; the test counts and
+prints those. A fence without a language, or a bash/python block neither run nor marked, fails
+`test_every_code_block_is_run_or_marked`.
+
+What stands in for what a reader has and the test has not (nothing else is changed):
+
+- a model server (`http://gpu-box:8000/v1`, `http://gpu:8000[/v1]`, `--base-url URL`, `--base-url ...`, OpenAI's
+  API through `OPENAI_BASE_URL`): chronokg's loopback OpenAI-compatible server;
+- `chronokg serve ...` (runs until stopped): started on a free port, probed (`/health`, or MCP `initialize` and
+  `tools/list`), stopped (tests/docs_shell.py); `--tools http://127.0.0.1:8765` and
+  `--tools mcp+http://127.0.0.1:8766/mcp` get such a server, left running for the block;
+- `pip install SPEC`: a check that SPEC is installed already; `xdg-open FILE`: a check that FILE exists;
+- ids a reader copies from an earlier output: `runs/run-<id>` (and `<pass id>`) is the newest run folder,
+  `runs/run-A runs/run-B` the two newest, `run-…` the newest run's id, any other id with `…` (`snap-…`,
+  `tempomed:mcq:…@2025-06-01`) the store's one match (of snapshots, the newest);
+- the port of the stand-in model server eval.md starts (`--port 0`, then `41969`): a free port;
+- paths outside the folder: `/tmp/chronokg/` is the test's folder, `/data/store.kgl.rag` the demo store's index;
+- files a document names but makes elsewhere: workflow.md's `release-2019.jsonl` and `release-2025.jsonl` are the
+  real TempoMed sample split by `Year_current` (as tests/test_loop.py does).
+
+Runtime: the whole set takes a few minutes (the CLI starts once per command), so it is marked `docs_run`; it runs
+in the full suite and CI.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO
+
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.S | re.M)
+RUN = {"bash", "python"}
+NOT_CODE = {"text", "json", "toml", "mermaid"}  # output, diagrams, config shown: nothing to run
+
+
+@dataclass(frozen=True)
+class Block:
+    doc: Path
+    line: int
+    language: str
+    info: str
+    code: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.doc.relative_to(REPO)}:{self.line}"
+
+    @property
+    def skip(self) -> str | None:
+        """The reason its fence gives for not running it ('' if marked without one), None if it runs."""
+        m = re.search(r"\bskip-test\b:?\s*(.*)", self.info)
+        return None if m is None else m.group(1).strip()
+
+    @property
+    def exit_code(self) -> int:
+        m = re.search(r"\bexit=(\d+)", self.info)
+        return int(m.group(1)) if m else 0
+
+
+def code_blocks(doc: Path) -> list[Block]:
+    text = doc.read_text(encoding="utf-8")
+    out = []
+    for m in FENCE.finditer(text):
+        words = m.group(1).split(maxsplit=1)
+        out.append(Block(doc, text[: m.start()].count("\n") + 1, words[0] if words else "",
+                         words[1] if len(words) > 1 else "", m.group(2)))
+    return out
+
+
+def test_every_code_block_is_run_or_marked() -> None:
+    """Every fence names its language; bash and python blocks run, or their fence says why not."""
+    problems, skipped, run = [], [], 0
+    for doc in DOCS:
+        for b in code_blocks(doc):
+            if b.language in NOT_CODE:
+                continue
+            if b.language not in RUN:
+                problems.append(f"{b.where}: fence language {b.language or '(none)'!r}: name it (bash, python, "
+                                f"or {', '.join(sorted(NOT_CODE))} for what is not run)")
+            elif b.skip == "":
+                problems.append(f"{b.where}: skip-test without a reason")
+            elif b.skip is not None:
+                skipped.append(f"{b.where}: {b.skip}")
+            else:
+                run += 1
+    assert not problems, "\n".join(problems)
+    print(f"\n{run} code blocks run, {len(skipped)} marked skip-test:\n" + "\n".join(skipped))
+    assert run >= 30 and len(skipped) <= 12
+
+
+@pytest.fixture(scope="module")
+def model_url() -> Iterator[str]:
+    from chronokg.testing.openai_server import OpenAIServer
+
+    with OpenAIServer() as server:
+        yield server.url
+
+
+PRELUDE = r"""
+chronokg() {
+  case "$1" in
+    serve) shift; python -m tests.docs_shell serve "$@" ;;
+    *) python -m chronokg.cli "$@" ;;
+  esac
+}
+pip() { python -m tests.docs_shell installed "$@"; }
+xdg-open() { test -s "$1" && echo "xdg-open: $1 is there"; }
+newest_run() { ls -td runs/run-* | sed -n "${1:-1}p"; }
+"""
+
+
+def substitute(code: str) -> str:
+    """The stand-ins of the module docstring, and nothing else."""
+    code = re.sub(r"\\\n", " ", code)  # continuation lines: one command
+    code = code.replace(" && ", "\n")  # under `set -e` every command of an && list must succeed, as here
+    for placeholder, real in [
+        ("http://gpu-box:8000/v1", "$DOCS_MODEL_URL"), ("http://gpu:8000/v1", "$DOCS_MODEL_URL"),
+        ("http://gpu:8000", "${DOCS_MODEL_URL%/v1}"),  # without /v1: the CLI adds it
+        ("--base-url URL", "--base-url $DOCS_MODEL_URL"), ("--base-url ...", "--base-url $DOCS_MODEL_URL"),
+        ("--tools http://127.0.0.1:8765", '--tools "$(python -m tests.docs_shell background http)"'),
+        ("--tools mcp+http://127.0.0.1:8766/mcp",
+         '--tools "$(python -m tests.docs_shell background mcp --transport http --rate 0)"'),
+        ("runs/run-<id>", '"$(newest_run)"'), ("runs/run-<pass id>", '"$(newest_run)"'),
+        ("runs/run-A runs/run-B", '"$(newest_run 2)" "$(newest_run 1)"'),
+        ("run-…", '"$(basename "$(newest_run)")"'),
+        ("--port 0 &", "--port $DOCS_SPARE_PORT & python -m tests.docs_shell wait-port $DOCS_SPARE_PORT; "),
+        ("127.0.0.1:41969", "127.0.0.1:$DOCS_SPARE_PORT"),
+        ("/tmp/chronokg/", "$DOCS_TMP/"), ("/data/store.kgl.rag", "$HOME/.local/share/chronokg/demo.kgl.rag"),
+        ("CHRONOKG_SERVE_TOKENS=…", "CHRONOKG_SERVE_TOKENS=docs-test-token-0123456789abcdef"),
+    ]:
+        code = code.replace(placeholder, real)
+    lines = []
+    for line in code.splitlines():  # other ids with `…` in a command (not its comment): the store's match
+        command, hash_, comment = line.partition("  #")
+        lines.append(re.sub(r"(?<![\w$])([\w:.-]+…[\w:.@-]*)", r'"$(python -m tests.docs_shell pick \1)"', command)
+                     + hash_ + comment)
+    return "\n".join(lines)
+
+
+def prepare(doc: Path, work: Path, shared_data: Path) -> None:
+    """Files the document names but makes elsewhere."""
+    if doc.name == "workflow.md":
+        from tests.test_loop import split_tempomed
+
+        r1, r2, _ = split_tempomed(shared_data, work)
+        r1.rename(work / "release-2019.jsonl")
+        r2.rename(work / "release-2025.jsonl")
+
+
+def run_block(block: Block, script: str, cwd: Path, env: dict[str, str], log: Path) -> tuple[int, str]:
+    """The block in bash, in its own process group (stopped afterwards: what it started in the background)."""
+    with open(log, "w") as out:
+        proc = subprocess.Popen(["bash", "-c", script], cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            code = proc.wait(timeout=600)
+        except subprocess.TimeoutExpired:
+            code = -1
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                time.sleep(0.2)
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    return code, log.read_text(errors="replace")
+
+
+def documents() -> list[Path]:
+    return [d for d in DOCS if any(b.language == "bash" and b.skip is None for b in code_blocks(d))]
+
+
+@pytest.mark.docs_run
+@pytest.mark.parametrize("doc", documents(), ids=[d.name for d in documents()])
+def test_bash_blocks_run(doc: Path, shared_data: Path, model_url: str, tmp_path: Path) -> None:
+    from tests.docs_shell import free_port
+
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    home.mkdir()
+    (tmp_path / "shared").symlink_to(shared_data.parent)
+    prepare(doc, work, shared_data)
+    state, prelude = tmp_path / "state.sh", tmp_path / "prelude.sh"
+    prelude.write_text(PRELUDE)
+    venv_bin = Path(sys.executable).parent
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CHRONOKG_", "OPENAI_", "XDG_", "VIRTUAL_ENV"))}
+    env.update(HOME=str(home), PATH=f"{venv_bin}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(REPO),
+               OPENAI_API_KEY="sk-docs-test", OPENAI_BASE_URL=model_url, DOCS_MODEL_URL=model_url,
+               DOCS_SPARE_PORT=str(free_port()), DOCS_TMP=str(tmp_path), DOCS_SERVE_LOG=str(tmp_path / "serve.log"),
+               COLUMNS="100")
+    ran, times = 0, []
+    for i, block in enumerate(b for b in code_blocks(doc) if b.language == "bash"):
+        if block.skip is not None:
+            continue
+        script = (f"set -eo pipefail\nsource {prelude}\n[ -f {state} ] && source {state}\n"
+                  f"{substitute(block.code)}\nexport -p > {state}\n")
+        started = time.monotonic()
+        code, output = run_block(block, script, work, env, tmp_path / f"block{i}.log")
+        times.append(f"{block.where} {time.monotonic() - started:.1f} s")
+        assert "Traceback" not in output, f"{block.where} printed a Python traceback:\n{output[-4000:]}"
+        assert code == block.exit_code, (f"{block.where}: exit {code} (the doc states {block.exit_code})\n"
+                                         f"--- as run:\n{script}\n--- output:\n{output[-4000:]}")
+        ran += 1
+    print("\n" + "\n".join(times))
+    assert ran
+
+
+def test_no_placeholder_is_left_in_a_block_that_runs() -> None:
+    """What a reader fills in is filled in: no `<...>`, model host, `URL`, `...` or fixed port is run as written."""
+    left = []
+    for doc in DOCS:
+        for b in code_blocks(doc):
+            if b.language == "bash" and b.skip is None:
+                commands = "\n".join(re.sub(r"docs_shell pick \S+\)", "", line.partition("  #")[0])
+                                     for line in substitute(b.code).splitlines())
+                found = re.findall(r"<[\w ]+>|gpu(?:-box)?:8000|\bURL\b|\s\.\.\.(?:\s|$)|:876[56]\b|…", commands)
+                left += [f"{b.where}: {f.strip()}" for f in found]
+    assert not left, left
+
+
+def test_a_failing_command_fails_its_block(tmp_path: Path) -> None:
+    """Under the runner's `set -e`, a failing command anywhere in a block (an `&&` list included) fails it."""
+    block = Block(REPO / "README.md", 1, "bash", "", "false && true\necho after\n")
+    code, output = run_block(block, f"set -eo pipefail\n{substitute(block.code)}\n", tmp_path, dict(os.environ),
+                             tmp_path / "log")
+    assert code == 1 and "after" not in output
+
+
+def test_the_pip_stand_in_checks_what_is_installed() -> None:
+    ok = subprocess.run([sys.executable, "-m", "tests.docs_shell", "installed", "install", "chronokg[serve]"],
+                        cwd=REPO, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    missing = subprocess.run([sys.executable, "-m", "tests.docs_shell", "installed", "install",
+                              "no-such-package-docs==1.0", "pytest<1"], cwd=REPO, capture_output=True, text=True)
+    assert missing.returncode == 1
+    assert "no-such-package-docs==1.0" in missing.stderr and "pytest<1 (have" in missing.stderr
