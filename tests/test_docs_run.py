@@ -26,8 +26,9 @@ What stands in for what a reader has and the test has not (nothing else is chang
 - files a document names but makes elsewhere: workflow.md's `release-2019.jsonl` and `release-2025.jsonl` are the
   real TempoMed sample split by `Year_current` (as tests/test_loop.py does).
 
-Runtime: the whole set takes a few minutes (the CLI starts once per command), so it is marked `docs_run`; it runs
-in the full suite and CI.
+Runtime: the whole set takes about ten minutes on two cores (the CLI starts once per command; two blocks build an
+embedding index), so it is marked `docs_run` and left out of the default run and CI (pyproject.toml's addopts):
+run it with `pytest -m docs_run` after changing a document or the commands it shows.
 """
 
 from __future__ import annotations
