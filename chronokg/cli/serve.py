@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from chronokg.cli.common import err, guarded, state
+from chronokg.cli.explore import RunsOpt, run_report
 from chronokg.errors import ChronoKGError
 from chronokg.settings import Settings
 
@@ -66,8 +67,10 @@ def http(
     token_file: TokenFileOpt = None,
     max_rows: RowsOpt = None,
     timeout: TimeoutOpt = None,
+    runs: RunsOpt = None,
 ) -> None:
-    """Every tool as POST /tools/NAME, GET /tools (OpenAI schemas), /health and the OpenAPI page (/docs)."""
+    """Every tool as POST /tools/NAME, GET /tools (OpenAI schemas), /health and the OpenAPI page (/docs); the
+    explorer at / (docs/explorer.md)."""
     def body() -> None:
         _need_extra()
         from chronokg.serve.http import create_app
@@ -76,11 +79,13 @@ def http(
         settings = Settings()
         tokens = load_tokens(settings, token_file)
         check_bind(host, tokens)
+        report = run_report(runs)  # built before the port opens: a bad folder stops here, in one line
         sock = bind(host, port)
         n = default_workers() if workers is None else workers
         with open_host(settings, state.store_uri or settings.store, workers=n, max_rows=max_rows,
                        timeout_s=timeout) as tools:
-            app = create_app(tools, tokens=tokens, rate=rate, burst=burst, max_body_bytes=max_body_kb * 1024)
+            app = create_app(tools, tokens=tokens, rate=rate, burst=burst, max_body_bytes=max_body_kb * 1024,
+                             run_report=report)
             run_uvicorn(app, sock, on_ready=lambda url: err.print(
                 f"chronokg tools: serving {url} ({len(tools.tools())} tools, {n} read workers, "
                 f"{'bearer tokens' if tokens else 'no auth: loopback only'}); docs at {url}/docs", soft_wrap=True))
