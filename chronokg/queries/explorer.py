@@ -357,6 +357,29 @@ def _quality_pairs(_: QualityParams) -> tuple[str, dict[str, Any]]:
     return cypher, {}
 
 
+def _per_category(what: str, condition: str) -> str:
+    return (
+        "MATCH (t:Trajectory) WHERE t.category IS NOT NULL"
+        "\nOPTIONAL MATCH (g:Guideline {id: t.current_pmid})"
+        "\nOPTIONAL MATCH (v:Guideline)-[:IN_TRAJECTORY]->(t) WHERE v.id <> t.current_pmid"
+        "\nWITH t, g, count(v) AS priors, EXISTS { MATCH (g)-[:ISSUED_BY]->(:Organization) } AS has_org"
+        f"\nWITH t.category AS category, count(t) AS total, collect(CASE WHEN {condition} THEN t.current_pmid END)"
+        " AS ids"
+        f"\nRETURN 'categories' AS section, category + ': {what}' AS check, size(ids) AS count, total, ids AS examples"
+    )
+
+
+def _quality_categories(p: QualityParams) -> tuple[str, dict[str, Any]]:
+    """The seed report's "Category Summary": per organisation category, trajectories with priors, missing
+    organisations and implausible current years (no rows where no trajectory has a category)."""
+    return "\nUNION ALL\n".join((
+        _per_category("trajectories with priors", "priors > 0"),
+        _per_category("trajectories whose current guideline has no organisation", "NOT has_org"),
+        _per_category("trajectories with an implausible current year",
+                      "g.year IS NULL OR g.year < $earliest OR g.year > $latest"),
+    )), {"earliest": EARLIEST_YEAR, "latest": _latest(p)}
+
+
 QUALITY_CHECKS = tuple(register(QuerySpec(
     name, help, QualityParams, QualityRow, build, tags=QUALITY,
 )) for name, help, build in (
@@ -367,6 +390,8 @@ QUALITY_CHECKS = tuple(register(QuerySpec(
      _quality_years),
     ("quality-duplicates", "Trajectories sharing a topic or a title.", _quality_duplicates),
     ("quality-pairs", "Change pairs missing a recommendation or without a source question.", _quality_pairs),
+    ("quality-categories", "Per organisation category: trajectories with priors, without an organisation, with an "
+     "implausible current year.", _quality_categories),
 ))
 
 
