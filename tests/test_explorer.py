@@ -83,7 +83,7 @@ def explored(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> dic
     cli(store, "eval", "run", str(answered), "-m", "baseline/oracle", "--log-dir", str(root / "runs"))
     cli(store, "eval", "run", str(answered), "-m", "baseline/random:7", "--no-write", "--log-dir", str(root / "runs"))
     runs = sorted((root / "runs").iterdir())
-    cli(store, "eval", "report", *map(str, runs), "--out", str(root / "report"), "--title", "Run folders")
+    cli(store, "eval", "report", *map(str, runs), "--out", str(root / "report"))
     cli(store, "export", "html", "--out", str(root / "static"), "--subject", "Q646148",
         *[a for r in runs for a in ("--runs", str(r))])
     return {"store": store, "questions": questions, "static": root / "static" / "index.html", "root": root,

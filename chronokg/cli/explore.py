@@ -21,7 +21,7 @@ def run_report(folders: list[Path] | None) -> str | None:
         return None
     from chronokg.reports import report_body
 
-    return report_body(folders, title="Run folders")
+    return report_body(folders)
 
 
 def register(app: typer.Typer, export_app: typer.Typer) -> None:
