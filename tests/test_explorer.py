@@ -140,6 +140,11 @@ def test_export_is_whole_and_rerunning_it_changes_nothing(explored: dict[str, An
     bad.write_text("x")
     result = runner.invoke(app, ["--store", f"kglite://{explored['store']}", "export", "html", "--out", str(bad)])
     assert result.exit_code != 0 and "Traceback" not in result.output and bad.read_text() == "x"
+    # a folder that is no run folder: one line naming it, the page left as it was
+    result = runner.invoke(app, ["--store", f"kglite://{explored['store']}", "export", "html", "--out", str(out),
+                                 "--runs", str(explored["root"])])
+    assert result.exit_code != 0 and "Traceback" not in result.output and str(explored["root"]) in result.output
+    assert explored["static"].read_bytes() == before
 
 
 def test_live_api_answers_through_the_catalog_with_the_tools_auth(explored: dict[str, Any],
