@@ -2,8 +2,10 @@
 
 Two stores, both through the real load path: the TempoMed-Bench sample in ../shared/data (the
 full sample: every change pair and trajectory it holds) and N synthetic trajectories (default
-10,000) in TempoMed's trajectory-file format. For each, the page is opened live (`chronokg serve
-http`, a fresh server, the explorer's first read warmed as a server does at start) and as the static
+10,000) shaped like the release (MCQ records and trajectory files: one trajectory per current
+PMID, ~2.7 change pairs each, the sample's prior counts; `synthetic`). For each, the page is
+opened live (`chronokg serve http`, a fresh server, measured once its start-up read of the
+trajectory list is done, as a server does before its first visitor) and as the static
 export (`chronokg export html`, from disk), `--loads` times each; then a search is typed key by key.
 The page records `performance.now()` when the first list is drawn (first view, from navigation
 start) and, per keystroke, the time from the input event to the next animation frame after the
@@ -24,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +39,7 @@ SHARED = REPO.parent / "shared" / "data" / "tempomed-bench"
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
-QUERY = "guideline 2019"  # typed key by key; matches rows in both data sets
+QUERIES = {"sample": "physicists in medicine", "synthetic": "synthetic topic 1999"}  # typed key by key
 FLOOR_PAGE = """<!doctype html><html><body><input id="search" aria-label="search">
 <script type="application/json" id="d">{data}</script>
 <script>window.ckPerf = {{keystrokes: []}}; JSON.parse(document.getElementById("d").textContent);
@@ -50,22 +53,47 @@ def chronokg(store: Path, *args: str) -> None:
                    cwd=REPO, stdout=subprocess.DEVNULL)
 
 
-def synthetic(path: Path, n: int) -> None:
-    """N trajectories in TempoMed's trajectory format: 1-3 prior versions, 60 organisations, 2,000 topics."""
+PRIORS = [1] * 84 + [2] * 12 + [3] * 3 + [4]  # priors per trajectory: the sample's 172/26/6/2 of 206
+QUESTIONS = [2, 2, 3, 1, 2, 3, 2, 2, 3]  # MCQs per prior->current link: the sample's 559 on 250 links
+CATEGORIES = ("comm", "noncomm", "other")  # the seed's trajectory folders (organisation categories)
+
+
+def synthetic(root: Path, n: int) -> Path:
+    """N trajectories in TempoMed-Bench's own shapes, as the real release loads: MCQ records (one change pair
+    each; several per prior->current link; the organisation named in the stem) and trajectory files (topic,
+    title, organisation, each current's first prior) in the seed's comm/noncomm/other folders. Like the
+    release (271 trajectories, 721 change pairs), each current PMID is one trajectory and carries ~2.7 pairs."""
     orgs = [f"Society of Synthetic Medicine {k}" for k in range(60)]
-    items = []
+    blocks: list[str] = []
+    per_cat: dict[str, list[dict[str, Any]]] = {c: [] for c in CATEGORIES}
     for i in range(n):
-        year = 2000 + i % 26
-        pmid = 60_000_000 + i * 10
-        priors = [{"PMID": str(pmid + k), "year": year - 3 * k, "title": f"Guideline {i} version {k}"}
-                  for k in range(1, 2 + i % 3)]
-        items.append({"Topic": f"synthetic topic {i % 2000}", "Title": f"Guideline {i} on condition {i % 997}",
-                      "year_of_current_guidance": year, "PMID": str(pmid), "Organization": [orgs[i % 60]],
-                      "prior_guidelines": priors})
-    path.write_text(json.dumps(items))
+        year, pmid, org = 2000 + i % 26, 60_000_000 + i * 10, orgs[i % 60]
+        priors = [(str(pmid + k), year - 1 - 3 * (k - 1) - i % 2) for k in range(1, 1 + PRIORS[i % len(PRIORS)])]
+        for k, (prior, prior_year) in enumerate(priors):
+            for j in range(QUESTIONS[(i + k) % len(QUESTIONS)]):
+                blocks.append(json.dumps({
+                    "idx": len(blocks), "PMID_current": str(pmid), "Year_current": year, "PMID_prior": prior,
+                    "Year_prior": prior_year,
+                    "Question": f"Case {len(blocks)} about condition {i % 997}. According to the {org} guideline "
+                                f"issued in {year}, which of the following is most appropriate?",
+                    "Answer": {"Choice_A": f"current recommendation {i}.{k}.{j}",
+                               "Choice_B": f"prior recommendation {i}.{k}.{j}", "Choice_C": "a distractor",
+                               "Choice_D": "another distractor", "Correct": "A",
+                               "Explanation": f"The {year} guideline changed recommendation {i}.{k}."}}, indent=2))
+        per_cat[CATEGORIES[i % 3]].append({
+            "Topic": f"synthetic topic {i % 2000}", "Title": f"Guideline {i} on condition {i % 997}",
+            "year_of_current_guidance": year, "PMID": str(pmid), "Organization": [org],
+            "prior_guidelines": [{"PMID": priors[0][0], "year": priors[0][1], "title": f"Guideline {i} before"}]})
+    data = root / "synthetic"
+    data.mkdir()
+    (data / "questions.jsonl").write_text("\n\n\n".join(blocks) + "\n")  # the release's block format
+    for cat, items in per_cat.items():
+        (data / f"{cat}_guideline_trajectory_synthetic").mkdir()
+        (data / f"{cat}_guideline_trajectory_synthetic" / "trajectories.json").write_text(json.dumps(items))
+    return data
 
 
-def measure(browser: Any, url: str, loads: int) -> dict[str, float]:
+def measure(browser: Any, url: str, loads: int, query: str) -> dict[str, float]:
     firsts: list[float] = []
     keys: list[float] = []
     for _ in range(loads):
@@ -77,7 +105,7 @@ def measure(browser: Any, url: str, loads: int) -> dict[str, float]:
                 raise RuntimeError(f"{url}: no first view ({page.inner_text('#status')})")
             time.sleep(0.01)
         firsts.append(page.evaluate("window.ckPerf.firstView"))
-        page.locator("#search").press_sequentially(QUERY, delay=30)
+        page.locator("#search").press_sequentially(query, delay=30)
         time.sleep(0.2)
         keys += page.evaluate("window.ckPerf.keystrokes")
         page.close()
@@ -99,10 +127,10 @@ def main() -> None:
         sets = {"TempoMed sample": root / "tm.kgl", f"{args.synthetic:,} synthetic": root / "syn.kgl"}
         t0 = time.monotonic()
         chronokg(sets["TempoMed sample"], "ingest", "tempomed", str(SHARED))
-        synthetic(root / "trajectories.json", args.synthetic)
-        chronokg(sets[f"{args.synthetic:,} synthetic"], "ingest", "tempomed", str(root / "trajectories.json"))
+        chronokg(sets[f"{args.synthetic:,} synthetic"], "ingest", "tempomed", str(synthetic(root, args.synthetic)))
         print(f"stores built in {time.monotonic() - t0:.0f} s", file=sys.stderr)
         for name, store in sets.items():
+            query = QUERIES["sample" if store.stem == "tm" else "synthetic"]
             out = root / f"static-{store.stem}"
             t1 = time.monotonic()
             chronokg(store, "export", "html", "--out", str(out))
@@ -112,15 +140,21 @@ def main() -> None:
                  "--format", "json"], check=True, cwd=REPO, capture_output=True, text=True).stdout)
             floor = root / f"floor-{store.stem}.html"
             floor.write_text(FLOOR_PAGE.format(data=json.dumps(listing).replace("<", "\\u003c")))
-            rows.append((name, "baseline: browser floor", len(listing), measure(browser, floor.as_uri(), args.loads)))
+            rows.append((name, "baseline: browser floor", len(listing),
+                         measure(browser, floor.as_uri(), args.loads, query)))
             rows.append((name, "static export", len(listing), measure(browser, (out / "index.html").as_uri(),
-                                                                       args.loads)))
+                                                                       args.loads, query)))
             print(name, rows[-2:], file=sys.stderr, flush=True)
             env = server_env(CHRONOKG_READ_MAX_ROWS="50000", CHRONOKG_READ_TIMEOUT_S="30",
                              CHRONOKG_READ_MAX_RESULT_MB="64")
             with serve(store, "http", "--workers", "2", env=env) as url:
-                time.sleep(2)  # the server's warm-up read (the trajectory list) finishes
-                rows.append((name, "live (serve http)", len(listing), measure(browser, url + "/", args.loads)))
+                t2 = time.monotonic()  # the server reads the trajectory list once, at start: wait for that
+                with urllib.request.urlopen(url + "/explore/api/trajectory-list", timeout=120) as resp:
+                    assert len(json.loads(resp.read())["rows"]) == len(listing)
+                print(f"{name}: the server's start-up read of the list took {time.monotonic() - t2:.1f} s",
+                      file=sys.stderr, flush=True)
+                rows.append((name, "live (serve http)", len(listing), measure(browser, url + "/", args.loads,
+                                                                              query)))
             print(name, rows[-1], file=sys.stderr, flush=True)
         browser.close()
     print("\n| data | page | trajectories | first view median / max (ms) | keystroke median / max (ms) |"

@@ -10,6 +10,19 @@ import typer
 from chronokg.cli.common import FormatOpt, console, guarded, opened
 from chronokg.cli.render import Format, emit
 
+RunsOpt = Annotated[list[Path] | None, typer.Option(
+    "--runs", help="A run folder whose report (as `chronokg eval report` builds it) the Runs view shows beside "
+                   "the stored runs (repeat: side by side)")]
+
+
+def run_report(folders: list[Path] | None) -> str | None:
+    """The report of `--runs` folders as HTML elements, or None without any (needs the reports extra)."""
+    if not folders:
+        return None
+    from chronokg.reports import report_body
+
+    return report_body(folders)
+
 
 def register(app: typer.Typer, export_app: typer.Typer) -> None:
     @app.command("quality")
@@ -40,21 +53,25 @@ def register(app: typer.Typer, export_app: typer.Typer) -> None:
                                                        "organisation")] = None,
         org: Annotated[str | None, typer.Option(help="Only trajectories of this organisation (words in its "
                                                      "name)")] = None,
+        category: Annotated[str | None, typer.Option(help="Only trajectories of this organisation category "
+                                                          "(Commercial, Non-commercial, Other)")] = None,
         year_from: Annotated[int | None, typer.Option(help="Only trajectories whose current version is from "
                                                            "this year or later")] = None,
         year_to: Annotated[int | None, typer.Option(help="... or earlier")] = None,
         limit: Annotated[int | None, typer.Option(min=1, help="At most this many trajectories")] = None,
         subject: Annotated[list[str] | None, typer.Option(help="Also the timeline of this subject (repeat)")]
         = None,
+        runs: RunsOpt = None,
     ) -> None:
         """The explorer as one self-contained page (data embedded as JSON) for a slice of the store."""
         from chronokg.serve.explorer.static import Slice, export_html
 
         def body() -> None:
-            chosen = Slice(topic=topic, organization=org, year_from=year_from, year_to=year_to, limit=limit,
-                           subjects=subject or [])
+            chosen = Slice(topic=topic, organization=org, category=category, year_from=year_from, year_to=year_to,
+                           limit=limit, subjects=subject or [])
+            report = run_report(runs)
             with opened(read_only=True) as store:
-                summary = export_html(store, out, chosen)
+                summary = export_html(store, out, chosen, report)
             console.print(f"[green]wrote[/] {summary.path} ({summary.trajectories} trajectories, "
                           f"{summary.subjects} timelines, {summary.questions} questions, "
                           f"{summary.bytes / 1e6:.1f} MB): open it in a browser", soft_wrap=True)

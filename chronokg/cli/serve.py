@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 import typer
 
 from chronokg.cli.common import err, guarded, state
+from chronokg.cli.explore import RunsOpt, run_report
 from chronokg.errors import ChronoKGError
 from chronokg.settings import Settings
 
@@ -89,16 +90,23 @@ def http(
     token_file: TokenFileOpt = None,
     max_rows: RowsOpt = None,
     timeout: TimeoutOpt = None,
+    runs: RunsOpt = None,
 ) -> None:
-    """Every tool as POST /tools/NAME, GET /tools (OpenAI schemas), /health and the OpenAPI page (/docs)."""
-    def make_app(tools: Any, tokens: list[str]) -> Any:
-        from chronokg.serve.http import create_app
+    """Every tool as POST /tools/NAME, GET /tools (OpenAI schemas), /health and the OpenAPI page (/docs); the
+    explorer at / (docs/explorer.md)."""
+    def body() -> None:
+        report = run_report(runs)  # built before the port opens: a bad folder stops here, in one line
 
-        return create_app(tools, tokens=tokens, rate=rate, burst=burst, max_body_bytes=max_body_kb * 1024)
+        def make_app(tools: Any, tokens: list[str]) -> Any:
+            from chronokg.serve.http import create_app
 
-    guarded(lambda: _serve_network(host, port, workers, token_file, max_rows, timeout, make_app, lambda url, tools, n,
-                                   tokens: f"chronokg tools: serving {url} ({len(tools.tools())} tools, {n} read "
-                                           f"workers, {_auth(tokens)}); docs at {url}/docs"))
+            return create_app(tools, tokens=tokens, rate=rate, burst=burst, max_body_bytes=max_body_kb * 1024,
+                              run_report=report)
+
+        _serve_network(host, port, workers, token_file, max_rows, timeout, make_app, lambda url, tools, n, tokens:
+                       f"chronokg tools: serving {url} ({len(tools.tools())} tools, {n} read workers, "
+                       f"{_auth(tokens)}); docs at {url}/docs")
+    guarded(body)
 
 
 def mcp(

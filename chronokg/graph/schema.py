@@ -61,7 +61,7 @@ BASE_PROPERTIES: Final[dict[str, tuple[str, ...]]] = {
     ),
     ORGANIZATION: ("caption",),
     GUIDELINE: ("pmid", "year", "issued", "precision", "caption", "topic"),
-    TRAJECTORY: ("current_pmid", "topic", "caption"),
+    TRAJECTORY: ("current_pmid", "topic", "caption", "category"),
     CHANGE_PAIR: ("decision_id", "current_pmid", "prior_pmid", "summary", "category", "clinical_focus"),
     SOURCE_QUESTION: (
         "benchmark", "record", "question", "choices", "correct", "explanation", "answers", "answerable",

@@ -23,6 +23,7 @@ EXPLORER = frozenset({"explorer"})
 QUALITY = frozenset({"explorer", "quality"})
 EARLIEST_YEAR = 1950  # a guideline year before this is implausible for PubMed-indexed guidance
 EXAMPLES = 5  # ids a quality row names
+NO_YEAR = -1  # a version without a year, in the trajectory list's query (collect drops nulls)
 
 
 class NoParams(QueryParams):
@@ -36,6 +37,7 @@ class TrajectoryListRow(Row):
     trajectory: str
     current_pmid: str
     year: int | None = None
+    category: str | None = None  # the seed's organisation category (Commercial, Non-commercial, Other)
     topic: str | None = None
     caption: str | None = None
     organizations: list[str] = Field(default_factory=list)
@@ -47,45 +49,50 @@ class TrajectoryListRow(Row):
 
 
 def _trajectory_list(_: NoParams) -> tuple[str, dict[str, Any]]:
+    # One pass per trajectory, each step an id lookup or an edge walk from the row's own nodes: the change
+    # pairs are reached through their current recommendation's guideline, not matched by property (that
+    # was a scan of every pair per trajectory: ~80 s at 10,000 trajectories). Lists are deduplicated and
+    # put in order after the query (`_in_order`).
     cypher = (
         "MATCH (t:Trajectory)"
-        "\nOPTIONAL MATCH (v:Guideline)-[:IN_TRAJECTORY]->(t)"
-        "\nWITH t, v ORDER BY v.issued, v.id"
-        "\nWITH t, collect(DISTINCT v) AS vs"
         "\nOPTIONAL MATCH (g:Guideline {id: t.current_pmid})"
+        "\nOPTIONAL MATCH (g)<-[:FROM_GUIDELINE]-(:Fact)<-[:CURRENT]-(c:ChangePair)"
+        "\nWITH t, g, count(DISTINCT c) AS pairs"
         "\nOPTIONAL MATCH (g)-[:ISSUED_BY]->(o:Organization)"
-        "\nWITH t, g, vs, collect(DISTINCT o.caption) AS orgs"
-        "\nOPTIONAL MATCH (c:ChangePair {current_pmid: t.current_pmid})"
-        "\nWITH t, g, vs, orgs, count(DISTINCT c) AS pairs"
-        "\nRETURN t.id AS trajectory, t.current_pmid AS current_pmid, g.year AS year,"
-        " coalesce(t.topic, g.topic) AS topic, coalesce(t.caption, g.caption) AS caption, orgs AS organizations,"
-        " [v IN vs | v.id] AS versions, [v IN vs | v.year] AS years, size(vs) - 1 AS depth, pairs,"
-        " EXISTS { MATCH (:Guideline)-[:SUPERSEDES]->(g) } AS superseded"
+        "\nWITH t, g, pairs, collect(o.caption) AS organizations"
+        "\nOPTIONAL MATCH (v:Guideline)-[:IN_TRAJECTORY]->(t)"
+        "\nWITH t, g, pairs, organizations, collect(v.id) AS versions,"
+        " collect(coalesce(v.year, $no_year)) AS years"
+        "\nRETURN t.id AS trajectory, t.current_pmid AS current_pmid, g.year AS year, t.category AS category,"
+        " coalesce(t.topic, g.topic) AS topic, coalesce(t.caption, g.caption) AS caption, organizations,"
+        " versions, years, 0 AS depth, pairs, EXISTS { MATCH (:Guideline)-[:SUPERSEDES]->(g) } AS superseded"
         "\nORDER BY trajectory"
     )
-    return cypher, {}
+    return cypher, {"no_year": NO_YEAR}
 
 
 def _by_year_then_id(year: int | None, pmid: str) -> tuple[bool, int, str]:
     return (year is None, year or 0, pmid)
 
 
-def _sorted_orgs(rows: list[TrajectoryListRow], _: NoParams) -> list[TrajectoryListRow]:
-    """Lists in a stated order whatever the engine: organisations by name, versions oldest first (year, then
-    PMID), their years alongside (a collect after ORDER BY keeps no order every engine promises)."""
+def _in_order(rows: list[TrajectoryListRow], _: NoParams) -> list[TrajectoryListRow]:
+    """Lists in a stated order whatever the engine, each name once: organisations by name, versions oldest
+    first (year, then PMID), their years alongside; depth is the versions before the current one."""
     out = []
     for r in rows:
-        chain = sorted(zip(r.years, r.versions, strict=True), key=lambda yv: _by_year_then_id(*yv))
-        out.append(r.model_copy(update={"organizations": sorted(r.organizations), "depth": max(r.depth, 0),
+        years = [None if y == NO_YEAR else y for y in r.years]
+        chain = sorted(set(zip(years, r.versions, strict=True)), key=lambda yv: _by_year_then_id(*yv))
+        out.append(r.model_copy(update={"organizations": sorted(set(r.organizations)),
+                                        "depth": max(len(chain) - 1, 0),
                                         "versions": [v for _, v in chain], "years": [y for y, _ in chain]}))
     return out
 
 
 TRAJECTORY_LIST = register(QuerySpec(
-    "trajectory-list", "Every guideline trajectory: current PMID and year, topic, title, organisations, versions, "
-    "depth and change pairs.", NoParams, TrajectoryListRow, _trajectory_list, post=_sorted_orgs,
+    "trajectory-list", "Every guideline trajectory: current PMID and year, organisation category, topic, title, "
+    "organisations, versions, depth and change pairs.", NoParams, TrajectoryListRow, _trajectory_list, post=_in_order,
     tags=frozenset({"cli", "explorer"}),
-    columns=("current_pmid", "year", "depth", "pairs", "organizations", "topic"),
+    columns=("current_pmid", "year", "category", "depth", "pairs", "organizations", "topic"),
 ))
 
 
@@ -350,8 +357,37 @@ def _quality_pairs(_: QualityParams) -> tuple[str, dict[str, Any]]:
     return cypher, {}
 
 
+def _per_category(what: str, condition: str) -> str:
+    return (
+        "MATCH (t:Trajectory) WHERE t.category IS NOT NULL"
+        "\nOPTIONAL MATCH (g:Guideline {id: t.current_pmid})"
+        "\nOPTIONAL MATCH (v:Guideline)-[:IN_TRAJECTORY]->(t) WHERE v.id <> t.current_pmid"
+        "\nWITH t, g, count(v) AS priors, EXISTS { MATCH (g)-[:ISSUED_BY]->(:Organization) } AS has_org"
+        f"\nWITH t.category AS category, count(t) AS total, collect(CASE WHEN {condition} THEN t.current_pmid END)"
+        " AS ids"
+        f"\nRETURN 'categories' AS section, category + ': {what}' AS check, size(ids) AS count, total, ids AS examples"
+    )
+
+
+def _quality_categories(p: QualityParams) -> tuple[str, dict[str, Any]]:
+    """The seed report's "Category Summary": per organisation category, trajectories with priors, missing
+    organisations and implausible current years (no rows where no trajectory has a category)."""
+    return "\nUNION ALL\n".join((
+        _per_category("trajectories with priors", "priors > 0"),
+        _per_category("trajectories whose current guideline has no organisation", "NOT has_org"),
+        _per_category("trajectories with an implausible current year",
+                      "g.year IS NULL OR g.year < $earliest OR g.year > $latest"),
+    )), {"earliest": EARLIEST_YEAR, "latest": _latest(p)}
+
+
+def _by_check(rows: list[QualityRow], _: QualityParams) -> list[QualityRow]:
+    """Grouped rows (one per category) come in no order an engine promises: by check, so by category first."""
+    return sorted(rows, key=lambda r: (r.section, r.check))
+
+
 QUALITY_CHECKS = tuple(register(QuerySpec(
     name, help, QualityParams, QualityRow, build, tags=QUALITY,
+    post=_by_check if name == "quality-categories" else None,
 )) for name, help, build in (
     ("quality-records", "Trajectories with and without prior versions.", _quality_records),
     ("quality-organizations", "Trajectories and guideline versions with no issuing organisation.",
@@ -360,6 +396,8 @@ QUALITY_CHECKS = tuple(register(QuerySpec(
      _quality_years),
     ("quality-duplicates", "Trajectories sharing a topic or a title.", _quality_duplicates),
     ("quality-pairs", "Change pairs missing a recommendation or without a source question.", _quality_pairs),
+    ("quality-categories", "Per organisation category: trajectories with priors, without an organisation, with an "
+     "implausible current year.", _quality_categories),
 ))
 
 

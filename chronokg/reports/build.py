@@ -22,6 +22,7 @@ from chronokg.reports.document import (
     Heading,
     Para,
     TableBlock,
+    body,
     markdown,
     page,
 )
@@ -55,6 +56,23 @@ def build_report(folders: Sequence[Path], out: Path, models: Sequence[str] | Non
                  title: str = TITLE) -> Report:
     if not folders:
         raise ChronoKGError("give at least one run folder")
+    runs, series, names, figures, rendered = _compose(folders, models)
+    blocks = _blocks(title, runs, series, names, figures, rendered)
+    return _write(out, title, blocks, series, rendered, names)
+
+
+def report_body(folders: Sequence[Path], models: Sequence[str] | None = None, title: str = TITLE) -> str:
+    """The report of `folders` as HTML elements (its tables and plots, the plots as inline SVG images), written
+    nowhere: what the explorer's Runs view shows for `--runs` (`chronokg serve http`, `chronokg export html`)."""
+    if not folders:
+        raise ChronoKGError("give at least one run folder")
+    runs, series, names, figures, rendered = _compose(folders, models)
+    return body(_blocks(title, runs, series, names, figures, rendered, dated=False))
+
+
+def _compose(folders: Sequence[Path], models: Sequence[str] | None
+             ) -> tuple[list[RunData], list[Series], list[str], dict[str, list[Plot]], dict[str, tuple[bytes, bytes]]]:
+    """Everything a report holds, computed and drawn in memory."""
     runs = [load_run(f) for f in folders]
     seen: set[str] = set()
     for folder, run in zip(folders, runs, strict=True):
@@ -70,8 +88,7 @@ def build_report(folders: Sequence[Path], out: Path, models: Sequence[str] | Non
     with style():
         figures = _plots(names, series)
         rendered = {p.name: render(p) for drawn in figures.values() for p in drawn}
-    blocks = _blocks(title, runs, series, names, figures, rendered)
-    return _write(out, title, blocks, series, rendered, names)
+    return runs, series, names, figures, rendered
 
 
 def _plots(names: Sequence[str], series: Sequence[Series]) -> dict[str, list[Plot]]:
@@ -106,13 +123,16 @@ def _runs_table(runs: Sequence[RunData]) -> Table:
 
 
 def _blocks(title: str, runs: Sequence[RunData], series: Sequence[Series], names: Sequence[str],
-            figures: dict[str, list[Plot]], rendered: dict[str, tuple[bytes, bytes]]) -> list[Block]:
+            figures: dict[str, list[Plot]], rendered: dict[str, tuple[bytes, bytes]], dated: bool = True
+            ) -> list[Block]:
+    """The report's blocks; undated (no "written" time) where the same runs must give the same bytes."""
     from chronokg import __version__
 
+    written = f", written {dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}" if dated else ""
     blocks: list[Block] = [
         Heading(1, title),
         Para(f"{len(runs)} run(s), {len(series)} model column(s), {len(names)} metric(s), {len(rendered)} plot(s); "
-             f"chronokg {__version__}, written {dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}. "
+             f"chronokg {__version__}{written}. "
              "Every value is also in metrics.json; every plot is in plots/ as PNG and SVG."),
         Contents(),
         Heading(2, "Runs"), TableBlock(_runs_table(runs)),

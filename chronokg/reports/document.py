@@ -98,7 +98,14 @@ def page(title: str, blocks: Sequence[Block]) -> str:
     esc = html.escape
     out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">', f"<title>{esc(title)}</title>",
-           f"<style>{CSS}</style>", "</head>", "<body>"]
+           f"<style>{CSS}</style>", "</head>", "<body>", body(blocks), "</body>", "</html>"]
+    return "\n".join(out) + "\n"
+
+
+def body(blocks: Sequence[Block]) -> str:
+    """The blocks as HTML elements (what `page` puts in <body>; the explorer shows it inside its own page)."""
+    esc = html.escape
+    out: list[str] = []
     for b in blocks:
         if isinstance(b, Heading):
             out.append(f'<h{b.level} id="{b.anchor}">{esc(b.text)}</h{b.level}>')
@@ -109,9 +116,9 @@ def page(title: str, blocks: Sequence[Block]) -> str:
         elif isinstance(b, TableBlock):
             t = b.table
             head = "".join(f"<th>{esc(h)}</th>" for h in t.headers)
-            body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in t.rows)
+            rows = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in t.rows)
             kind = "" if t.numeric else ' class="text"'
-            out.append(f"<table{kind}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+            out.append(f"<table{kind}><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
         elif isinstance(b, FigureBlock):
             data = base64.b64encode(b.svg).decode("ascii")
             out.append(f'<figure id="plot-{b.name}"><img alt="{esc(b.title)}" src="data:image/svg+xml;base64,'
@@ -119,5 +126,4 @@ def page(title: str, blocks: Sequence[Block]) -> str:
         elif isinstance(b, Contents):
             out.append("<ul>" + "".join(f'<li><a href="#{h.anchor}">{esc(h.text)}</a></li>' for h in blocks
                                         if isinstance(h, Heading) and h.level == 2) + "</ul>")
-    out += ["</body>", "</html>"]
-    return "\n".join(out) + "\n"
+    return "\n".join(out)

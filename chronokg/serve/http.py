@@ -54,8 +54,9 @@ def result_response(result: ToolResult) -> JSONResponse:
 
 
 def create_app(host: ToolHost, *, tokens: list[str] | None = None, rate: float = 20.0, burst: int = 40,
-               max_body_bytes: int = 1 << 20) -> ASGIApp:
-    """The FastAPI app for `host`, wrapped in the gate (tokens, rate limit, body size)."""
+               max_body_bytes: int = 1 << 20, run_report: str | None = None) -> ASGIApp:
+    """The FastAPI app for `host`, wrapped in the gate (tokens, rate limit, body size); `run_report` is the
+    report of the run folders given to `serve http --runs` (HTML elements), which the explorer shows."""
     app = FastAPI(
         title="chronokg tools", version="1",
         description="Read-only tools over a bitemporal fact graph, for agents: the named queries, guarded Cypher "
@@ -87,7 +88,7 @@ def create_app(host: ToolHost, *, tokens: list[str] | None = None, rate: float =
     async def unknown_tool(name: str) -> JSONResponse:
         return result_response(await host.acall_tool(name, {}))  # names the tools there are
 
-    explorer.mount(app, host, result_response)  # the explorer page at / (docs/explorer.md)
+    explorer.mount(app, host, result_response, run_report)  # the explorer page at / (docs/explorer.md)
     return Gate(app, tokens=tokens or [], rate=rate, burst=burst, max_body_bytes=max_body_bytes,
                 open_paths=(*OPEN_PATHS, *explorer.OPEN_PATHS))
 

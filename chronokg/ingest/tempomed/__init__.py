@@ -307,7 +307,9 @@ class GuidelineBuilder:
             title = _text(path, record, obj, "Title", required=False)
             orgs = _orgs(path, record, obj.get("Organization"))
             self.guideline(current, cur_year, src, caption=title, topic=topic, organizations=orgs)
-            self.batch.node(schema.TRAJECTORY, f"traj:{current}", current_pmid=current, topic=topic, caption=title)
+            category = _text(path, record, obj, "category", required=False) or category_of(path)
+            self.batch.node(schema.TRAJECTORY, f"traj:{current}", current_pmid=current, topic=topic, caption=title,
+                            category=category)
             priors = obj.get("prior_guidelines")
             if not isinstance(priors, list):
                 raise InputError(path, record, "field 'prior_guidelines' must be a list")
@@ -386,6 +388,21 @@ def _orgs(path: Path, record: str, value: Any) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise InputError(path, record, f"field 'Organization' must be a list of names, got {value!r}")
     return [v.strip() for v in value if v.strip()]
+
+
+# The seed's organisation categories: its trajectory browser reads one folder per category
+# (`pubmed_trajectory/heatmap_exp/pubmed_visualize_trajectory_browser.py`, DEFAULT_INPUTS:
+# comm_guideline_trajectory_..., noncomm_..., other_...), labelled as these.
+CATEGORIES = {"comm": "Commercial", "noncomm": "Non-commercial", "other": "Other"}
+
+
+def category_of(path: Path) -> str | None:
+    """The category of a trajectory file, from the nearest folder named as the seed names its inputs."""
+    for folder in path.parents:
+        prefix, sep, rest = folder.name.partition("_")
+        if sep and prefix in CATEGORIES and rest.startswith("guideline_trajectory"):
+            return CATEGORIES[prefix]
+    return None
 
 
 def classify(path: Path) -> str:

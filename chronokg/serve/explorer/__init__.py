@@ -5,9 +5,11 @@
 tools); `chronokg export html` writes the same page with a slice's answers embedded as JSON
 (`chronokg.serve.explorer.static`). The page asks for catalog queries by name either way.
 Besides the specs tagged "explorer" (listings, questions, runs, quality checks) it reads
-`trajectory`, `change-pairs`, `timeline` and `as-of`, and two combinations: `quality` (every
+`trajectory`, `change-pairs`, `timeline` and `as-of`, two combinations: `quality` (every
 spec tagged "quality") and `verify` (a generated question's answer key re-run, its evidence
-hash compared as `bench verify` does).
+hash compared as `bench verify` does), and `run-report`: the report of the run folders the
+server or the export was given (`--runs`), built by the CLI as `chronokg eval report` builds it
+(this layer only carries its HTML).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from chronokg.errors import ChronoKGError
 from chronokg.queries.spec import all_queries, evidence_hash
 
 CORE = frozenset({"trajectory", "change-pairs", "timeline", "as-of"})
-COMBINED = ("quality", "verify")
+COMBINED = ("quality", "verify", "run-report")
 Call = Callable[[str, Mapping[str, Any]], list[dict[str, Any]]]  # a catalog query's rows as JSON values
 
 
@@ -54,6 +56,11 @@ def verify(call: Call, question: str) -> list[dict[str, Any]]:
     new = evidence_hash(rows)
     return [{"question": question, "query": key["key_query"], "rows": len(rows), "agrees": new == key["evidence_hash"],
              "hash": new, "stored_hash": key["evidence_hash"]}]
+
+
+def run_report_rows(html: str | None) -> list[dict[str, Any]]:
+    """`run-report`'s answer: one row holding the report's HTML, none without `--runs`."""
+    return [] if html is None else [{"html": html}]
 
 
 def _json(value: Any) -> str:

@@ -18,7 +18,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from chronokg.errors import ChronoKGError
-from chronokg.serve.explorer import page, quality, readable, verify
+from chronokg.serve.explorer import page, quality, readable, run_report_rows, verify
 from chronokg.serve.host import ToolHost
 from chronokg.serve.tools import ToolError, ToolResult
 
@@ -31,8 +31,10 @@ class _Failed(Exception):
         self.result = result
 
 
-def mount(app: FastAPI, host: ToolHost, respond: Callable[[ToolResult], JSONResponse]) -> None:
-    """Add `GET /` (the page) and `GET /explore/api/{query}` to `app`; errors answer as the tools' do."""
+def mount(app: FastAPI, host: ToolHost, respond: Callable[[ToolResult], JSONResponse],
+          run_report: str | None = None) -> None:
+    """Add `GET /` (the page) and `GET /explore/api/{query}` to `app`; errors answer as the tools' do.
+    `run_report` (HTML elements, built by the CLI from `--runs` folders) is what `run-report` answers."""
     allowed = set(readable())
     cache: OrderedDict[str, ToolResult] = OrderedDict()
     lock = threading.Lock()
@@ -58,6 +60,10 @@ def mount(app: FastAPI, host: ToolHost, respond: Callable[[ToolResult], JSONResp
     def answer(name: str, params: dict[str, Any]) -> dict[str, Any]:
         if name == "quality":
             return {"rows": quality(call)}
+        if name == "run-report":
+            if params:
+                raise ToolError("invalid_arguments", "run-report takes no parameters")
+            return {"rows": run_report_rows(run_report)}
         if name == "verify":
             if set(params) != {"question"}:
                 raise ToolError("invalid_arguments", "verify: give exactly one parameter, question")

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from chronokg.graph.store import GraphStore
 from chronokg.queries.spec import all_queries
-from chronokg.serve.explorer import page, quality, verify
+from chronokg.serve.explorer import page, quality, run_report_rows, verify
 from chronokg.serve.tools import jsonable
 
 SUBJECT_LIST_MAX = 5000  # the subject-list query's own ceiling
@@ -31,6 +31,7 @@ class Slice(BaseModel):
 
     topic: str | None = None  # words in the topic, title or organisation
     organization: str | None = None
+    category: str | None = None  # the organisation category (Commercial, Non-commercial, Other), exactly
     year_from: int | None = None
     year_to: int | None = None
     limit: int | None = None
@@ -42,6 +43,7 @@ class Slice(BaseModel):
         return ((self.topic is None or self.topic.lower() in words.lower())
                 and (self.organization is None
                      or any(self.organization.lower() in o.lower() for o in row.get("organizations", [])))
+                and (self.category is None or row.get("category") == self.category)
                 and (self.year_from is None or (year is not None and year >= self.year_from))
                 and (self.year_to is None or (year is not None and year <= self.year_to)))
 
@@ -54,8 +56,8 @@ class ExportSummary(BaseModel):
     bytes: int
 
 
-def slice_data(store: GraphStore, chosen: Slice) -> dict[str, Any]:
-    """The embedded answers: every read the page can make within the slice."""
+def slice_data(store: GraphStore, chosen: Slice, run_report: str | None = None) -> dict[str, Any]:
+    """The embedded answers: every read the page can make within the slice (and the `--runs` report)."""
     queries = all_queries()
     memo: dict[str, list[dict[str, Any]]] = {}  # questions share answer keys
 
@@ -99,13 +101,16 @@ def slice_data(store: GraphStore, chosen: Slice) -> dict[str, Any]:
         kinds[row["kind"]] = kinds.get(row["kind"], 0) + 1
     return {"trajectory-list": trajectories, "subjects": sorted(subjects, key=lambda s: s["subject"]),
             "subject-kinds": [{"kind": k, "subjects": n} for k, n in sorted(kinds.items(), key=lambda x: str(x[0]))],
-            "quality": quality(call), "run-summary": call("run-summary", {}), "per": per, "questions": by_pair,
+            "quality": quality(call), "run-summary": call("run-summary", {}), "run-report": run_report_rows(run_report),
+            "per": per, "questions": by_pair,
             "slice": chosen.model_dump()}
 
 
-def export_html(store: GraphStore, out: Path, chosen: Slice | None = None) -> ExportSummary:
-    """Write `out/index.html` whole (a temporary file renamed into place) and say what it holds."""
-    data = slice_data(store, chosen or Slice())
+def export_html(store: GraphStore, out: Path, chosen: Slice | None = None,
+                run_report: str | None = None) -> ExportSummary:
+    """Write `out/index.html` whole (a temporary file renamed into place) and say what it holds; `run_report`
+    is the report of the `--runs` folders (HTML elements, built by the CLI), shown in the Runs view."""
+    data = slice_data(store, chosen or Slice(), run_report)
     trajectories = len(data["trajectory-list"])
     html = page({"mode": "static", "data": {"trajectory-list": data.pop("trajectory-list")}}, data).encode("utf-8")
     out.mkdir(parents=True, exist_ok=True)

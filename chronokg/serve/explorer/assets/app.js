@@ -32,7 +32,8 @@
       return per[key];
     };
     switch (name) {
-      case "trajectory-list": case "subject-kinds": case "quality": case "run-summary": return DATA[name] || [];
+      case "trajectory-list": case "subject-kinds": case "quality": case "run-summary": case "run-report":
+        return DATA[name] || [];
       case "trajectory": case "change-pairs": return need(name + "|" + p.guideline);
       case "trajectory-questions": // held once per change pair; a trajectory's are those of its pairs
         return need("change-pairs|" + p.guideline).map(questionPair).sort()
@@ -113,27 +114,49 @@
     const uniq = (xs) => [...new Set(xs)];
     options($("f-year"), uniq(all.map((r) => r.year).filter((y) => y !== null)).sort((a, b) => b - a));
     options($("f-depth"), uniq(all.map((r) => r.depth)).sort((a, b) => a - b));
+    options($("f-cat"), uniq(all.map((r) => r.category).filter((c) => c !== null && c !== undefined)).sort());
     options($("f-org"), uniq(all.flatMap((r) => r.organizations)).sort());
     render();
     window.ckPerf.firstView = performance.now();
   }
+  let last = { filters: null, text: null, rows: [] }; // the previous answer: typing on narrows it
   function matches() {
-    const words = $("search").value.toLowerCase().split(/\s+/).filter(Boolean);
-    const year = $("f-year").value, depth = $("f-depth").value, org = $("f-org").value;
+    const text = $("search").value.toLowerCase();
+    const words = text.split(/\s+/).filter(Boolean);
+    const year = $("f-year").value, depth = $("f-depth").value, org = $("f-org").value, cat = $("f-cat").value;
     const topic = $("f-topic").value.toLowerCase().trim();
     const key = $("f-sort").value;
     if (sortedBy !== key) { sorted = all.slice().sort(sorts[key]); sortedBy = key; } // once per sort, not per key
-    return sorted.filter((r) => (!year || String(r.year) === year) && (!depth || String(r.depth) === depth) &&
-      (!org || r.organizations.includes(org)) && (!topic || r.topicHay.includes(topic)) &&
+    const filters = [year, depth, org, cat, topic, key].join("\u0001");
+    // A search that only grew (a key typed at the end) matches a subset of what it matched before.
+    const from = last.filters === filters && last.text !== null && text.startsWith(last.text) ? last.rows : sorted;
+    const rows = from.filter((r) => (!year || String(r.year) === year) && (!depth || String(r.depth) === depth) &&
+      (!org || r.organizations.includes(org)) && (!cat || r.category === cat) && (!topic || r.topicHay.includes(topic)) &&
       words.every((w) => r.hay.includes(w)));
+    last = { filters, text, rows };
+    return rows;
   }
+  const pool = []; // the drawn rows, reused: a keystroke rewrites their text instead of parsing new HTML
   function render() {
-    const rows = matches();
+    const rows = matches(), tbody = $("traj-table").tBodies[0], n = Math.min(rows.length, LIMIT);
     $("count").textContent = `${rows.length} of ${all.length} trajectories` + (rows.length > LIMIT ? ` (first ${LIMIT} shown)` : "");
-    $("traj-table").tBodies[0].innerHTML = rows.slice(0, LIMIT).map((r) =>
-      `<tr tabindex="0" data-pmid="${esc(r.current_pmid)}" aria-selected="${r.current_pmid === current}">` +
-      `<td>${esc(r.current_pmid)}</td><td>${esc(r.year)}</td><td>${r.depth}</td><td>${r.pairs}</td>` +
-      `<td>${esc(r.organizations.join("; "))}</td><td>${esc(r.topic || r.caption || "")}</td></tr>`).join("");
+    for (let i = 0; i < n; i++) {
+      const r = rows[i];
+      let tr = pool[i];
+      if (!tr) {
+        tr = pool[i] = document.createElement("tr");
+        tr.tabIndex = 0;
+        for (let c = 0; c < 7; c++) tr.insertCell();
+      }
+      if (tr.dataset.pmid !== r.current_pmid) {
+        tr.dataset.pmid = r.current_pmid;
+        const cells = [r.current_pmid, r.year, r.depth, r.pairs, r.category, r.organizations.join("; "), r.topic || r.caption];
+        for (let c = 0; c < 7; c++) tr.cells[c].textContent = cells[c] === null || cells[c] === undefined ? "" : String(cells[c]);
+      }
+      tr.setAttribute("aria-selected", String(r.current_pmid === current));
+      if (tr.parentNode !== tbody || tbody.rows[i] !== tr) tbody.insertBefore(tr, tbody.rows[i] || null);
+    }
+    while (tbody.rows.length > n) tbody.deleteRow(n);
   }
   function timed(e) {
     const t0 = e.timeStamp;
@@ -141,7 +164,7 @@
     requestAnimationFrame(() => window.ckPerf.keystrokes.push(performance.now() - t0));
   }
   ["search", "f-topic"].forEach((id) => $(id).addEventListener("input", timed));
-  ["f-year", "f-depth", "f-org", "f-sort"].forEach((id) => $(id).addEventListener("change", render));
+  ["f-year", "f-depth", "f-cat", "f-org", "f-sort"].forEach((id) => $(id).addEventListener("change", render));
   $("search").addEventListener("keydown", (e) => {
     if (e.key === "ArrowDown") { e.preventDefault(); $("traj-table").tBodies[0].rows[0]?.focus(); }
   });
@@ -314,6 +337,11 @@
         }).join("") + `</tr>`;
       }).join("") : `<tr><td colspan="2" class="muted">no runs in the store</td></tr>`;
     } catch (err) { fail("runs", err); }
+    try { // the report of the --runs folders: HTML the CLI built from them (chronokg eval report's tables and plots)
+      const report = await q("run-report");
+      $("r-report").innerHTML = report.length ? report[0].html
+        : `<p class="muted">No run folders: give them with <code>--runs DIR</code> (serve http, export html).</p>`;
+    } catch (err) { fail("run report", err); }
   }
 
   // --- data quality ------------------------------------------------------------------------------
