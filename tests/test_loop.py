@@ -73,7 +73,7 @@ def loop(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[st
                           str(tmp / "runs2"))
     run1 = next((tmp / "runs1").glob("run-*"))
     run2 = next((tmp / "runs3").glob("run-*"))  # the first config at the newer snapshot: old vs new release
-    compared = cli.invoke(app, ["eval", "compare", str(run1), str(run2), "--format", "json"])
+    compared = cli.invoke(app, ["eval", "compare", str(run1), str(run2), "--iterations", "10", "--format", "json"])
     assert compared.exit_code == 0, compared.output
     out["compare"] = json.loads(compared.output)
     # the loop once more over the same releases: every step again, nothing new
@@ -115,12 +115,38 @@ def test_the_first_config_re_run_elsewhere_exits_0_and_is_one_run(loop: dict[str
     assert "predictions in the graph: 0 new" in loop["rerun_third"]
     runs2 = {p.name for p in (loop["tmp"] / "runs2").glob("run-*")}
     assert {p.name for p in (loop["tmp"] / "runs3").glob("run-*")} <= runs2
-    rows = loop["compare"]  # each model both runs share, on the questions both answered (all of q1)
-    assert sorted(r["a"] for r in rows) == ["baseline/frozen:2018", "baseline/oracle"]
+    rows = [r for r in loop["compare"] if r["metric"] == "accuracy"]  # each model both runs share, on the
+    assert sorted(r["a"] for r in rows) == ["baseline/frozen:2018", "baseline/oracle"]  # questions both answered
     n = len(list(read_jsonl(loop["tmp"] / "q1.jsonl")))
     for row in rows:
-        assert row["family"] == "tempomed" and row["a"] == row["b"] and row["n"] == n
-        assert 0 <= row["p_mcnemar"] <= 1 and len(row["ci95"]) == 2
+        assert row["family"] == "tempomed" and row["a"] == row["b"] and row["n"] == n and row["test"] == "mcnemar"
+        assert 0 <= row["p"] <= 1 and len(row["ci95"]) == 2
+
+
+def test_compare_gives_every_metric_its_paired_test_and_interval(loop: dict[str, Any]) -> None:
+    """Two models of the first run on the same questions: every metric `eval metrics` reports, with the
+    difference, a paired permutation p and a paired bootstrap interval (accuracy: McNemar)."""
+    from chronokg.eval.results import metrics, run_samples
+
+    run1 = next((loop["tmp"] / "runs1").glob("run-*"))
+    result = cli.invoke(app, ["eval", "compare", str(run1), str(run1), "--model-a", "baseline/oracle",
+                              "--model-b", "baseline/frozen:2018", "--iterations", "40", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    rows = {r["metric"]: r for r in json.loads(result.output)}
+    _, samples = run_samples(run1)
+    own = {m.metric: m.value for m in metrics(samples, ["baseline/oracle", "baseline/frozen:2018"])
+           if m.value is not None and m.model == "baseline/oracle"}
+    assert set(own) <= set(rows) and len(rows) > len(own) > 1  # scalar metrics, and groups as metric[group]
+    for name, value in own.items():
+        assert rows[name]["value_a"] == pytest.approx(value)
+    accuracy, tempomed = rows["accuracy"], rows["tempomed.accuracy"]
+    assert accuracy["test"] == "mcnemar" and accuracy["value_a"] == 1.0 > accuracy["value_b"]
+    assert tempomed["test"] == "paired permutation" and tempomed["difference"] > 0
+    assert tempomed["p"] < 0.05 and 0 < tempomed["ci95"][0] <= tempomed["difference"] <= tempomed["ci95"][1]
+    for row in rows.values():
+        if row["test"] == "paired permutation":
+            assert 0 < row["p"] <= 1 and row["ci95"][0] <= row["difference"] + 1e-9 <= row["ci95"][1] + 2e-9
+    assert rows["tempomed.accuracy_bootstrap[up_to_date]"]["test"] == "none"  # resamples itself: point values
 
 
 def test_regenerating_keeps_both_snapshots_verifiable(loop: dict[str, Any]) -> None:
