@@ -25,6 +25,9 @@ it is dropped and said so); missing ones are written by a model with the paper's
 else (and to fill up) taken from the graph: objects the same relation takes for other subjects that were
 never valid for this subject. No shown distractor is ever a valid object for its subject.
 
+**General items from Wikidata** (`chroknow_wikidata.py`): each timed (subject, property) of the statements
+loaded with `ingest wikidata` is an item, as the paper builds ChroKnowBench from Wikidata.
+
 **Legal cloze from CFR**: every CFR paragraph change with one short changed region (`cfr-changes`)
 becomes a Legal item: the paragraph with the changed span blanked (`____`), its answer per edition year
 the span's text in the edition of that year.
@@ -848,10 +851,12 @@ def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
 
 FAMILY = Family(
     name=NAME, help="ChroKnowBench: Generation, MCQA and TF prompts per (subject, relation, year) with the seed's "
-                    "few-shot draws; Legal cloze items from CFR changes.",
+                    "few-shot draws; General items from loaded Wikidata statements; Legal cloze items from CFR "
+                    "changes.",
     options=ChroKnowOptions, generate=generate, seed_format=seed_format, answer=answer,
-    needs=("ChroKnowBench rows with a few-shot pool (`chronokg ingest chroknow DIR`) or CFR editions that "
-          "differ (`chronokg download cfr`, `chronokg ingest cfr`)"),
+    needs=("ChroKnowBench rows with a few-shot pool (`chronokg ingest chroknow DIR`), Wikidata statements with "
+          "time qualifiers of five or more (subject, property) pairs (`chronokg ingest wikidata FILE "
+          "--properties timed`) or CFR editions that differ (`chronokg download cfr`, `chronokg ingest cfr`)"),
     sources="dmis-lab/ChroKnowledge@37ff685 (no licence file); data dmis-lab/ChroKnowBench (CC BY 4.0); "
             "arXiv 2410.09870",
 )
