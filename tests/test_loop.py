@@ -130,7 +130,7 @@ def test_compare_gives_every_metric_its_paired_test_and_interval(loop: dict[str,
 
     run1 = next((loop["tmp"] / "runs1").glob("run-*"))
     result = cli.invoke(app, ["eval", "compare", str(run1), str(run1), "--model-a", "baseline/oracle",
-                              "--model-b", "baseline/frozen:2018", "--iterations", "40", "--format", "json"])
+                              "--model-b", "baseline/frozen:2018", "--iterations", "25", "--format", "json"])
     assert result.exit_code == 0, result.output
     rows = {r["metric"]: r for r in json.loads(result.output)}
     _, samples = run_samples(run1)
