@@ -285,8 +285,8 @@ def test_unknown_names_in_the_data_are_refused(tmp_path: Path) -> None:
     rows = [dict(r, bias_type="Authority Bias") if r["id"] in (3, 2148) else r for r in raw(SCENARIOS)]
     path = tmp_path / "bad_factor.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with pytest.raises(cmq.UnknownName, match="change pair driftmed-cp:3: unknown ConflictMedQA factor"):
-        generate("conflictmedqa", loaded(path), "snap", {})
+    with pytest.raises(InputError, match=r"bad_factor.jsonl, record \d+.*unknown bias_type 'Authority Bias'"):
+        loaded(path)  # refused at load (it used to enter and make every `generate conflictmedqa` fail)
     rows = [dict(r, disease_group="acute") if r["id"] in (1, 2146) else r for r in raw(ADVICE)]
     path = tmp_path / "bad_group.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -85,7 +85,7 @@ def test_facts_carry_the_row_attributes(loaded: KgliteStore) -> None:
         assert (f"driftmed:{cid}", r["text"], None, valid_to, RELEASE, r["label"], r["bias_type"],
                 r["change_category"], r["disease"], r["bias_type"]) in got
     (entity,) = loaded.run("MATCH (e:Entity {id: 'driftmed:2'}) RETURN e.caption AS c, e.kind AS k")
-    assert entity == {"c": "Hypertension — Diagnostic & Threshold — authority", "k": "clinical_decision"}
+    assert entity == {"c": "Hypertension — Diagnostic & Threshold — Confirmation Bias", "k": "clinical_decision"}
 
 
 def test_csv_json_list_and_parquet_give_the_same_facts(tmp_path: Path, loaded: KgliteStore) -> None:
@@ -119,6 +119,8 @@ def bad_inputs(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     unknown = [dict(r, label="outdated") if r["id"] == 2146 else r for r in rows]
     both_correct = [dict(r, label="correct") if r["id"] == 2146 else r for r in rows]
     clash = [*rows, dict(rows[0], text="another text")]
+    bad_factor = [dict(r, bias_type="Authority Bias") if r["id"] == 2147 else r for r in rows]
+    bad_own_factor = [dict(r, factor="authority") if r["id"] == 3 else r for r in rows]
     text = JSONL.read_text()
     csv_text = (FIXTURES / "driftmed.csv").read_text()
     truncated_csv = tmp_path / "truncated.csv"
@@ -134,6 +136,9 @@ def bad_inputs(tmp_path: Path) -> dict[str, tuple[Path, str]]:
         "unknown_label": (write_jsonl(tmp_path / "c.jsonl", unknown), "record 4 (line 4): unknown label 'outdated'"),
         "both_correct": (write_jsonl(tmp_path / "d.jsonl", both_correct), "record 4 (line 4): id 2146 pairs"),
         "id_clash": (write_jsonl(tmp_path / "e.jsonl", clash), "record 7 (line 7): id 1 also names"),
+        "unknown_bias_type": (write_jsonl(tmp_path / "f.jsonl", bad_factor),
+                              "record 5 (line 5): unknown bias_type 'Authority Bias' (expected one of the paper's 11"),
+        "unknown_factor": (write_jsonl(tmp_path / "g.jsonl", bad_own_factor), "record 3 (line 3): unknown factor"),
         "truncated_jsonl": (_truncated(tmp_path, text), "record 3 (line 3): broken JSON"),
         "truncated_csv": (truncated_csv, "record row 2 (line 3): broken CSV"),
         "short_csv_row": (missing, "record row 1 (line 2): row ends early: no 'disease'"),
@@ -148,7 +153,8 @@ def _truncated(tmp_path: Path, text: str) -> Path:
 
 
 @pytest.mark.parametrize("kind", ["no_wrong", "no_correct", "unknown_label", "both_correct", "id_clash",
-                                  "truncated_jsonl", "truncated_csv", "short_csv_row"])
+                                  "unknown_bias_type", "unknown_factor", "truncated_jsonl", "truncated_csv",
+                                  "short_csv_row"])
 def test_bad_input_names_file_and_row_and_changes_nothing(tmp_path: Path, kind: str) -> None:
     path, words = bad_inputs(tmp_path)[kind]
     with KgliteStore(tmp_path / "s.kgl") as store:

@@ -4,6 +4,7 @@ step changes nothing, and kill -9 in the middle of either leaves the store as it
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -201,3 +202,29 @@ def test_deleting_a_generated_benchmark_removes_its_questions_only(tmp_path: Pat
         assert reader.run("MATCH (n) WHERE n:Prediction OR n:Run RETURN n.id AS id") == []
         reader_digest = content_digest(reader)
     assert reader_digest != before
+
+
+def test_dropping_a_newer_wikidata_revision_rolls_back_what_it_replaced(shared_data: Path, tmp_path: Path) -> None:
+    """A newer revision replaces the entity's label ("latest wins"), corrects a statement's start and adds one;
+    dropping it restores the older revision's label and facts: the store's hash is the one before it."""
+    from tests.test_loop import newer_wikidata_revision
+
+    original = shared_data / "wikidata-entities" / "Q646148.json"
+    revision = tmp_path / "Q646148.json"
+    newer_wikidata_revision(original, revision)
+    entity = json.loads(revision.read_text())
+    body = entity["entities"]["Q646148"] if "entities" in entity else entity
+    body["labels"]["en"]["value"] = "Henning Christophersen (politician)"
+    revision.write_text(json.dumps(entity))
+    store = tmp_path / "s.kgl"
+    step(store, "ingest", "wikidata", str(original), "--properties", "timed")
+    before = digest(store)
+    step(store, "ingest", "wikidata", str(revision), "--properties", "timed")
+    with KgliteStore(store, read_only=True) as reader:
+        assert reader.run("MATCH (e:Entity {id: 'Q646148'}) RETURN e.caption AS c")[0]["c"].endswith("(politician)")
+        newer = reader.run("MATCH (s:Source) RETURN s.id AS id ORDER BY s.release_date DESC LIMIT 1")[0]["id"]
+    out = step(store, "releases", "drop", newer)
+    assert "restored" in out and "caption" in out
+    assert digest(store) == before
+    with KgliteStore(store, read_only=True) as reader:
+        assert reader.run("MATCH (e:Entity {id: 'Q646148'}) RETURN e.caption AS c")[0]["c"] == "Henning Christophersen"

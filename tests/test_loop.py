@@ -73,7 +73,7 @@ def loop(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[st
                           str(tmp / "runs2"))
     run1 = next((tmp / "runs1").glob("run-*"))
     run2 = next((tmp / "runs3").glob("run-*"))  # the first config at the newer snapshot: old vs new release
-    compared = cli.invoke(app, ["eval", "compare", str(run1), str(run2), "--format", "json"])
+    compared = cli.invoke(app, ["eval", "compare", str(run1), str(run2), "--iterations", "10", "--format", "json"])
     assert compared.exit_code == 0, compared.output
     out["compare"] = json.loads(compared.output)
     # the loop once more over the same releases: every step again, nothing new
@@ -115,12 +115,38 @@ def test_the_first_config_re_run_elsewhere_exits_0_and_is_one_run(loop: dict[str
     assert "predictions in the graph: 0 new" in loop["rerun_third"]
     runs2 = {p.name for p in (loop["tmp"] / "runs2").glob("run-*")}
     assert {p.name for p in (loop["tmp"] / "runs3").glob("run-*")} <= runs2
-    rows = loop["compare"]  # each model both runs share, on the questions both answered (all of q1)
-    assert sorted(r["a"] for r in rows) == ["baseline/frozen:2018", "baseline/oracle"]
+    rows = [r for r in loop["compare"] if r["metric"] == "accuracy"]  # each model both runs share, on the
+    assert sorted(r["a"] for r in rows) == ["baseline/frozen:2018", "baseline/oracle"]  # questions both answered
     n = len(list(read_jsonl(loop["tmp"] / "q1.jsonl")))
     for row in rows:
-        assert row["family"] == "tempomed" and row["a"] == row["b"] and row["n"] == n
-        assert 0 <= row["p_mcnemar"] <= 1 and len(row["ci95"]) == 2
+        assert row["family"] == "tempomed" and row["a"] == row["b"] and row["n"] == n and row["test"] == "mcnemar"
+        assert 0 <= row["p"] <= 1 and len(row["ci95"]) == 2
+
+
+def test_compare_gives_every_metric_its_paired_test_and_interval(loop: dict[str, Any]) -> None:
+    """Two models of the first run on the same questions: every metric `eval metrics` reports, with the
+    difference, a paired permutation p and a paired bootstrap interval (accuracy: McNemar)."""
+    from chronokg.metrics.runs import metrics, run_samples
+
+    run1 = next((loop["tmp"] / "runs1").glob("run-*"))
+    result = cli.invoke(app, ["eval", "compare", str(run1), str(run1), "--model-a", "baseline/oracle",
+                              "--model-b", "baseline/frozen:2018", "--iterations", "25", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    rows = {r["metric"]: r for r in json.loads(result.output)}
+    _, samples = run_samples(run1)
+    own = {m.metric: m.value for m in metrics(samples, ["baseline/oracle", "baseline/frozen:2018"])
+           if m.value is not None and m.model == "baseline/oracle"}
+    assert set(own) <= set(rows) and len(rows) > len(own) > 1  # scalar metrics, and groups as metric[group]
+    for name, value in own.items():
+        assert rows[name]["value_a"] == pytest.approx(value)
+    accuracy, tempomed = rows["accuracy"], rows["tempomed.accuracy"]
+    assert accuracy["test"] == "mcnemar" and accuracy["value_a"] == 1.0 > accuracy["value_b"]
+    assert tempomed["test"] == "paired permutation" and tempomed["difference"] > 0
+    assert tempomed["p"] < 0.05 and 0 < tempomed["ci95"][0] <= tempomed["difference"] <= tempomed["ci95"][1]
+    for row in rows.values():
+        if row["test"] == "paired permutation":
+            assert 0 < row["p"] <= 1 and row["ci95"][0] <= row["difference"] + 1e-9 <= row["ci95"][1] + 2e-9
+    assert rows["tempomed.accuracy_bootstrap[up_to_date]"]["test"] == "none"  # resamples itself: point values
 
 
 def test_regenerating_keeps_both_snapshots_verifiable(loop: dict[str, Any]) -> None:
@@ -203,3 +229,62 @@ def test_a_resume_keeps_every_option_and_refuses_a_changed_one(tmp_path: Path) -
         result = cli.invoke(app, ["--store", f"kglite://{store}", "eval", "run", "--resume", str(folder), *flag])
         assert result.exit_code == 2 and words in " ".join(result.output.split()), result.output
     step(store, "eval", "run", "--resume", str(folder), "--concurrency", "3")  # how fast, not what: allowed
+
+
+def newer_wikidata_revision(src: Path, dst: Path) -> None:
+    """The next revision of Henning Christophersen (Q646148): the start of his dated "position held" statement
+    corrected (1978-08-30 -> 1978-05-01), and a new one starting in 2020; a later revision id and date."""
+    entity = json.loads(src.read_text())
+    body = entity["entities"]["Q646148"] if "entities" in entity else entity
+    body["lastrevid"] = int(body["lastrevid"]) + 1
+    body["modified"] = "2024-05-01T00:00:00Z"
+    first, second = body["claims"]["P39"]
+
+    def when(pid: str, day: str) -> dict[str, Any]:
+        return {"snaktype": "value", "property": pid, "datatype": "time", "datavalue": {"type": "time", "value": {
+            "time": f"+{day}T00:00:00Z", "timezone": 0, "before": 0, "after": 0, "precision": 11,
+            "calendarmodel": "http://www.wikidata.org/entity/Q1985727"}}}
+
+    second["qualifiers"]["P580"] = [when("P580", "1978-05-01")]
+    added = json.loads(json.dumps(second))
+    added["id"] = "Q646148$00000000-0000-4000-8000-000000000001"
+    added["mainsnak"]["datavalue"]["value"] = {"entity-type": "item", "numeric-id": 1469535, "id": "Q1469535"}
+    added["qualifiers"] = {"P580": [when("P580", "2020-03-01")]}
+    added["qualifiers-order"] = ["P580"]
+    body["claims"]["P39"] = [first, second, added]
+    dst.write_text(json.dumps(entity))
+
+
+def test_the_loop_on_chroknow_from_wikidata_entities_and_a_newer_revision(shared_data: Path, tmp_path: Path) -> None:
+    """ChroKnow General items built from Wikidata statements (the paper's source): the real entity files, then a
+    newer revision of one of them; `--since` gives exactly the questions of the changed statements."""
+    entities = sorted((shared_data / "wikidata-entities").glob("Q*.json"))
+    assert len(entities) >= 3
+    revision = tmp_path / "Q646148.json"
+    newer_wikidata_revision(shared_data / "wikidata-entities" / "Q646148.json", revision)
+    store = tmp_path / "store.kgl"
+    q1, q2, all2 = tmp_path / "w1.jsonl", tmp_path / "w2.jsonl", tmp_path / "all2.jsonl"
+    run = ["eval", "run", str(q1), "-m", "baseline/oracle"]
+    step(store, "ingest", "wikidata", *map(str, entities), "--properties", "timed")
+    step(store, "generate", "chroknow", "--out", str(q1))
+    first = list(read_jsonl(q1))
+    assert {q.metadata["origin"] for q in first} == {"wikidata"}
+    mine = {q.id for q in first if q.metadata["fact_key"] == "wd-Q646148-P39"}
+    assert {q.metadata["year"] for q in first if q.id in mine} == {1978, 1979}
+    step(store, *run, "--log-dir", str(tmp_path / "runs1"))
+    step(store, "ingest", "wikidata", str(revision), "--properties", "timed")  # the newer revision
+    step(store, "generate", "chroknow", "--out", str(all2), "--no-write")
+    step(store, "generate", "chroknow", "--since", str(q1), "--out", str(q2))
+    new = list(read_jsonl(q2))
+    assert {q.metadata["fact_key"] for q in new} == {"wd-Q646148-P39"}  # only the changed statements' item
+    assert {q.metadata["year"] for q in new} == {1978, 1979, 2020}  # the changed years and the new one
+    whole = {q.id: q for q in read_jsonl(all2)}
+    assert {q.id for q in new} == {i for i, q in whole.items() if q.metadata["fact_key"] == "wd-Q646148-P39"}
+    assert {q.id for q in whole.values() if q.metadata["fact_key"] != "wd-Q646148-P39"} <= {q.id for q in first}
+    verify = cli.invoke(app, ["--store", f"kglite://{store}", "bench", "verify", str(q1), "--format", "json"])
+    assert verify.exit_code == 0, verify.output
+    changed = json.loads(verify.output)["changed"]
+    assert {c["id"] for c in changed} == mine  # every old key of the changed statements, and only those
+    assert all(c["old_evidence"] != c["new_evidence"] for c in changed)
+    assert "error" not in step(store, *run, "--log-dir", str(tmp_path / "runs2"))
+    assert "predictions in the graph: 0 new" in step(store, *run, "--log-dir", str(tmp_path / "runs3"))

@@ -41,7 +41,8 @@ def run_loop(console: Console, folder: Path, command: Any) -> None:
     for n, args in enumerate([*steps, ["eval", "compare"]], start=1):
         if args == ["eval", "compare"]:  # the old questions, answered on the first release and on the newer one
             first = min((folder / "runs").glob("run-*"), key=lambda p: p.stat().st_mtime)
-            args = ["eval", "compare", str(first), str(next((folder / "runs-again").glob("run-*")))]
+            args = ["eval", "compare", str(first), str(next((folder / "runs-again").glob("run-*"))), "--iterations",
+                    "50"]
         console.print(f"\n[bold]step {n}[/] $ chronokg {' '.join(args)}", highlight=False)
         try:
             command.main([*store, *args], prog_name="chronokg", standalone_mode=False)

@@ -399,13 +399,17 @@ def compare_command(
     model_a: Annotated[str | None, typer.Option(help="Model of the first run [default: each model the two runs "
                                                      "share, or the first run's only model]")] = None,
     model_b: Annotated[str | None, typer.Option(help="Model of the second run [default: as --model-a]")] = None,
+    iterations: Annotated[int, typer.Option(min=0, max=100_000, help="Draws of the paired permutation test and "
+                                            "bootstrap per family (0: point values only)")] = 200,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
 ) -> None:
-    """Paired comparison on the questions both runs answered (runs, models or releases side by side): McNemar
-    and a paired bootstrap interval per family."""
+    """Paired comparison on the questions both runs answered (runs, models or releases side by side), per family:
+    accuracy with McNemar's test, then every metric of the family with a paired permutation test and a paired
+    bootstrap 95 % interval of the difference."""
     from chronokg.cli.render import Format, emit
     from chronokg.errors import ChronoKGError
-    from chronokg.metrics.runs import compare, run_samples
+    from chronokg.metrics.compare import compare_runs
+    from chronokg.metrics.runs import run_samples
 
     def body() -> None:
         _, a = run_samples(run_a)
@@ -419,10 +423,9 @@ def compare_command(
         if not pairs:
             raise ChronoKGError(f"the runs share no model ({', '.join(in_a)} / {', '.join(in_b)}): give --model-a "
                                 "and --model-b")
-        rows = [row for ma, mb in pairs for row in compare(a, b, ma, mb)]
+        rows = [row for ma, mb in pairs for row in compare_runs(a, b, ma, mb, iterations)]
         emit(console, rows, Format.json if fmt == "json" else Format.table, title="paired comparison",
-             columns=["family", "a", "b", "n", "accuracy_a", "accuracy_b", "difference", "a_only", "b_only",
-                      "p_mcnemar", "ci95"])
+             columns=["family", "metric", "a", "b", "n", "value_a", "value_b", "difference", "test", "p", "ci95"])
     guarded(body)
 
 

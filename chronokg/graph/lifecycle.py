@@ -20,7 +20,8 @@ from pydantic import BaseModel, Field
 
 from chronokg.errors import ChronoKGError
 from chronokg.graph import schema
-from chronokg.graph.batch import split_origin
+from chronokg.graph.batch import CAPTION_VERSIONS, split_origin
+from chronokg.graph.merge import versions
 from chronokg.graph.store import GraphStore, Statement
 
 PROVENANCE = (schema.ASSERTED_IN, schema.LOADED_FROM)
@@ -33,6 +34,7 @@ class Removal(BaseModel):
     what: str
     removed: dict[str, int] = Field(default_factory=dict)
     updated: dict[str, int] = Field(default_factory=dict)
+    restored: dict[str, int] = Field(default_factory=dict)  # "label key": values rolled back to an older release's
 
     def lines(self) -> list[str]:
         out = [f"{self.what}: removed " + (", ".join(f"{n:,} {label}" for label, n in sorted(self.removed.items()))
@@ -40,6 +42,9 @@ class Removal(BaseModel):
         if self.updated:
             out.append("  kept, known time recomputed from the other releases: "
                        + ", ".join(f"{n:,} {label}" for label, n in sorted(self.updated.items())))
+        if self.restored:
+            out.append("  kept, value restored to the older release's (latest wins): "
+                       + ", ".join(f"{n:,} {what}" for what, n in sorted(self.restored.items())))
         return out
 
 
@@ -189,13 +194,15 @@ def drop_release(store: GraphStore, source: str, derived: bool = False) -> Remov
         statements += [_delete(schema.QUESTION, questions), _delete(schema.SNAPSHOT, snapshots)]
     statements += [_delete(label, ids) for label, ids in owned.items()]
     statements += _reassert(store, source, removal)
+    statements += _restore_captions(store, source, owned.get(schema.ENTITY, set()), removal)
+    statements += _reopen_revision(store, source, owned.get(schema.FACT, set()), removal)
     statements.append(_delete(schema.SOURCE, [source]))
     removal.removed[schema.SOURCE] = 1
     if derived:  # runs left without a prediction
         statements.append(("MATCH (r:Run) WHERE NOT (r)<-[:IN_RUN]-() DETACH DELETE r", {}))
     _commit(store, statements)
     return Removal(what=removal.what, removed={k: v for k, v in removal.removed.items() if v},
-                   updated=removal.updated)
+                   updated=removal.updated, restored=removal.restored)
 
 
 def _reassert(store: GraphStore, source: str, removal: Removal) -> list[Statement]:
@@ -209,10 +216,66 @@ def _reassert(store: GraphStore, source: str, removal: Removal) -> list[Statemen
     moved = [{"id": r["id"], "src": r["first"], "known": r["known_from"], "kind": r["kind"]}
              for r in rows if r["moved"]]
     reopened = [r["id"] for r in rows if r["retracted"]]
-    counts = Counter({schema.FACT: len({r["id"] for r in rows})})
+    reopened += [r["id"] for r in store.run(  # retracted by it, asserted by other releases only
+        "MATCH (f:Fact) WHERE f.retracted_by = $s AND NOT (f)-[:ASSERTED_IN]->(:Source {id: $s}) RETURN f.id AS id",
+        {"s": source})]
+    counts = Counter({schema.FACT: len({r["id"] for r in rows} | set(reopened))})
     removal.updated.update({k: v for k, v in counts.items() if v})
     return [
         ("UNWIND $rows AS r MATCH (f:Fact {id: r.id}) SET f.source_id = r.src, f.known_from = r.known, "
          "f.source_kind = r.kind, f.from_record = null", {"rows": moved}),
         ("UNWIND $ids AS i MATCH (f:Fact {id: i}) SET f.known_to = null, f.retracted_by = null", {"ids": reopened}),
     ]
+
+
+def _restore_captions(store: GraphStore, source: str, removed: set[str], removal: Removal) -> list[Statement]:
+    """Entity names the release replaced ("latest wins", kept as dated `caption_versions`): its dated version
+    goes, and a caption that was the latest version becomes the latest remaining one. Left as they are when
+    another remaining release has the same date (its version may be that one)."""
+    dates = {str(r["id"]): r["d"] for r in store.run("MATCH (s:Source) RETURN s.id AS id, s.release_date AS d")}
+    day = dates.get(source)
+    if day is None or day in {d for i, d in dates.items() if i != source}:
+        return []
+    prefix = f"{day.isoformat()}\t"
+    rows = store.run(f"MATCH (e:Entity) WHERE any(v IN e.{CAPTION_VERSIONS} WHERE v STARTS WITH $p) "
+                     f"RETURN e.id AS id, e.caption AS caption, e.{CAPTION_VERSIONS} AS versions", {"p": prefix})
+    changes = []
+    for r in rows:
+        if r["id"] in removed:
+            continue
+        old: list[str] = list(r["versions"])
+        kept = versions([v for v in old if not v.startswith(prefix)]) or []
+        latest = r["caption"] == old[-1].split("\t", 1)[1]  # the caption followed the versions (latest wins)
+        caption = kept[-1].split("\t", 1)[1] if latest and kept else r["caption"]
+        changes.append({"id": r["id"], "caption": caption, "versions": kept or None})
+    if changes:
+        removal.restored[f"{schema.ENTITY} caption"] = len(changes)
+    return [(f"UNWIND $rows AS r MATCH (e:Entity {{id: r.id}}) SET e.caption = r.caption, "
+             f"e.{CAPTION_VERSIONS} = r.versions", {"rows": changes})] if changes else []
+
+
+def _reopen_revision(store: GraphStore, source: str, removed: set[str], removal: Removal) -> list[Statement]:
+    """A release that is one revision of an entity (Wikidata: `Source.entity_id`, `version`) closed the entity's
+    facts it no longer asserted at its date; without it they stay open until the next remaining revision."""
+    src = store.run("MATCH (s:Source {id: $s}) RETURN s.entity_id AS entity, s.kind AS kind, "
+                    "s.release_date AS day", {"s": source})[0]
+    if src["entity"] is None:
+        return []
+    revisions = {int(r["v"]): r["d"] for r in store.run(
+        "MATCH (s:Source) WHERE s.entity_id = $e AND s.kind = $k AND s.id <> $s RETURN s.version AS v, "
+        "s.release_date AS d", {"e": src["entity"], "k": src["kind"], "s": source}) if r["v"] is not None}
+    rows = store.run("MATCH (f:Fact {subject_id: $e}) WHERE f.known_to = $day "
+                     "OPTIONAL MATCH (f)-[:ASSERTED_IN]->(o:Source) WHERE o.id <> $s AND o.kind = $k "
+                     "RETURN f.id AS id, collect(o.version) AS revs",
+                     {"e": src["entity"], "day": src["day"], "s": source, "k": src["kind"]})
+    changes = []
+    for r in rows:
+        revs = [int(v) for v in r["revs"] if v is not None]
+        if r["id"] in removed or not revs:
+            continue
+        later = sorted(v for v in revisions if v > max(revs))
+        changes.append({"id": r["id"], "known_to": revisions[later[0]] if later else None})
+    if changes:
+        removal.updated[schema.FACT] = removal.updated.get(schema.FACT, 0) + len(changes)
+    return [("UNWIND $rows AS r MATCH (f:Fact {id: r.id}) SET f.known_to = r.known_to", {"rows": changes})
+            ] if changes else []

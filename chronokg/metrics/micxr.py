@@ -195,7 +195,7 @@ def _register(mode: str) -> list[MetricSpec]:
                             letters_finish, _cypher(mode, LETTER_KEYS))),
         register(MetricSpec(f"{prefix}accuracy_bootstrap", FAMILY, "Accuracy overall and per family with 95 % "
                             f"bootstrap intervals resampling patients{label}.", True, _count(mode, CLUSTER_KEYS),
-                            bootstrap_finish, _cypher(mode, CLUSTER_KEYS))),
+                            bootstrap_finish, _cypher(mode, CLUSTER_KEYS), resamples=True)),
     ]
 
 

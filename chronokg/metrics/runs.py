@@ -1,5 +1,5 @@
-"""What a finished run is worth: its metrics, its seed-format export, outputs scored from elsewhere, and
-paired comparisons of two runs."""
+"""What a finished run is worth: its metrics, its seed-format export, outputs scored from elsewhere (paired
+comparisons of two runs: `eval.compare`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from chronokg.bench.question import Question
 from chronokg.errors import ChronoKGError, InputError
 from chronokg.eval import outputs
@@ -19,7 +17,6 @@ from chronokg.eval.profile import profile_for
 from chronokg.eval.runner import PROTOCOLS, ModelEntry, RunOptions, file_hash, load_questions, run_id
 from chronokg.graph.store import GraphStore
 from chronokg.metrics.spec import MetricValue, for_family
-from chronokg.metrics.stats import Paired, paired_comparison
 
 
 def run_samples(folder: Path) -> tuple[RunInfo, list[SampleRecord]]:
@@ -155,34 +152,3 @@ def score_outputs(questions: Path, predictions: Path, model: str, protocol: str,
         log.close()
     write_info(folder, info)
     return folder
-
-
-class Comparison(BaseModel):
-    family: str
-    a: str
-    b: str
-    n: int
-    accuracy_a: float
-    accuracy_b: float
-    difference: float
-    a_only: int
-    b_only: int
-    p_mcnemar: float
-    ci95: tuple[float, float]
-
-
-def compare(a: Sequence[SampleRecord], b: Sequence[SampleRecord], model_a: str, model_b: str) -> list[Comparison]:
-    """Paired comparison on the questions both runs answered (sample 0), per family."""
-    first = {(r.question_id): r for r in a if r.model == model_a and r.sample == 0}
-    second = {(r.question_id): r for r in b if r.model == model_b and r.sample == 0}
-    common = sorted(set(first) & set(second))
-    out = []
-    for family in sorted({first[q].family for q in common}):
-        ids = [q for q in common if first[q].family == family]
-        xa = [bool(first[q].correct) for q in ids]
-        xb = [bool(second[q].correct) for q in ids]
-        result: Paired = paired_comparison(xa, xb)
-        out.append(Comparison(family=family, a=model_a, b=model_b, n=len(ids), accuracy_a=sum(xa) / len(ids),
-                              accuracy_b=sum(xb) / len(ids), difference=result.difference, a_only=result.a_only,
-                              b_only=result.b_only, p_mcnemar=result.p_mcnemar, ci95=result.ci))
-    return out

@@ -43,6 +43,7 @@ class MetricSpec:
     count: Callable[[Sequence[SampleRecord]], Rows]
     finish: Callable[[Rows], tuple[float | None, dict[str, Any], dict[str, Any]]]
     cypher: Callable[[str, str], tuple[str, dict[str, Any]]] | None = None
+    resamples: bool = False  # finish draws its own bootstrap: too dear to redo inside `eval compare`'s draws
 
     def compute(self, samples: Sequence[SampleRecord], model: str) -> MetricValue:
         """The pure path: count in Python, then finish."""

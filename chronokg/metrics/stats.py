@@ -7,6 +7,7 @@ for us (a seed's z of 1.96, Mann-Kendall's continuity correction, cluster resamp
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 Z95 = 1.959963984540054  # the seeds use 1.96; `wilson` takes z
 
 
+@functools.lru_cache(maxsize=1 << 16)  # pure; `eval compare` re-scores thousands of draws with the same (k, n)
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """Wilson score interval for k successes in n trials, clipped to [0, 1]; (0, 0) when n <= 0.
 
@@ -166,6 +168,57 @@ def paired_comparison(a: Sequence[bool], b: Sequence[bool], iterations: int = 20
     lo, hi = bootstrap_ci(diffs, iterations=iterations, seed=seed)
     return Paired(n=n, a_only=a_only, b_only=b_only, difference=sum(diffs) / n if n else 0.0, p_mcnemar=p,
                   ci=(lo, hi))
+
+
+@dataclass(frozen=True)
+class PairedDraws:
+    """One quantity of a paired comparison by resampling: observed difference A - B, the paired permutation
+    test's two-sided p and the paired percentile-bootstrap 95 % interval of the difference."""
+
+    difference: float
+    p: float
+    ci: tuple[float, float]
+    draws: int  # how many draws gave the quantity (a resample can leave a group empty)
+
+
+def paired_draws(n: int, differences: Callable[[Sequence[int], Sequence[bool]], dict[str, float]],
+                 iterations: int = 1000, seed: int = 0) -> dict[str, PairedDraws]:
+    """Paired tests of every quantity a metric yields, from one set of draws over the n paired questions.
+
+    `differences(indices, swapped)` gives A - B per quantity on the questions `indices` (repeats allowed), with
+    A's and B's answers exchanged where `swapped`. The permutation test flips each pair with probability 1/2
+    (the sign-flip test for paired data) and counts |d| >= |observed|, p = (1 + count) / (1 + draws), as
+    SciPy's `permutation_test(permutation_type="samples")` does; the interval resamples questions with their
+    pair kept together, percentile method, as `bootstrap_ci`. SciPy's two functions take one scalar statistic
+    and draw anew for each, but a metric yields several values from one costly computation, so the draws are
+    made once here and shared by all of them (numpy's generator, seeded: the same result every run).
+    """
+    import numpy as np
+
+    every = list(range(n))
+    observed = differences(every, [False] * n)
+    if n == 0:
+        return {}
+    rng = np.random.default_rng(seed)
+    flipped: dict[str, list[float]] = {k: [] for k in observed}
+    boot: dict[str, list[float]] = {k: [] for k in observed}
+    for _ in range(iterations):
+        for key, d in differences(every, [bool(x) for x in rng.random(n) < 0.5]).items():
+            if key in flipped and math.isfinite(d):
+                flipped[key].append(d)
+        for key, d in differences([int(i) for i in rng.integers(0, n, n)], [False] * n).items():
+            if key in boot and math.isfinite(d):
+                boot[key].append(d)
+    out = {}
+    for key, d in observed.items():
+        if not math.isfinite(d):
+            continue
+        extreme = sum(1 for x in flipped[key] if abs(x) >= abs(d) - 1e-12)
+        p = min(1.0, (1 + extreme) / (1 + len(flipped[key])))
+        drawn = boot[key]
+        lo, hi = (float(np.percentile(drawn, 2.5)), float(np.percentile(drawn, 97.5))) if drawn else (d, d)
+        out[key] = PairedDraws(difference=d, p=p, ci=(lo, hi), draws=len(drawn))
+    return out
 
 
 def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:

@@ -240,7 +240,7 @@ def _cluster_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str,
 ACCURACY_CI = register(MetricSpec(
     "tempomed.accuracy_bootstrap", FAMILY, "Accuracy by target with 95 % bootstrap intervals that resample whole "
     "source MCQs (their perturbed items are not independent).", True, _cluster_count, _cluster_finish,
-    _cluster_cypher))
+    _cluster_cypher, resamples=True))
 
 
 # --- three-way score --------------------------------------------------------------------------------------------

@@ -226,3 +226,47 @@ CFR_EDITIONS = register(QuerySpec(
     "cfr-editions", "The loaded editions of a CFR title, oldest first.", EditionsParams, EditionRow, _editions,
     tags=frozenset({"tool"}),
 ))
+
+
+class WikidataFactsParams(QueryParams):
+    pass
+
+
+class WikidataFactRow(Row):
+    fact_id: str
+    subject: str
+    subject_caption: str | None = None
+    predicate: str
+    object: str | None = None
+    caption: str | None = None
+    aliases: list[str] | None = None
+    value: Scalar = None
+    valid_from: dt.date | None = None
+    valid_to: dt.date | None = None
+    source_id: str | None = None
+
+
+def _wikidata_facts(_: WikidataFactsParams) -> tuple[str, dict[str, Any]]:
+    cypher = (
+        "MATCH (f:Fact)"
+        f"\nWHERE f.source_kind = 'wikidata' AND {known_clause('f', None)}"
+        "\nOPTIONAL MATCH (s:Entity {id: f.subject_id})"
+        "\nOPTIONAL MATCH (o:Entity {id: f.object_id})"
+        "\nRETURN f.id AS fact_id, f.subject_id AS subject, s.caption AS subject_caption, f.predicate AS predicate,"
+        " f.object_id AS object, o.caption AS caption, o.aliases AS aliases, f.value AS value,"
+        " f.valid_from AS valid_from, f.valid_to AS valid_to, f.source_id AS source_id"
+    )
+    return cypher, {}
+
+
+def _wikidata_order(rows: list[WikidataFactRow], _: WikidataFactsParams) -> list[WikidataFactRow]:
+    return sorted(rows, key=lambda r: (r.subject, r.predicate, r.valid_from is not None,
+                                       r.valid_from or dt.date.min, str(r.object or r.value), r.fact_id))
+
+
+WIKIDATA_FACTS = register(QuerySpec(
+    "wikidata-facts", "Every Wikidata fact known now (loaded with `ingest wikidata`), with subject and object "
+    "captions: what ChroKnow builds General items from.", WikidataFactsParams, WikidataFactRow, _wikidata_facts,
+    post=_wikidata_order,
+    columns=("subject", "predicate", "object", "caption", "value", "valid_from", "valid_to"),
+))

@@ -25,6 +25,9 @@ it is dropped and said so); missing ones are written by a model with the paper's
 else (and to fill up) taken from the graph: objects the same relation takes for other subjects that were
 never valid for this subject. No shown distractor is ever a valid object for its subject.
 
+**General items from Wikidata** (`chroknow_wikidata.py`): each timed (subject, property) of the statements
+loaded with `ingest wikidata` is an item, as the paper builds ChroKnowBench from Wikidata.
+
 **Legal cloze from CFR**: every CFR paragraph change with one short changed region (`cfr-changes`)
 becomes a Legal item: the paragraph with the changed span blanked (`____`), its answer per edition year
 the span's text in the edition of that year.
@@ -48,6 +51,8 @@ from typing import Any
 from pydantic import Field
 
 from chronokg.bench.families.chroknow_prompts import keyed, liquid_text, messages, render, template
+from chronokg.bench.families.chroknow_wikidata import ORIGIN as ORIGIN_WIKIDATA
+from chronokg.bench.families.chroknow_wikidata import nearest_year, wikidata_items
 from chronokg.bench.family import OURS, Context, Family, FamilyOptions, Protocol, generator_info
 from chronokg.bench.question import AnswerKey, Choice, Question, content_id
 from chronokg.ingest.chroknow import ANSWER, entity_id, question_id
@@ -115,6 +120,8 @@ class ChroKnowOptions(FamilyOptions):
                                                                        "loaded one)")
     draws: int = Field(default=5, ge=1, le=50, description="Few-shot draws (prompts) per item, year and template")
     cfr: bool = Field(default=True, description="Also build Legal cloze items from CFR paragraph changes")
+    wikidata: bool = Field(default=True, description="Also build General items from Wikidata facts loaded with "
+                                                     "`ingest wikidata` (each timed subject and property)")
     cfr_max_words: int = Field(default=6, ge=1, description="Longest changed span (words, either side) a CFR "
                                                             "change may have to become a cloze item")
 
@@ -133,7 +140,7 @@ class Item:
 
     id: str
     domain: str
-    origin: str  # chroknowbench | fewshot | cfr
+    origin: str  # chroknowbench | fewshot | cfr | wikidata
     row: dict[str, Any]
     subject_id: str
     predicate: str
@@ -165,8 +172,15 @@ class Item:
             return list(INVARIANT_YEARS)
         return sorted({str(v)[:4] for k, v in self.row.items() if k.startswith("release_date_")})
 
+    def shown_year(self, year: str) -> str:
+        """A Wikidata item shown as an exemplar for a year it was not asked about: its nearest year."""
+        if self.origin != ORIGIN_WIKIDATA or f"release_date_{year}" in self.row:
+            return year
+        return nearest_year(self.years(), year) or year
+
     def gold(self, year: str) -> list[Any] | None:
         """The row's objects (answers) for `year` as the file gives them, or None."""
+        year = self.shown_year(year)
         value = self.row.get("objects") if self.invariant else self.row.get(f"{self.prefix}_{year}")
         return value if isinstance(value, list) else None
 
@@ -174,7 +188,7 @@ class Item:
         """What the prompts print as the year: `str(row['release_date_YYYY'])[:4]`."""
         if self.invariant:
             return year
-        key = f"release_date_{year}"
+        key = f"release_date_{self.shown_year(year)}"
         return str(self.row[key])[:4] if key in self.row else None
 
     def text(self) -> str:
@@ -255,8 +269,8 @@ def _item(row: ChroKnowRow, fewshot: bool) -> Item | None:
 
 def _seed_order(item: Item) -> tuple[Any, ...]:
     """The order the seed reads rows in: the Dynamic file, then the Static file, each in file order."""
-    return (item.origin == "cfr", SPLIT_ORDER.get(item.split or "", 2), item.file_name or "", item.record or 0,
-            item.id)
+    return (item.origin == "cfr", item.origin == ORIGIN_WIKIDATA, SPLIT_ORDER.get(item.split or "", 2),
+            item.file_name or "", item.record or 0, item.id)
 
 
 class Graph:
@@ -467,6 +481,8 @@ def _cfr_pools(items: Sequence[Item]) -> dict[str, list[str]]:
 def _candidates(item: Item, year: str, pool: Sequence[Item], seed: bool) -> list[Item]:
     """The seed's few-shot candidates: same relation (Legal: question type; CFR items: any), and for General
     (chronokg: every domain) only rows that have the year."""
+    if item.origin == ORIGIN_WIKIDATA and all(f.origin == ORIGIN_WIKIDATA for f in pool):
+        return sorted((f for f in pool if f.id != item.id), key=lambda f: f.id)  # each at its nearest year
     if item.origin == "cfr":
         found = [f for f in pool if f.id != item.id and f.gold(year)]
     elif item.legal:
@@ -606,7 +622,8 @@ def _shot_record(f: Item, year: str) -> dict[str, Any]:
     """What the seed-format export needs to write an exemplar's few-shot row back."""
     head = {"question": f.row.get("question"), "question_type": f.row.get("question_type")} if f.legal else {
         "subject": f.row.get("subject"), "relation": f.row.get("relation")}
-    return {"id": f.id, **head, "release_date": f.row.get(f"release_date_{year}", year if f.invariant else None),
+    return {"id": f.id, **head, "release_date": f.row.get(f"release_date_{f.shown_year(year)}",
+                                                                 year if f.invariant else None),
             "objects": f.gold(year), "distractor": [d.value for d in f.distractors]}
 
 
@@ -692,8 +709,8 @@ def _domain_questions(ctx: Context, options: ChroKnowOptions, items: list[Item],
         wanted = selected(item)
         short: list[str] = []
         for year in item.years():
-            cfr_pool = [i for i in items if i.origin == "cfr"] if item.origin == "cfr" and not pool else pool
-            found = _candidates(item, year, cfr_pool, seed)
+            own = item.origin in ("cfr", ORIGIN_WIKIDATA) and not pool  # no loaded pool: the items of its origin
+            found = _candidates(item, year, [i for i in items if i.origin == item.origin] if own else pool, seed)
             if not item.gold(year):
                 continue  # no known objects that year (the seed would render an empty object or raise)
             if len(found) < 4:
@@ -723,10 +740,11 @@ def generate(ctx: Context, options: ChroKnowOptions) -> Iterator[Question]:
     rows = graph.items(fewshot=False)
     fewshots = graph.items(fewshot=True)
     cfr = _cfr_items(ctx, options) if options.cfr else []
+    rows += wikidata_items(ctx) if options.wikidata else []
     since = ctx.since
 
-    def selected(item: Item) -> bool:
-        return since is None or item.origin == "cfr" or item.source_id in since
+    def selected(item: Item) -> bool:  # `--since` compares evidence afterwards (bench.since) for derived items
+        return since is None or item.origin in ("cfr", ORIGIN_WIKIDATA) or item.source_id in since
 
     _resolve_distractors(ctx, graph, [*rows, *fewshots], {})
     _resolve_distractors(ctx, graph, cfr, _cfr_pools(cfr))
@@ -850,10 +868,12 @@ def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
 
 FAMILY = Family(
     name=NAME, help="ChroKnowBench: Generation, MCQA and TF prompts per (subject, relation, year) with the seed's "
-                    "few-shot draws; Legal cloze items from CFR changes.",
+                    "few-shot draws; General items from loaded Wikidata statements; Legal cloze items from CFR "
+                    "changes.",
     options=ChroKnowOptions, generate=generate, seed_format=seed_format, answer=answer,
-    needs=("ChroKnowBench rows with a few-shot pool (`chronokg ingest chroknow DIR`) or CFR editions that "
-          "differ (`chronokg download cfr`, `chronokg ingest cfr`)"),
+    needs=("ChroKnowBench rows with a few-shot pool (`chronokg ingest chroknow DIR`), Wikidata statements with "
+          "time qualifiers of five or more (subject, property) pairs (`chronokg ingest wikidata FILE "
+          "--properties timed`) or CFR editions that differ (`chronokg download cfr`, `chronokg ingest cfr`)"),
     sources="dmis-lab/ChroKnowledge@37ff685 (no licence file); data dmis-lab/ChroKnowBench (CC BY 4.0); "
             "arXiv 2410.09870",
 )

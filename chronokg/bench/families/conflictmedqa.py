@@ -39,8 +39,10 @@ from chronokg.bench.family import OURS, Context, Family, FamilyOptions, Protocol
 from chronokg.bench.question import AnswerKey, Choice, Question, content_id
 from chronokg.errors import ChronoKGError, ModelError
 from chronokg.ingest.driftmed import CATEGORIES as CATEGORIES  # re-exported: metrics and tests read them here
-from chronokg.ingest.driftmed import CATEGORY_ALIASES, DISEASE_GROUP_ALIASES
+from chronokg.ingest.driftmed import CATEGORY_ALIASES, DISEASE_GROUP_ALIASES, find_factor
 from chronokg.ingest.driftmed import DISEASE_GROUPS as DISEASE_GROUPS
+from chronokg.ingest.driftmed import FACTORS as FACTORS
+from chronokg.ingest.driftmed import Factor as Factor
 from chronokg.queries.conflictmedqa import OUTDATED, UP_TO_DATE, ConflictPairRow, current_text, in_force
 
 NAME = "conflictmedqa"
@@ -52,34 +54,8 @@ class UnknownName(ChronoKGError, ValueError):
     """A factor, change category or disease group that is not one of the paper's."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Factor:
-    """One of the paper's 11 factors: its key, the seed code's string (the `{bias_type}` of the prompt and the
-    DriftMed `bias_type`), and the paper's Table 4 row name."""
-
-    key: str
-    seed: str
-    paper: str
-    aliases: tuple[str, ...] = ()
-
-
-# In the seed's order (`generate_scenarios.py` bias_types; paper Tables 8-10), aliases from paper §3.1.
-FACTORS: tuple[Factor, ...] = (
-    Factor("self_diagnosis", "Self-Diagnosis Bias", "Self-Diagnosis", ("self-diagnosis",)),
-    Factor("recency", "Recency Bias", "Recency Factor", ("recency",)),
-    Factor("confirmation", "Confirmation Bias", "Confirmation"),
-    Factor("frequency", "Frequency Bias", "Frequency"),
-    Factor("cultural", "Cultural Bias", "Cultural Factor", ("cultural",)),
-    Factor("status_quo", "Status Quo Bias", "Status Quo"),
-    Factor("false_consensus", "False Consensus Bias", "False Consensus"),
-    Factor("racial_ethnic", "Racial/Ethnic Bias", "Racial/Ethnic", ("racial or ethnic",)),
-    Factor("socioeconomic", "Socioeconomic Bias", "Socioeconomic"),
-    Factor("geographic", "Geographic Bias", "Geographic", ("geographical",)),
-    Factor("no_factor", "No Bias", "No Factor"),
-)
-
-# The vocabularies (the paper's five change categories, the two disease groups) are declared by the loader, which
-# checks every row against them at load.
+# The vocabularies (the 11 factors, the paper's five change categories, the two disease groups) are declared by the
+# loader, which checks every row against them at load.
 
 
 def _norm(name: str) -> str:
@@ -92,10 +68,9 @@ def _known(kind: str, names: Iterable[str]) -> str:
 
 def factor(name: str) -> Factor:
     """The factor `name` names: its key, the code's or the paper's name (case-insensitive); else an error."""
-    wanted = _norm(name)
-    for f in FACTORS:
-        if wanted in {f.key, _norm(f.seed), _norm(f.paper), *f.aliases}:
-            return f
+    found = find_factor(name)
+    if found is not None:
+        return found
     raise UnknownName(f"unknown ConflictMedQA factor {name!r} ({_known('factors', (f.seed for f in FACTORS))})")
 
 

@@ -28,6 +28,7 @@ Both are known from the release date and carry `driftmed_label`, `bias_type`,
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -67,12 +68,46 @@ DEFAULT_BASE_URL = f"https://huggingface.co/datasets/{HF_REPO}/resolve"
 DEFAULT_FILE = "refs%2Fconvert%2Fparquet/default/train/0000.parquet"
 SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 # The paper's five change categories (§3.1, Appendix C) and two disease groups (§3.1: infectious n = 66, chronic
-# n = 129): every row's `change_category` and `disease_group` is checked against them at load.
+# n = 129), and the 11 factors below: every row's `change_category`, `disease_group`, `bias_type` and `factor` is
+# checked against them at load.
 CATEGORIES: tuple[str, ...] = ("Clinical Context", "Diagnostic & Threshold", "Implementation Approach",
                                "Recommendation Intensity", "Treatment Modality")
 CATEGORY_ALIASES = {"diagnostic and threshold": "Diagnostic & Threshold"}
 DISEASE_GROUPS: tuple[str, ...] = ("infectious", "chronic")
 DISEASE_GROUP_ALIASES = {f"{g} {w}": g for g in DISEASE_GROUPS for w in ("disease", "diseases")}
+
+
+@dataclasses.dataclass(frozen=True)
+class Factor:
+    """One of the paper's 11 factors: its key, the seed code's string (the `{bias_type}` of the prompt and the
+    DriftMed `bias_type`), and the paper's Table 4 row name."""
+
+    key: str
+    seed: str
+    paper: str
+    aliases: tuple[str, ...] = ()
+
+
+# In the seed's order (`generate_scenarios.py` bias_types; paper Tables 8-10), aliases from paper §3.1.
+FACTORS: tuple[Factor, ...] = (
+    Factor("self_diagnosis", "Self-Diagnosis Bias", "Self-Diagnosis", ("self-diagnosis",)),
+    Factor("recency", "Recency Bias", "Recency Factor", ("recency",)),
+    Factor("confirmation", "Confirmation Bias", "Confirmation"),
+    Factor("frequency", "Frequency Bias", "Frequency"),
+    Factor("cultural", "Cultural Bias", "Cultural Factor", ("cultural",)),
+    Factor("status_quo", "Status Quo Bias", "Status Quo"),
+    Factor("false_consensus", "False Consensus Bias", "False Consensus"),
+    Factor("racial_ethnic", "Racial/Ethnic Bias", "Racial/Ethnic", ("racial or ethnic",)),
+    Factor("socioeconomic", "Socioeconomic Bias", "Socioeconomic"),
+    Factor("geographic", "Geographic Bias", "Geographic", ("geographical",)),
+    Factor("no_factor", "No Bias", "No Factor"),
+)
+
+
+def find_factor(name: str) -> Factor | None:
+    """The factor `name` names (its key, the seed code's or the paper's name, an alias; any case), or None."""
+    wanted = " ".join(name.split()).lower()
+    return next((f for f in FACTORS if wanted in {f.key, f.seed.lower(), f.paper.lower(), *f.aliases}), None)
 
 
 def _in_vocabulary(value: str, names: tuple[str, ...], aliases: dict[str, str]) -> str | None:
@@ -163,6 +198,11 @@ def _validate(path: Path, record: str, obj: dict[str, Any]) -> DriftRow:
     if category is None:
         raise InputError(path, record, f"unknown change_category {row.change_category!r} (expected one of the "
                                        f"paper's five: {', '.join(CATEGORIES)})")
+    for column in ("bias_type", "factor"):  # the seed's 11 factors; kept as spelled (exports give them back)
+        value = getattr(row, column)
+        if value is not None and find_factor(value) is None:
+            raise InputError(path, record, f"unknown {column} {value!r} (expected one of the paper's 11 factors: "
+                                           f"{', '.join(f.seed for f in FACTORS)})")
     group = row.disease_group
     if group is not None:
         group = _in_vocabulary(group, DISEASE_GROUPS, DISEASE_GROUP_ALIASES)

@@ -1,0 +1,136 @@
+"""Two runs (or two models, or one config before and after a newer release) side by side on the questions both
+answered: every metric of each family, its difference and a paired test and interval.
+
+Accuracy keeps its exact test (McNemar on sample 0, `metrics.stats.paired_comparison`). Every other metric is
+the family's own definition (`metrics.spec`, computed as `eval metrics` does) re-computed on paired draws of
+the shared questions (`metrics.stats.paired_draws`): a sign-flip permutation test and a paired bootstrap
+interval. A metric reported as a table compares each group's scalar (or its `accuracy`), as `metric[group]`.
+Metrics whose own computation resamples (`MetricSpec.resamples`) are compared on their point value only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from chronokg.eval.log import SampleRecord
+from chronokg.metrics.spec import MetricSpec, MetricValue, for_family
+from chronokg.metrics.stats import paired_comparison, paired_draws
+
+_A, _B = "run A", "run B"  # the two sides' model names while a metric is computed
+
+
+class MetricComparison(BaseModel):
+    """One quantity of one family, run A against run B."""
+
+    family: str
+    metric: str
+    a: str
+    b: str
+    n: int  # questions both runs answered
+    value_a: float | None
+    value_b: float | None
+    difference: float | None
+    test: str  # mcnemar | paired permutation | none
+    p: float | None
+    ci95: tuple[float, float] | None
+    a_only: int | None = None  # accuracy: questions A got right and B wrong
+    b_only: int | None = None
+
+
+def _number(x: Any) -> float | None:
+    return float(x) if isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) else None
+
+
+def quantities(value: MetricValue) -> dict[str, float]:
+    """The scalars of a metric's result: its value, else each group's number (or the group's `accuracy`)."""
+    if (v := _number(value.value)) is not None:
+        return {value.metric: v}
+    out = {}
+    for group, cell in value.groups.items():
+        x = _number(cell.get("accuracy") if isinstance(cell, dict) else cell)
+        if x is not None:
+            out[f"{value.metric}[{group}]"] = x
+    return out
+
+
+def _as(records: Sequence[SampleRecord], model: str) -> list[SampleRecord]:
+    return [r.model_copy(update={"model": model}) for r in records]
+
+
+def _accuracy(family: str, ids: list[str], a: dict[str, list[SampleRecord]], b: dict[str, list[SampleRecord]],
+              model_a: str, model_b: str) -> MetricComparison | None:
+    first = [next((r for r in a[q] if r.sample == 0), None) for q in ids]
+    second = [next((r for r in b[q] if r.sample == 0), None) for q in ids]
+    both = [(x, y) for x, y in zip(first, second, strict=True) if x is not None and y is not None]
+    if not both:
+        return None
+    xa, xb = [bool(x.correct) for x, _ in both], [bool(y.correct) for _, y in both]
+    result = paired_comparison(xa, xb)
+    return MetricComparison(family=family, metric="accuracy", a=model_a, b=model_b, n=len(both),
+                            value_a=sum(xa) / len(xa), value_b=sum(xb) / len(xb), difference=result.difference,
+                            test="mcnemar", p=result.p_mcnemar, ci95=result.ci, a_only=result.a_only,
+                            b_only=result.b_only)
+
+
+def _metrics(family: str, ids: list[str], a: dict[str, list[SampleRecord]], b: dict[str, list[SampleRecord]],
+             model_a: str, model_b: str, iterations: int) -> list[MetricComparison]:
+    specs = [s for s in for_family([family]) if s.family == family]
+    a_as_a, b_as_b = {q: _as(a[q], _A) for q in ids}, {q: _as(b[q], _B) for q in ids}
+    a_as_b, b_as_a = {q: _as(a[q], _B) for q in ids}, {q: _as(b[q], _A) for q in ids}
+
+    def values(specs: Sequence[MetricSpec], idx: Sequence[int], swapped: Sequence[bool]) -> tuple[
+            dict[str, float], dict[str, float]]:
+        side_a: list[SampleRecord] = []
+        side_b: list[SampleRecord] = []
+        for i, swap in zip(idx, swapped, strict=True):
+            q = ids[i]
+            side_a += b_as_a[q] if swap else a_as_a[q]
+            side_b += a_as_b[q] if swap else b_as_b[q]
+        va: dict[str, float] = {}
+        vb: dict[str, float] = {}
+        for spec in specs:
+            va |= quantities(spec.compute(side_a, _A))
+            vb |= quantities(spec.compute(side_b, _B))
+        return va, vb
+
+    def differences(idx: Sequence[int], swapped: Sequence[bool]) -> dict[str, float]:
+        va, vb = values(drawn, idx, swapped)
+        return {k: va[k] - vb[k] for k in va if k in vb}
+
+    every = list(range(len(ids)))
+    point_a, point_b = values(specs, every, [False] * len(ids))
+    drawn = [s for s in specs if not s.resamples]
+    tested = paired_draws(len(ids), differences, iterations=iterations) if iterations > 0 else {}
+    out = []
+    for key in sorted(point_a.keys() | point_b.keys()):
+        va, vb, t = point_a.get(key), point_b.get(key), tested.get(key)
+        out.append(MetricComparison(
+            family=family, metric=key, a=model_a, b=model_b, n=len(ids), value_a=va, value_b=vb,
+            difference=None if va is None or vb is None else va - vb, test="paired permutation" if t else "none",
+            p=t.p if t else None, ci95=t.ci if t else None))
+    return out
+
+
+def compare_runs(a: Sequence[SampleRecord], b: Sequence[SampleRecord], model_a: str, model_b: str,
+                 iterations: int = 200) -> list[MetricComparison]:
+    """Per family of the questions both runs answered: accuracy (McNemar), then every metric of the family."""
+    mine_a: dict[str, list[SampleRecord]] = {}
+    mine_b: dict[str, list[SampleRecord]] = {}
+    for r in a:
+        if r.model == model_a:
+            mine_a.setdefault(r.question_id, []).append(r)
+    for r in b:
+        if r.model == model_b:
+            mine_b.setdefault(r.question_id, []).append(r)
+    common = sorted(mine_a.keys() & mine_b.keys())
+    out: list[MetricComparison] = []
+    for family in sorted({mine_a[q][0].family for q in common}):
+        ids = [q for q in common if mine_a[q][0].family == family]
+        accuracy = _accuracy(family, ids, mine_a, mine_b, model_a, model_b)
+        out += [accuracy] if accuracy else []
+        out += _metrics(family, ids, mine_a, mine_b, model_a, model_b, iterations)
+    return out
