@@ -20,13 +20,13 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
+from chronokg.bench.families.chroknow_item import ORIGIN_WIKIDATA as ORIGIN
+from chronokg.bench.families.chroknow_item import Item
 from chronokg.queries.chroknow import WikidataFactRow
 
 if TYPE_CHECKING:
-    from chronokg.bench.families.chroknow import Item
     from chronokg.bench.family import Context
 
-ORIGIN = "wikidata"
 # The seed's General relation names (the keys of `prompt_QA_general_t`) for ChroKnowBench's Wikidata properties.
 RELATIONS = {"P39": "position held", "P54": "member of sports team", "P108": "employer", "P463": "member of",
              "P69": "educated at", "P169": "chief executive officer", "P1037": "director / manager",
@@ -48,8 +48,6 @@ def _object(f: WikidataFactRow) -> Any:
 
 def wikidata_items(ctx: Context) -> list[Item]:
     """One General item per (subject, property) of the loaded Wikidata facts that has a time bound."""
-    from chronokg.bench.families.chroknow import Item
-
     rows: list[WikidataFactRow] = ctx.rows("wikidata-facts", {})
     groups: dict[tuple[str, str], list[WikidataFactRow]] = {}
     for r in rows:
@@ -77,9 +75,3 @@ def wikidata_items(ctx: Context) -> list[Item]:
                           split="Dynamic" if len(answers) > 1 else "Static", windows=windows,
                           derived=f"Entity:{subject}"))
     return items
-
-
-def nearest_year(years: list[str], year: str) -> str | None:
-    """An exemplar's year for an asked year: its latest year not after it, else its first."""
-    before = [y for y in years if y <= year]
-    return before[-1] if before else (years[0] if years else None)
