@@ -250,6 +250,23 @@ def test_an_unset_key_variable_is_one_line_before_any_run_folder(proxy: Proxy, d
         assert not (tmp_path / "runs").exists()
 
 
+def test_every_command_taking_a_model_takes_api_key_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The other commands that take a model read --api-key-env the same way: unset, one error line naming it."""
+    monkeypatch.delenv("CHRONOKG_TEST_UNSET_KEY", raising=False)
+    monkeypatch.setenv("CHRONOKG_STORE", f"kglite://{tmp_path / 'none.kgl'}")
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text("{}", encoding="utf-8")
+    model = ["--model", "openai-compat/m", "--base-url", "http://127.0.0.1:9/v1", "--api-key-env",
+             "CHRONOKG_TEST_UNSET_KEY"]
+    for args in (["generate", "benchage", "--out", str(tmp_path / "q.jsonl"), *model],
+                 ["bench", "trajectory", str(manifest), "--out", str(tmp_path / "t"), *model],
+                 ["retrieve", "web", "a question?", "--wiki", "none", "--chain", "none", *model]):
+        done = invoke(*args)
+        assert done.exit_code == 2, (args, done.output)
+        assert "CHRONOKG_TEST_UNSET_KEY is not set" in done.output and "Traceback" not in done.output, done.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json"]  # nothing made
+
+
 def test_failed_samples_are_summarised_by_reason(proxy: Proxy, demo: tuple[Path, Path], key: str, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """A real 429 (retried, then given up) and a model the proxy does not serve: two reasons on the terminal, each
