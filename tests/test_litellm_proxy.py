@@ -315,6 +315,7 @@ def test_the_judge_runs_against_the_proxy(proxy: Proxy, shared_data: Path, key: 
     folder = next((tmp_path / "runs").iterdir())
     info = json.loads((folder / "run.json").read_text())
     assert info["judge"]["base_url"] == proxy.url and info["judge"]["api_key_env"] == key
+    assert info["judge"]["api_key_sent"] and MASTER_KEY not in (folder / "run.json").read_text()
     records = list(latest(folder / "samples.jsonl").values())
     judged = [s for r in records for s in r.steps if s.get("step") == "judge" or "llm_output" in s]
     assert len(records) == len(questions) and judged
