@@ -16,9 +16,9 @@ from chronokg.errors import ModelError
 from chronokg.models import ChatMessage, GenerateConfig, ModelClient, ModelRequest, ResponseFormat, get_model
 
 
-def open_model(spec: str, base_url: str | None = None) -> ModelClient:
-    """The model client for `spec` (see `chronokg.models.get_model`)."""
-    return get_model(spec, base_url=base_url)
+def open_model(spec: str, base_url: str | None = None, api_key_env: str | None = None) -> ModelClient:
+    """The model client for `spec` (see `chronokg.models.get_model`); `api_key_env` names its key's variable."""
+    return get_model(spec, base_url=base_url, api_key_env=api_key_env)
 
 
 def parse_json(text: str, schema: dict[str, Any]) -> dict[str, Any]:

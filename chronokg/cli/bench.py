@@ -34,10 +34,11 @@ def family_command(name: str) -> Command:
         since: str | None = values.pop("since")
         model: str | None = values.pop("model")
         base_url: str | None = values.pop("base_url")
+        api_key_env: str | None = values.pop("api_key_env")
 
         def body() -> None:
             options = family_options(name, split_lists(values))
-            generate_and_save(name, options, out, fmt, write, since, model, base_url)
+            generate_and_save(name, options, out, fmt, write, since, model, base_url, api_key_env)
         guarded(body)
 
     parameters = [option_parameter(n, f) for n, f in spec.options.model_fields.items()]
@@ -58,6 +59,8 @@ def family_command(name: str) -> Command:
                                                               "(otherwise templates)")], None),
         flag("base_url", Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server "
                                                                  "(openai-compat/ specs)")], None),
+        flag("api_key_env", Annotated[str | None, typer.Option(help="Environment variable holding --model's API "
+                                                                    "key")], None),
     ]
     command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     command.__doc__ = spec.help
@@ -82,7 +85,7 @@ def family_options(name: str, values: dict[str, Any]) -> Any:
 
 
 def generate_and_save(family: str, options: Any, out: Path, fmt: str, write: bool, since: str | None,
-                      model_spec: str | None, base_url: str | None) -> None:
+                      model_spec: str | None, base_url: str | None, api_key_env: str | None = None) -> None:
     from chronokg.bench import snapshot
     from chronokg.bench.export import write_seed
     from chronokg.bench.family import generate
@@ -102,7 +105,7 @@ def generate_and_save(family: str, options: Any, out: Path, fmt: str, write: boo
     if model_spec is not None:
         from chronokg.bench.llm import open_model
 
-        model = open_model(model_spec, base_url)
+        model = open_model(model_spec, base_url, api_key_env)
     with opened(read_only=not write, must_exist=True) as store, progress_bar(console) as bar:
         base = baseline(store, since, family) if since else None
         snap = snapshot.current(store)
@@ -243,6 +246,7 @@ def register_trajectory(bench_app: typer.Typer) -> None:
         out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the trajectory and difference files and "
                                                               "the questions (questions.jsonl)")],
         base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server")] = None,
+        api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding --model's API key")] = None,
     ) -> None:
         """A new TempoMed trajectory from guideline text, end to end: the seed's difference extraction and
         verification, the files its loader reads, loaded as a new release, and questions for what was added."""
@@ -256,7 +260,7 @@ def register_trajectory(bench_app: typer.Typer) -> None:
         from chronokg.ingest import tempomed
 
         def body() -> None:
-            built = build(manifest, open_model(model, base_url), out)
+            built = build(manifest, open_model(model, base_url, api_key_env), out)
             console.print(f"{built.extracted} differences extracted, {built.kept} verified (score 1) and kept; "
                           f"wrote {built.trajectory.name} and {len(built.diffs)} difference file(s)")
             if not built.diffs:

@@ -29,6 +29,8 @@ def run_command(
                                                     "openai/..., openai-compat/..., vllm/..., baseline/...")] = None,
     base_url: Annotated[str | None, typer.Option(help="Base URL of the OpenAI-compatible server of the "
                                                       "openai-compat models")] = None,
+    api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding the models' API key "
+                                                         "(its name goes in run.json, never the key)")] = None,
     log_dir: Annotated[Path, typer.Option(help="Where run folders go")] = Path("runs"),
     resume: Annotated[Path | None, typer.Option(help="Continue the run in this folder")] = None,
     protocol: Annotated[str, typer.Option(help="seed (published settings and extraction) or chronokg")] = "seed",
@@ -42,6 +44,9 @@ def run_command(
                                                    "without it they use exact/alias match")] = None,
     judge_base_url: Annotated[str | None, typer.Option(help="Base URL of an openai-compat judge (default: "
                                                              "--base-url for an openai-compat/... judge)")] = None,
+    judge_api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding the judge's API key "
+                                                               "(default: --api-key-env for an openai-compat/... "
+                                                               "judge)")] = None,
     family_option: Annotated[list[str] | None, typer.Option(
         "--family-option", "-O", help="A family's evaluation option as FAMILY.KEY=VALUE (VALUE read as JSON, "
                                       "else text; repeat for several), e.g. micxr.stagewise=true")] = None,
@@ -89,8 +94,11 @@ def run_command(
                                         agent=agent, tools_url=tools, agent_max_steps=max_steps,
                                         agent_tool_budget=tool_budget, write=write,
                                         judge_base_url=judge_base_url or (
-                                            base_url if (judge or "").startswith("openai-compat/") else None))
-            entries = [runner.ModelEntry(spec=m, base_url=base_url if not m.startswith("baseline/") else None)
+                                            base_url if (judge or "").startswith("openai-compat/") else None),
+                                        judge_api_key_env=judge_api_key_env or (
+                                            api_key_env if (judge or "").startswith("openai-compat/") else None))
+            entries = [runner.ModelEntry(spec=m, base_url=None if m.startswith("baseline/") else base_url,
+                                         api_key_env=None if m.startswith("baseline/") else api_key_env)
                        for m in model]
             files = list(questions)
         loaded = runner.load_questions(files, options.limit)
@@ -120,7 +128,8 @@ def run_command(
 # `eval run` flags -> where a run keeps them (RunOptions field, or a key of run.json); --concurrency is how fast,
 # not what, so a resume may change it.
 _RESUME_KEEPS = {"protocol": "protocol", "samples": "samples", "limit": "limit", "cache": "cache", "judge": "judge",
-                 "judge_base_url": "judge_base_url", "rag": "rag", "k": "rag_k", "rag_index": "rag_index",
+                 "judge_base_url": "judge_base_url", "judge_api_key_env": "judge_api_key_env", "rag": "rag",
+                 "k": "rag_k", "rag_index": "rag_index",
                  "agent": "agent", "tools": "tools_url", "max_steps": "agent_max_steps",
                  "tool_budget": "agent_tool_budget", "write": "write"}
 
@@ -145,10 +154,11 @@ def refuse_changes(info: Any, options: Any, given: dict[str, Any]) -> None:
             now = _family_options(value or [])
         elif flag == "rag_index" and value is not None:
             now = str(value)
-        elif flag == "base_url":
-            if all(m.get("base_url") in (None, value) for m in info.models):
+        elif flag in ("base_url", "api_key_env"):
+            if all(m.get(flag) in (None, value) for m in info.models):
                 continue
-            raise ChronoKGError(f"--resume {info.run_id}: it started with other --base-url values; a resume keeps "
+            name = "--" + flag.replace("_", "-")
+            raise ChronoKGError(f"--resume {info.run_id}: it started with other {name} values; a resume keeps "
                                 "them (start a new run to change them)")
         if flag in kept and now != kept[flag]:
             name = "QUESTIONS" if flag == "questions" else "--" + flag.replace("_", "-")
@@ -243,6 +253,39 @@ def _summary(folder: Path) -> None:
         done = n - failed
         table.add_row(spec, f"{n:,}", f"{ok:,}", f"{ok / done:.1%}" if done else "—", f"{failed:,}", f"{tin:,}",
                       f"{tout:,}")
+    console.print(table)
+    _failures(folder)
+
+
+FIRST_MESSAGE_CHARS = 300
+
+
+def _failures(folder: Path) -> None:
+    """Why samples failed, on the terminal: counts by reason (the error's type) and the first message of each,
+    so a wrong key or a down server is read here, not dug out of samples.jsonl."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from chronokg.eval.log import latest
+
+    counts: dict[str, int] = defaultdict(int)
+    first: dict[str, tuple[str, str]] = {}
+    for r in latest(folder / "samples.jsonl").values():
+        if r.error is None:
+            continue
+        reason, _, message = r.error.partition(": ")
+        counts[reason] += 1
+        first.setdefault(reason, (r.model, message.strip() or reason))
+    if not counts:
+        return
+    table = Table(title="failed samples by reason (all of them: samples.jsonl)", header_style="bold red")
+    table.add_column("reason")
+    table.add_column("samples", justify="right")
+    table.add_column("first message", overflow="fold")
+    for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        model, message = first[reason]
+        cut = message if len(message) <= FIRST_MESSAGE_CHARS else message[:FIRST_MESSAGE_CHARS] + "…"
+        table.add_row(escape(reason), f"{n:,}", escape(cut if cut.startswith(model) else f"{model}: {cut}"))
     console.print(table)
 
 

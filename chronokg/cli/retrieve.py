@@ -201,6 +201,7 @@ def web(
                                                         "time-sensitive file)", exists=True)] = None,
     model: Annotated[str, typer.Option(help="Model spec for every LLM step")] = "openai/gpt-4o-mini",
     base_url: Annotated[str | None, typer.Option(help="The model server's base URL")] = None,
+    api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding --model's API key")] = None,
     wiki: Annotated[str | None, typer.Option(help="Provider of the Wikipedia path (seed: brave); 'none' to "
                                                   "skip it")] = "brave",
     chain: Annotated[str | None, typer.Option(help="Provider of the chain of action (seed: google)")] = "google",
@@ -225,7 +226,7 @@ def web(
             raise typer.BadParameter("give questions as arguments or --questions FILE")
         if protocol not in ("seed", "chronokg"):
             raise typer.BadParameter("--protocol is seed or chronokg")
-        client = get_model(model, base_url=base_url)
+        client = get_model(model, base_url=base_url, api_key_env=api_key_env)
         pipe = WebPipeline(client, wiki_search=get_provider(wiki) if wiki and wiki != "none" else None,
                            chain_search=get_provider(chain) if chain and chain != "none" else None,
                            protocol="seed" if protocol == "seed" else "chronokg")

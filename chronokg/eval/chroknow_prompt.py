@@ -412,7 +412,8 @@ def _open(entries: Sequence[ModelEntry], options: PromptOptions, questions: Sequ
     for m in entries:
         if m.spec not in wanted:
             continue
-        client = get_model(m.spec, base_url=m.base_url, cache=options.cache, concurrency=options.concurrency)
+        client = get_model(m.spec, base_url=m.base_url, api_key_env=m.api_key_env, cache=options.cache,
+                           concurrency=options.concurrency)
         bind = getattr(client, "bind", None)
         if bind is not None:
             bind(questions=questions, store=store, protocol=options.protocol)

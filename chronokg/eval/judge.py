@@ -70,12 +70,12 @@ def reset_judge(token: Any) -> None:
 
 
 def open_judge(spec: str | None, base_url: str | None = None, cache: bool = True,
-               concurrency: int = 32) -> Judge | None:
+               concurrency: int = 32, api_key_env: str | None = None) -> Judge | None:
     """The judge client for `--judge SPEC` (None without one). A reference baseline cannot judge."""
     if not spec:
         return None
     if spec.startswith("baseline/"):
         raise ChronoKGError(f"--judge {spec}: a judge must be a model (openai/..., openai-compat/..., vllm/...), "
                             "not a reference baseline")
-    client = get_model(spec, base_url=base_url, cache=cache, concurrency=concurrency)
+    client = get_model(spec, base_url=base_url, api_key_env=api_key_env, cache=cache, concurrency=concurrency)
     return Judge(client=client, spec=spec)

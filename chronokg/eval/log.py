@@ -59,7 +59,9 @@ class RunInfo(BaseModel):
     """`run.json`: the models and their settings, the question files and their hashes, the store snapshot."""
 
     run_id: str
-    models: list[dict[str, Any]]
+    models: list[dict[str, Any]] = Field(description="Each model as given (spec, base_url, api_key_env) and "
+                                                     "`resolved`: its alias resolved (never the key)")
+    judge: dict[str, Any] | None = Field(default=None, description="The judge, resolved (never the key)")
     questions: list[dict[str, str]] = Field(description="Question files with their sha256")
     protocol: str
     samples: int

@@ -36,6 +36,8 @@ class ModelEntry(BaseModel):
 
     spec: str
     base_url: str | None = None
+    api_key_env: str | None = Field(default=None, description="The variable holding its API key (the name is "
+                                                               "recorded, never the key; a resume reads it again)")
 
 
 PROTOCOLS = ("seed", "chronokg")
@@ -54,6 +56,7 @@ class RunOptions(BaseModel):
     judge: str | None = Field(default=None, description="Judge model for families scored by an LLM judge "
                                                         "(BenchAge); none: their non-LLM scoring")
     judge_base_url: str | None = Field(default=None, description="Base URL of an openai-compat judge")
+    judge_api_key_env: str | None = Field(default=None, description="The variable holding the judge's API key")
     family_options: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Per-family evaluation options, passed to the family's profile "
                                           "(e.g. {'micxr': {'stagewise': true}})")
@@ -88,7 +91,9 @@ def run_id(models: Sequence[ModelEntry], files: Sequence[dict[str, str]], option
     """The same models, question files, options and store snapshot give the same run, wherever and whenever it
     is started (so re-running resumes it, and the same config in another log folder is the same run); never
     when or where it ran. A newer store (the baselines, RAG and tools read it) is a new run."""
-    what: dict[str, Any] = {"models": [m.model_dump() for m in models], "questions": [f["sha256"] for f in files],
+    # which variable holds a model's key is not what was run: it stays out of the id
+    what: dict[str, Any] = {"models": [m.model_dump(exclude={"api_key_env"}) for m in models],
+                             "questions": [f["sha256"] for f in files],
                              "protocol": options.protocol, "samples": options.samples, "limit": options.limit}
     if snapshot:
         what["snapshot"] = snapshot
@@ -222,7 +227,8 @@ def open_clients(models: Sequence[ModelEntry], options: RunOptions, questions: S
                  store: Any = None) -> dict[str, ModelClient]:
     clients: dict[str, ModelClient] = {}
     for m in models:
-        client = get_model(m.spec, base_url=m.base_url, cache=options.cache, concurrency=options.concurrency)
+        client = get_model(m.spec, base_url=m.base_url, api_key_env=m.api_key_env, cache=options.cache,
+                           concurrency=options.concurrency)
         bind = getattr(client, "bind", None)
         if bind is not None:  # the reference baselines: they answer from the questions and the store
             bind(questions=questions, store=store, protocol=options.protocol)
@@ -241,21 +247,33 @@ def options_of(info: RunInfo, folder: Path) -> RunOptions:
 
 
 def check_models(models: Sequence[ModelEntry], options: RunOptions, questions: Sequence[Question] | None = None,
-                 store: Any = None) -> None:
+                 store: Any = None) -> list[dict[str, Any]]:
     """Every model spec made into a client once (spec, provider, base URL, key; a baseline bound to the
-    questions and the store when given), so a bad one fails before a run folder is made."""
+    questions and the store when given), so a bad one fails before a run folder is made. Returns what
+    run.json records of each: its alias resolved (`ClientOptions.described`, never the key)."""
+    described = []
     for m in models:
-        client = get_model(m.spec, base_url=m.base_url, cache=False, concurrency=options.concurrency)
+        client = get_model(m.spec, base_url=m.base_url, api_key_env=m.api_key_env, cache=False,
+                           concurrency=options.concurrency)
         bind = getattr(client, "bind", None)
         if bind is not None and questions is not None:
             bind(questions=questions, store=store, protocol=options.protocol)
+        described.append(_described(client))
+    return described
+
+
+def _described(client: ModelClient) -> dict[str, Any]:
+    from chronokg.models import ClientOptions
+
+    options = getattr(client, "options", None)
+    return options.described() if isinstance(options, ClientOptions) else {"spec": client.spec}
 
 
 def check_options(options: RunOptions, store_uri: str | None) -> None:
     """What would make the run fail at its start (a baseline as judge, no passage index, nowhere to run the
     tools), found before a run folder is made."""
-    if options.judge and options.judge.startswith("baseline/"):
-        open_judge(options.judge)  # raises, naming why
+    if options.judge:
+        judge_described(options)  # raises, naming why (a baseline, no server, an unset key variable)
     if options.rag:
         from chronokg.eval.arms import rag_index_folder
 
@@ -267,6 +285,16 @@ def check_options(options: RunOptions, store_uri: str | None) -> None:
         from chronokg.eval.arms import check_tools_url
 
         check_tools_url(options.tools_url, store_uri)
+
+
+def judge_described(options: RunOptions) -> dict[str, Any] | None:
+    """The run's judge as run.json records it (resolved, never the key); None without one."""
+    if not options.judge:
+        return None
+    if options.judge.startswith("baseline/"):
+        open_judge(options.judge)  # raises, naming why
+    return _described(get_model(options.judge, base_url=options.judge_base_url,
+                                api_key_env=options.judge_api_key_env, cache=False))
 
 
 def check_files(info: RunInfo) -> list[Path]:
@@ -311,7 +339,8 @@ async def _run_all(log: SampleLog, units: list[tuple[Question, str, int]], clien
     try:
         await arms.start()
         await asyncio.to_thread(arms.prepare, [q for q, _, _ in units])
-        judge = open_judge(options.judge, options.judge_base_url, options.cache, options.concurrency)
+        judge = open_judge(options.judge, options.judge_base_url, options.cache, options.concurrency,
+                           options.judge_api_key_env)
         token = set_judge(judge)  # the profiles of this run's samples read it (`current_judge`)
         try:
             wrapped = {spec: arms.client(client) for spec, client in clients.items()}
@@ -330,7 +359,8 @@ def prepare(folder_root: Path, files: Sequence[Path], models: Sequence[ModelEntr
     for family in options.family_options:  # bad family options fail before a folder is made
         options.profile(family)
     check_options(options, store_uri)
-    check_models(models, options)
+    resolved = check_models(models, options)
+    judge = judge_described(options)
     described = [{"path": str(p), "sha256": file_hash(p)} for p in files]
     rid = run_id(models, described, options, snapshot)
     folder = folder_root / rid
@@ -341,7 +371,9 @@ def prepare(folder_root: Path, files: Sequence[Path], models: Sequence[ModelEntr
         info.status = "running"
         return folder, info
     folder.mkdir(parents=True, exist_ok=True)
-    info = RunInfo(run_id=rid, models=[m.model_dump() for m in models], questions=described,
+    info = RunInfo(run_id=rid, models=[{**m.model_dump(), "resolved": r}
+                                       for m, r in zip(models, resolved, strict=True)],
+                   judge=judge, questions=described,
                    protocol=options.protocol, samples=options.samples, options=options.model_dump(),
                    snapshot=snapshot, store=store_uri, chronokg=chronokg.__version__,
                    started=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))

@@ -73,6 +73,16 @@ class ClientOptions(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     settings: Settings
 
+    def described(self) -> dict[str, Any]:
+        """What a run records of this client (run.json): the alias resolved, never the key (only the name of
+        its variable) and only the names of extra headers (they may carry credentials)."""
+        return {"spec": self.spec, "provider": self.provider, "model": self.model, "base_url": self.base_url,
+                "api_key_env": self.api_key_env, "api_key_sent": self.api_key is not None,
+                "concurrency": self.limits.concurrency, "requests_per_minute": self.limits.requests_per_minute,
+                "tokens_per_minute": self.limits.tokens_per_minute, "timeout_s": self.timeout_s,
+                "max_retries": self.retry.max_retries, "headers": sorted(self.headers),
+                "prices": self.prices.model_dump() if self.prices is not None else None}
+
 
 def split_spec(spec: str) -> tuple[str, str]:
     """`provider/model` -> (provider, model); a spec without a slash is an error."""
