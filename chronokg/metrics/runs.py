@@ -1,5 +1,5 @@
 """What a finished run is worth: its metrics, its seed-format export, outputs scored from elsewhere (paired
-comparisons of two runs: `eval.compare`)."""
+comparisons of two runs: `metrics.compare`)."""
 
 from __future__ import annotations
 
