@@ -88,8 +88,9 @@ def test_a_server_that_dies_at_start_reports_its_log(fake_vllm: Path) -> None:
 
 
 def test_a_server_that_is_never_healthy_times_out_with_its_log(fake_vllm: Path) -> None:
-    with pytest.raises(ModelError, match=r"(?s)not healthy after 0.5 s.*serving org/slow-model"):
-        _generate_once("vllm/org/slow-model", 0.5, ["--startup-delay", "30"])
+    # 4 s, not less: the fake must have started Python and printed its first log line by then, on a loaded machine
+    with pytest.raises(ModelError, match=r"(?s)not healthy after 4 s.*serving org/slow-model"):
+        _generate_once("vllm/org/slow-model", 4.0, ["--startup-delay", "30"])
 
 
 def test_without_vllm_the_error_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
