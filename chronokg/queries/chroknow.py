@@ -232,17 +232,12 @@ class WikidataFactsParams(QueryParams):
     pass
 
 
-class WikidataFactRow(Row):
-    fact_id: str
+class WikidataFactRow(DuringRow):
+    """A `facts-during` row with what names its statement: subject, predicate, the release that made it known."""
+
     subject: str
     subject_caption: str | None = None
     predicate: str
-    object: str | None = None
-    caption: str | None = None
-    aliases: list[str] | None = None
-    value: Scalar = None
-    valid_from: dt.date | None = None
-    valid_to: dt.date | None = None
     source_id: str | None = None
 
 
