@@ -24,7 +24,9 @@ What stands in for what a reader has and the test has not (nothing else is chang
 - the port of the stand-in model server eval.md starts (`--port 0`, then `41969`): a free port;
 - paths outside the folder: `/tmp/chronokg/` is the test's folder, `/data/store.kgl.rag` the demo store's index;
 - files a document names but makes elsewhere: workflow.md's `release-2019.jsonl` and `release-2025.jsonl` are the
-  real TempoMed sample split by `Year_current` (as tests/test_loop.py does).
+  real TempoMed sample split by `Year_current` (as tests/test_loop.py does); its `Q646148.json`, `Q2112.json`,
+  `Q271094.json` are the real entity files and `Q646148-newer.json` a newer revision written as tests/test_loop.py
+  writes it.
 
 Runtime: the whole set takes about ten minutes on two cores (the CLI starts once per command; two blocks build an
 embedding index), so it is marked `docs_run` and left out of the default run and CI (pyproject.toml's addopts):
@@ -47,7 +49,7 @@ import pytest
 
 from tests.helpers import REPO
 
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]  # docs/*.md and docs/*/*.md
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.S | re.M)
 RUN = {"bash", "python"}
 NOT_CODE = {"text", "json", "toml", "mermaid"}  # output, diagrams, config shown: nothing to run
@@ -142,6 +144,7 @@ def substitute(code: str) -> str:
          '--tools "$(python -m tests.docs_shell background mcp --transport http --rate 0)"'),
         ("runs/run-<id>", '"$(newest_run)"'), ("runs/run-<pass id>", '"$(newest_run)"'),
         ("runs/run-A runs/run-B", '"$(newest_run 2)" "$(newest_run 1)"'),
+        ("runs/run-A", '"$(newest_run 2)"'), ("runs/run-B", '"$(newest_run 1)"'),
         ("run-…", '"$(basename "$(newest_run)")"'),
         ("--port 0 &", "--port $DOCS_SPARE_PORT & python -m tests.docs_shell wait-port $DOCS_SPARE_PORT; "),
         ("127.0.0.1:41969", "127.0.0.1:$DOCS_SPARE_PORT"),
@@ -165,6 +168,11 @@ def prepare(doc: Path, work: Path, shared_data: Path) -> None:
         r1, r2, _ = split_tempomed(shared_data, work)
         r1.rename(work / "release-2019.jsonl")
         r2.rename(work / "release-2025.jsonl")
+        from tests.test_loop import newer_wikidata_revision
+
+        for entity in sorted((shared_data / "wikidata-entities").glob("Q*.json")):
+            (work / entity.name).write_bytes(entity.read_bytes())
+        newer_wikidata_revision(shared_data / "wikidata-entities" / "Q646148.json", work / "Q646148-newer.json")
 
 
 def run_block(block: Block, script: str, cwd: Path, env: dict[str, str], log: Path) -> tuple[int, str]:
@@ -191,7 +199,7 @@ def documents() -> list[Path]:
 
 
 @pytest.mark.docs_run
-@pytest.mark.parametrize("doc", documents(), ids=[d.name for d in documents()])
+@pytest.mark.parametrize("doc", documents(), ids=[str(d.relative_to(REPO)) for d in documents()])
 def test_bash_blocks_run(doc: Path, shared_data: Path, model_url: str, tmp_path: Path) -> None:
     from tests.docs_shell import free_port
 
