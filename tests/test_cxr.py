@@ -349,8 +349,26 @@ def _other_patient_meta(path: Path) -> None:
     meta.write_text(json.dumps(data))
 
 
+def _set_first_observation(path: Path, key: str, value: str) -> None:
+    data = json.loads(path.read_text())
+    obs = data["observations"]
+    first = next(iter(obs.values())) if isinstance(obs, dict) else obs[0]
+    first[key] = value
+    path.write_text(json.dumps(data))
+
+
+def _unknown_positiveness(path: Path) -> None:
+    _set_first_observation(path, "positiveness", "maybe")
+
+
+def _unknown_laterality(path: Path) -> None:
+    _set_first_observation(path, "laterality", "lft")
+
+
 @pytest.mark.parametrize(("breaker", "message"), [
     (_break_missing_patient, "patient_id"),
+    (_unknown_positiveness, "unknown positiveness 'maybe'"),
+    (_unknown_laterality, "unknown laterality 'lft'"),
     (_other_patient_meta, "gives patient_id p10000001"),
     (_break_json, "broken JSON"),
     (_truncate, "broken JSON"),

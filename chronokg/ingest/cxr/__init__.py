@@ -121,6 +121,8 @@ _POSITIVE = {"pos", "positive", "true", "yes"}
 _NEGATIVE = {"neg", "negative", "false", "no"}
 _PROBABLY = {"positive", "probable", "likely"}
 _PROBABLY_NOT = {"negative", "unlikely"}
+# The sides a finding subject may carry; anything else would silently make a new subject (`p1:effusion:lft`).
+_SIDES = {"left", "right", "bilateral"}
 _CHANGE_WORDS = (  # first match wins; "no new" before "new"
     ("no_new", ("no new",)),
     ("resolved", ("resol", "clear", "disappear", "no longer")),
@@ -288,6 +290,18 @@ def presence(obs: ObservationIn) -> bool | None:
         return True
     if not pos and prob in _PROBABLY_NOT:
         return False
+    return None
+
+
+def vocabulary_error(obs: ObservationIn) -> str | None:
+    """Why an observation's `positiveness` or `laterality` is outside the scene graphs' vocabulary, or None:
+    an unknown one would silently drop the finding or file it under a new subject."""
+    pos = (obs.positiveness or "").strip().lower()
+    if pos and pos not in _POSITIVE | _NEGATIVE:
+        return f"unknown positiveness {obs.positiveness!r} (expected 'pos' or 'neg')"
+    side = (obs.laterality or "").strip().lower()
+    if side not in _SIDES | _NO_LATERALITY:
+        return f"unknown laterality {obs.laterality!r} (expected left, right, bilateral or unspecified)"
     return None
 
 
@@ -516,6 +530,9 @@ def parse_scene_graph(path: Path, meta_path: Path | None, table: dict[str, dict[
             observations.append(ObservationIn.model_validate(item))
         except ValidationError as exc:
             raise InputError(path, f"{study} observation {item.get('obs_id', k)}", _brief(exc)) from exc
+        bad = vocabulary_error(observations[-1])
+        if bad:
+            raise InputError(path, f"{study} observation {observations[-1].obs_id}", bad)
     if len({o.obs_id for o in observations}) != len(observations):
         raise InputError(path, study, "duplicate obs_id")
     images = set(timing.image_ids or []) | set(sg.study_img_localization_quality or {})
