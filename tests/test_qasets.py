@@ -231,6 +231,10 @@ def bad_inputs(shared_data: Path, tmp_path: Path) -> dict[str, tuple[Path, str]]
                                                                                        '"answer": "no"'),
                               "line 2: field 'answer'"),
         "nq_truncated": ("n.jsonl", (FIXTURES / "nq-open.jsonl").read_text()[:-20], "line 3: broken JSON"),
+        "truthfulqa_type": ("tq3.csv", tq_text.replace("\nAdversarial,", "\nAdversarail,", 1),
+                            "row 1 (line 2): field 'Type'"),
+        "nq_yes_no": ("n2.jsonl", (FIXTURES / "nq-simplified.jsonl").read_text().replace(
+            '"yes_no_answer": "NONE"', '"yes_no_answer": "MAYBE"', 1), "line 1: field 'annotations.0.yes_no_answer'"),
     }
     paths = {}
     for kind, (name, text, words) in out.items():
@@ -241,7 +245,8 @@ def bad_inputs(shared_data: Path, tmp_path: Path) -> dict[str, tuple[Path, str]]
 
 
 @pytest.mark.parametrize("kind", ["selfaware_truncated", "selfaware_no_answer", "truthfulqa_truncated",
-                                  "truthfulqa_no_best", "boolq_answer_text", "nq_truncated"])
+                                  "truthfulqa_no_best", "boolq_answer_text", "nq_truncated",
+                                  "truthfulqa_type", "nq_yes_no"])
 def test_bad_input_names_file_and_record_and_changes_nothing(shared_data: Path, tmp_path: Path, kind: str) -> None:
     path, words = bad_inputs(shared_data, tmp_path)[kind]
     with KgliteStore(tmp_path / "s.kgl") as store:

@@ -29,9 +29,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from chronokg.errors import InputError
 from chronokg.graph import schema
@@ -101,11 +101,18 @@ class TruthfulRow(BaseModel):
 
     question: Text = Field(alias="Question")
     best_answer: Text = Field(alias="Best Answer")
-    question_type: str | None = Field(default=None, alias="Type")
+    # TruthfulQA's two question types (paper §2.1; the released CSV's `Type` column): a typo would split the
+    # per-type scores. `Category` (38 topics, renamed between releases) is free text by design.
+    question_type: Literal["Adversarial", "Non-Adversarial"] | None = Field(default=None, alias="Type")
     category: str | None = Field(default=None, alias="Category")
     correct_answers: str = Field(default="", alias="Correct Answers")
     incorrect_answers: str = Field(default="", alias="Incorrect Answers")
     reference: str | None = Field(default=None, alias="Source")
+
+    @field_validator("question_type", mode="before")
+    @classmethod
+    def _empty_type(cls, value: Any) -> Any:
+        return None if value == "" else value
 
 
 class TriviaAnswer(BaseModel):
@@ -143,7 +150,8 @@ class NQAnnotation(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     short_answers: list[NQSpan] = Field(default_factory=list)
-    yes_no_answer: str = "NONE"
+    # NQ's three values: an unknown one ("yes", "MAYBE") would silently make the question unanswerable.
+    yes_no_answer: Literal["NONE", "YES", "NO"] = "NONE"
 
 
 class NQSimplified(BaseModel):
