@@ -121,15 +121,18 @@ def corruptions(text: str) -> dict[str, tuple[str, str]]:
     prior_newer[41] = re.sub(r'"Year_prior": \d+', '"Year_prior": 2099', prior_newer[41])
     missing = blocks[:]
     missing[42] = re.sub(r'\s*"PMID_prior": "\d+",', "", missing[42])
+    bad_correct = blocks[:]
+    bad_correct[43] = bad_correct[43].replace('"Correct": "A"', '"Correct": "F"', 1)
     return {
         "truncated": (text[: len(text) // 2], "broken JSON"),
         "year_not_int": ("\n\n\n".join(year_as_text), "Year_prior"),
         "prior_newer": ("\n\n\n".join(prior_newer), "newer than current"),
         "missing_field": ("\n\n\n".join(missing), "PMID_prior"),
+        "correct_not_a_choice": ("\n\n\n".join(bad_correct), "field 'Correct' must be one of the choice letters"),
     }
 
 
-@pytest.mark.parametrize("kind", ["truncated", "year_not_int", "prior_newer", "missing_field"])
+@pytest.mark.parametrize("kind", ["truncated", "year_not_int", "prior_newer", "missing_field", "correct_not_a_choice"])
 def test_corrupted_copy_fails_and_changes_nothing(shared_data: Path, tmp_path: Path, kind: str) -> None:
     good = mcq_file(shared_data)
     text, words = corruptions(good.read_text())[kind]
@@ -192,3 +195,21 @@ def test_organization_parser_on_stem_shapes() -> None:
     assert parse("According to the 2023 Korean Diabetes Association guideline, which?", 2023) == (
         "Korean Diabetes Association")
     assert parse("According to the X guideline issued in 2019, which?", 2023) is None
+
+
+@pytest.mark.parametrize(("category", "stored"), [("Pharma", None), ("noncomm", "Non-commercial"), ("Other", "Other")])
+def test_trajectory_category_is_one_of_the_seeds_three(tmp_path: Path, category: str, stored: str | None) -> None:
+    data = json.loads((FIXTURES / "trajectory_90000003.json").read_text())
+    first = data[0] if isinstance(data, list) else data
+    first["category"] = category
+    bad = tmp_path / "trajectory.json"
+    bad.write_text(json.dumps(data))
+    store = KgliteStore(":memory:")
+    if stored is None:
+        with pytest.raises(InputError) as info:
+            tempomed.load(store, [bad])
+        assert str(info.value).startswith(f"{bad}, record 1") and "unknown category 'Pharma'" in str(info.value)
+        assert graph_counts(store) == {}
+    else:
+        tempomed.load(store, [bad])
+        assert store.run("MATCH (t:Trajectory {current_pmid: '90000003'}) RETURN t.category AS c") == [{"c": stored}]

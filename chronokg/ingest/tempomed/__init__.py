@@ -251,6 +251,7 @@ class GuidelineBuilder:
             for key in ("Choice_C", "Choice_D", "Choice_E", "Explanation", "Correct"):
                 _bounded(path, record, answer, key)
             choices = [str(answer.get(f"Choice_{c}", "")) for c in "ABCDE" if answer.get(f"Choice_{c}")]
+            _check_correct(path, record, answer)
             idx = obj.get("idx", n)
             fields = _mcq_fields(obj["Question"], current, prior, answer, choices)
             seen = self.questions.setdefault(idx, (path, record, fields))
@@ -307,7 +308,7 @@ class GuidelineBuilder:
             title = _text(path, record, obj, "Title", required=False)
             orgs = _orgs(path, record, obj.get("Organization"))
             self.guideline(current, cur_year, src, caption=title, topic=topic, organizations=orgs)
-            category = _text(path, record, obj, "category", required=False) or category_of(path)
+            category = _category(path, record, obj) or category_of(path)
             self.batch.node(schema.TRAJECTORY, f"traj:{current}", current_pmid=current, topic=topic, caption=title,
                             category=category)
             priors = obj.get("prior_guidelines")
@@ -394,6 +395,26 @@ def _orgs(path: Path, record: str, value: Any) -> list[str]:
 # (`pubmed_trajectory/heatmap_exp/pubmed_visualize_trajectory_browser.py`, DEFAULT_INPUTS:
 # comm_guideline_trajectory_..., noncomm_..., other_...), labelled as these.
 CATEGORIES = {"comm": "Commercial", "noncomm": "Non-commercial", "other": "Other"}
+
+
+def _category(path: Path, record: str, obj: dict[str, Any]) -> str | None:
+    """A trajectory's own `category`, one of the seed's three (its label or folder prefix), as its label."""
+    value = _text(path, record, obj, "category", required=False)
+    if value is None:
+        return None
+    label = CATEGORIES.get(value) or next((v for v in CATEGORIES.values() if v == value), None)
+    if label is None:
+        raise InputError(path, record, f"unknown category {value!r} (expected one of {', '.join(CATEGORIES.values())})")
+    return label
+
+
+def _check_correct(path: Path, record: str, answer: dict[str, Any]) -> None:
+    """`Correct`, when given, names one of the record's choices: scoring compares a model's letter with it."""
+    correct = answer.get("Correct")
+    letters = [c for c in "ABCDE" if answer.get(f"Choice_{c}")]
+    if correct is not None and correct not in letters:
+        raise InputError(path, record, f"field 'Correct' must be one of the choice letters {', '.join(letters)}, "
+                                       f"got {correct!r}")
 
 
 def category_of(path: Path) -> str | None:
