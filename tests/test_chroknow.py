@@ -293,3 +293,18 @@ def test_fewshot_folder_is_read_only_inside_a_given_folder(tmp_path: Path) -> No
     assert graph_counts(store).get("Fact", 0) == 0  # a file inside a Fewshots/ folder is a few-shot pool
     (r,) = store.run("MATCH (q:SourceQuestion) RETURN count(q) AS n, collect(DISTINCT q.fewshot) AS f")
     assert r == {"n": 6, "f": [True]}
+
+
+@pytest.mark.parametrize("name", ["TimeVariant_Finance_Dynamic.jsonl", "TimeVariant_General_dynamic.jsonl",
+                                  "TimeVariant_General.jsonl", "TimeInvariant_General_Static.jsonl",
+                                  "Fewshot_Gen.jsonl"])
+def test_a_seed_file_name_must_name_a_known_domain_and_split(tmp_path: Path, name: str) -> None:
+    bad = tmp_path / name
+    bad.write_text((FIXTURES / "general.jsonl").read_text())
+    with KgliteStore(tmp_path / "s.kgl") as store:
+        chroknow.load(store, [FIXTURES / "legal.jsonl"])
+        before = graph_counts(store)
+        with pytest.raises(InputError) as info:
+            chroknow.load(store, [FIXTURES / "biomedical.jsonl", bad])
+        assert graph_counts(store) == before
+    assert str(info.value).startswith(f"{bad}: file name is not the seed's") and "General" in str(info.value)

@@ -128,6 +128,24 @@ def file_role(path: Path) -> FileRole:
     return FileRole(path.parent.name == FEWSHOTS, None, None)
 
 
+def check_file_name(path: Path) -> None:
+    """A file named as the seed names its files (`TimeVariant_`, `TimeInvariant_`, `Fewshot_`) must name one of
+    its domains and, for time-variant rows, its Dynamic or Static split: the name is where the row's seed domain
+    and split come from, and a misspelt one would silently fall back to the default domain or no split."""
+    name = path.name
+    if not name.startswith(("TimeVariant_", "TimeInvariant_", "Fewshot_")):
+        return
+    m = _FEWSHOT_FILE.match(name) or _SEED_FILE.match(name)
+    domain = _known_domain(m[1]) if m else None
+    split = m[2] if m and m.re is _SEED_FILE else None
+    variant = name.startswith("TimeVariant_")
+    if domain is None or (variant and split is None) or (name.startswith("TimeInvariant_") and split is not None):
+        shape = ("TimeVariant_{domain}_{Dynamic|Static}.jsonl" if variant else "TimeInvariant_{domain}.jsonl"
+                 if name.startswith("TimeInvariant_") else "Fewshot_{domain}.jsonl")
+        raise InputError(path, None, f"file name is not the seed's {shape} with a domain of "
+                                     f"{', '.join(SEED_DOMAIN_NAMES)}")
+
+
 def _known_domain(name: str) -> str | None:
     return next((d for d in SEED_DOMAIN_NAMES if d.lower() == name.lower()), None)
 
@@ -369,6 +387,7 @@ class ChroKnowBuilder:
         if not rows:
             raise InputError(path, None, "no records")
         chosen = chosen or Domain.GENERAL  # every snapshot empty: any time-variant reading gives no facts
+        check_file_name(path)
         role = file_role(path)
         self.flat_general = domain is None and role.seed_domain == "General" and chosen is Domain.BIOMEDICAL
         if self.flat_general:
