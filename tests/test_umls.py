@@ -268,6 +268,12 @@ CASES = {
     "empty CUI": ("2022AA/META/MRREL.RRF", lambda p: _append(p, GOOD.replace("C0004057", "")), "CUI2: empty"),
     "not a CUI": ("2021AA/MRCONSO.RRF", lambda p: _append(
         p, "X123|ENG|P|L1|PF|S1|Y|A1||||MTH|PN|NOCODE|x|0|N||\n"), "not a CUI"),
+    "unknown TS": ("2021AA/MRCONSO.RRF", lambda p: _append(
+        p, "C0018681|ENG|X|L1|PF|S1|Y|A1||||MTH|PN|NOCODE|x|0|N||\n"), "TS: 'X' is not one of P, S"),
+    "unknown STT": ("2022AA/META/MRCONSO.RRF", lambda p: _append(
+        p, "C0018681|ENG|P|L1|PFX|S1|Y|A1||||MTH|PN|NOCODE|x|0|N||\n"), "STT: 'PFX' is not one of"),
+    "unknown ISPREF": ("2020AA/MRCONSO.RRF", lambda p: _append(
+        p, "C0018681|ENG|P|L1|PF|S1|y|A1||||MTH|PN|NOCODE|x|0|N||\n"), "ISPREF: 'y' is not one of N, Y"),
     "truncated mid-row": ("2022AA/META/MRREL.RRF", _cut_last_row, "truncated"),
     "not UTF-8": ("2020AA/MRCONSO.RRF", _bad_byte, "UTF-8"),
     "fewer rows than MRFILES says": ("2021AA/MRREL.RRF", _drop_last_line, "MRFILES.RRF lists"),

@@ -192,6 +192,19 @@ def read_rrf(path: Path, columns: tuple[str, ...],
         raise InputError(path, None, "empty file")
 
 
+# MRCONSO's term status, string type and preferred-atom flag (UMLS Reference Manual, "Abbreviations used in
+# data elements"): the preferred-name filter reads them, so a value outside these would silently drop a name.
+_TS = frozenset({"P", "S"})
+_STT = frozenset({"PF", "VC", "VCW", "VO", "VW"})
+_ISPREF = frozenset({"Y", "N"})
+
+
+def _check_conso_flags(path: Path, n: int, f: list[str]) -> None:
+    for column, value, allowed in (("TS", f[2], _TS), ("STT", f[4], _STT), ("ISPREF", f[6], _ISPREF)):
+        if value not in allowed:
+            raise InputError(path, f"line {n}", f"{column}: {value!r} is not one of {', '.join(sorted(allowed))}")
+
+
 def _cui_number(path: Path, n: int, column: str, value: str) -> int:
     if len(value) != 8 or value[0] != "C" or not value[1:].isdigit():
         what = "empty" if not value else f"{value!r} is not a CUI (C + 7 digits)"
@@ -475,6 +488,7 @@ class _Loader:
         n = 0
         for n, f in read_rrf(path, MRCONSO_COLUMNS, self._advance):
             cui = _cui_number(path, n, "CUI", f[0])
+            _check_conso_flags(path, n, f)
             if f[1] == "ENG" and f[2] == "P" and f[4] == "PF" and f[6] == "Y" and cui in needed and cui not in names:
                 if not f[14].strip():
                     raise InputError(path, f"line {n}", "STR: empty preferred name")
