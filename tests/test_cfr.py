@@ -360,6 +360,18 @@ def test_malformed_xml_names_the_file_and_line_and_writes_nothing(two: KgliteSto
     assert graph_counts(two) == before
 
 
+def test_a_div_of_the_wrong_type_is_refused(two: KgliteStore, editions: Editions, tmp_path: Path) -> None:
+    text = editions.ed2.read_text(encoding="utf-8")
+    bad = tmp_path / "mistyped.xml"
+    bad.write_text(text.replace('TYPE="SECTION"', 'TYPE="SECTON"', 1), encoding="utf-8")
+    before = graph_counts(two)
+    with pytest.raises(InputError) as info:
+        cfr.load(two, [bad])
+    assert info.value.path == str(bad) and str(info.value.record).startswith("DIV8 ")
+    assert "TYPE 'SECTON'" in str(info.value)
+    assert graph_counts(two) == before
+
+
 # --- other layouts --------------------------------------------------------------------------------------
 
 # Self-authored, in the annual-edition (govinfo CFR bulk) schema: CFRDOC > FMTR/TITLEPG, TITLE > CHAPTER > PART

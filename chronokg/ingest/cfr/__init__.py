@@ -100,6 +100,9 @@ _TOKEN = re.compile(r"\w+|[^\w\s]")
 
 SECTION_TAGS = {"DIV8", "SECTION"}
 PART_TAGS = {"DIV5", "PART"}
+# The eCFR levels this loader reads by TYPE (GPO eCFR XML: DIV5 is a PART, DIV8 a SECTION): a DIV5/DIV8 of
+# another TYPE would be skipped silently, losing the part or section, so it is refused instead.
+DIV_TYPES = {"DIV5": "PART", "DIV8": "SECTION"}
 # Children of a section that are not paragraphs: its number and heading, notes about it, editorial matter.
 _NOT_PARAGRAPHS = {
     "HEAD", "SECTNO", "SUBJECT", "RESERVED", "CITA", "AUTH", "SECAUTH", "SOURCE", "EDNOTE", "EFFDNOTP",
@@ -282,6 +285,10 @@ class _Reader:
 
     def start(self, el: ET.Element) -> None:
         self.stack.append(el)
+        expected = DIV_TYPES.get(el.tag)
+        if expected is not None and el.get("TYPE") != expected:
+            where = f"{el.tag} {el.get('NODE') or el.get('N') or '(no N)'}"
+            raise InputError(self.path, where, f"TYPE {el.get('TYPE')!r} (eCFR's {el.tag} is TYPE=\"{expected}\")")
         if el.tag == "DIV1" and el.get("TYPE") == "TITLE" and self.title is None:
             self.title = _title_number(self.path, el.get("N", ""))
         elif el.tag in PART_TAGS and el.get("TYPE", "PART") == "PART" and not _inside(self.stack, SECTION_TAGS):
