@@ -266,6 +266,22 @@ def test_invalid_time_names_file_and_statement(samples: Path, tmp_path: Path, st
     assert graph_counts(store).get("Fact", 0) == 0
 
 
+@pytest.mark.parametrize(("key", "value", "words"), [
+    ("calendarmodel", "http://www.wikidata.org/entity/Q12138", "unknown calendarmodel"),
+    ("precision", 15, "precision"),
+])
+def test_time_outside_its_vocabulary_names_file_and_statement(samples: Path, tmp_path: Path, store: KgliteStore,
+                                                               key: str, value: Any, words: str) -> None:
+    entity = raw(samples / "Q646148.json")
+    (dated,) = [st for st in entity["claims"]["P39"] if st.get("qualifiers")]
+    dated["qualifiers"]["P580"][0]["datavalue"]["value"][key] = value
+    path = write_entity(tmp_path / "bad.json", entity)
+    with pytest.raises(InputError, match=r"bad\.json") as info:
+        wikidata.load(store, [path])
+    assert dated["id"] in str(info.value) and words in str(info.value)
+    assert graph_counts(store).get("Fact", 0) == 0
+
+
 # --- time rules ----------------------------------------------------------------------------------
 
 

@@ -572,9 +572,19 @@ class JEntity(_Model):
 
 
 class JTimeValue(_Model):
+    """A Wikibase time. Its precision (0 = billion years .. 14 = second) and calendar (Gregorian or Julian, the
+    two Wikibase allows) are checked: an unknown calendar would be read as Gregorian, shifting Julian dates."""
+
     time: str
-    precision: int
+    precision: int = Field(ge=0, le=14)
     calendarmodel: str = GREGORIAN
+
+    @field_validator("calendarmodel")
+    @classmethod
+    def _known_calendar(cls, value: str) -> str:
+        if value not in (GREGORIAN, JULIAN):
+            raise ValueError(f"unknown calendarmodel {value!r} (expected {GREGORIAN} or {JULIAN})")
+        return value
 
 
 class JQuantity(_Model):
