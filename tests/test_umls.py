@@ -269,7 +269,7 @@ CASES = {
     "not a CUI": ("2021AA/MRCONSO.RRF", lambda p: _append(
         p, "X123|ENG|P|L1|PF|S1|Y|A1||||MTH|PN|NOCODE|x|0|N||\n"), "not a CUI"),
     "unknown TS": ("2021AA/MRCONSO.RRF", lambda p: _append(
-        p, "C0018681|ENG|X|L1|PF|S1|Y|A1||||MTH|PN|NOCODE|x|0|N||\n"), "TS: 'X' is not one of P, S"),
+        p, "C0018681|ENG|X|L1|PF|S1|Y|A1||||MTH|PN|NOCODE|x|0|N||\n"), "TS: 'X' is not one of P, S, p, s"),
     "unknown STT": ("2022AA/META/MRCONSO.RRF", lambda p: _append(
         p, "C0018681|ENG|P|L1|PFX|S1|Y|A1||||MTH|PN|NOCODE|x|0|N||\n"), "STT: 'PFX' is not one of"),
     "unknown ISPREF": ("2020AA/MRCONSO.RRF", lambda p: _append(

@@ -194,7 +194,7 @@ def read_rrf(path: Path, columns: tuple[str, ...],
 
 # MRCONSO's term status, string type and preferred-atom flag (UMLS Reference Manual, "Abbreviations used in
 # data elements"): the preferred-name filter reads them, so a value outside these would silently drop a name.
-_TS = frozenset({"P", "S"})
+_TS = frozenset({"P", "S", "p", "s"})  # lower case: older releases' suppressible preferred / non-preferred
 _STT = frozenset({"PF", "VC", "VCW", "VO", "VW"})
 _ISPREF = frozenset({"Y", "N"})
 
