@@ -55,7 +55,8 @@ def write_seed(family: str, questions: Iterable[Question], folder: Path) -> dict
                 raise ChronoKGError(f"family {family} gave {len(records)} objects for its seed file {name}")
             tmp.write_text(json.dumps(records[0], ensure_ascii=False, indent=4), encoding="utf-8")
         else:
-            tmp.write_text(json.dumps(records, ensure_ascii=False, indent=2), encoding="utf-8")
+            tmp.write_text(json.dumps(records, ensure_ascii=spec.seed_json_ascii, indent=spec.seed_json_indent),
+                           encoding="utf-8")
         tmp.replace(path)
         written[path] = len(records)
     return written

@@ -101,6 +101,8 @@ class Family:
     seed_blocks: bool = False  # the seed's .jsonl files are pretty-printed blocks separated by blank lines
     seed_objects: tuple[str, ...] = ()  # seed .json files holding the one object yielded for them, not a list
     seed_ascii: bool = False  # the seed's .jsonl lines escape non-ASCII text (`json.dumps`' default)
+    seed_json_indent: int = 2  # the indent of the seed's `.json` lists (BenchAge's `json.dump(..., indent=4)`)
+    seed_json_ascii: bool = False  # the seed's `.json` lists escape non-ASCII text (`json.dump`'s default)
 
 
 # In a record a family's `seed_format` yields: what the seed does not write (the chronokg ids the record was built
