@@ -41,7 +41,7 @@ def write_seed(family: str, questions: Iterable[Question], folder: Path) -> dict
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".part")
         if name.endswith(".jsonl"):
-            blocks = spec.seed_blocks and name != IDS_FILE
+            blocks = name in spec.seed_blocks
             with tmp.open("w", encoding="utf-8") as fh:
                 for record in records:
                     if blocks:
