@@ -430,3 +430,7 @@ def test_seed_json_lists_are_the_seeds_bytes(tmp_path: Path) -> None:
         b'        "total_votes": 1\n    }\n]')
     assert files["benchage_TriviaQA-questions.json"].read_bytes() == (
         b'[\n    {\n        "question": "Qui est le secr\\u00e9taire g\\u00e9n\\u00e9ral ?"\n    }\n]')
+    # websearch.py:198-202 writes its `.jsonl` lines with `json.dump(..., ensure_ascii=False)` + "\n".
+    assert files["benchage_TriviaQA-websearch.jsonl"].read_text(encoding="utf-8") == (
+        '{"id": 1, "question": "Qui est le secrétaire général ?", "status": "unanswered", "search_answer": "", '
+        '"urls": []}\n')
