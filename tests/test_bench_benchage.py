@@ -414,3 +414,23 @@ def test_detector_votes_through_a_loopback_model_server() -> None:
     (stored,) = store.run("MATCH (q:SourceQuestion {id: $id}) RETURN q.time_sensitive AS t, "
                           "q.time_sensitive_votes AS v, q.time_sensitive_by AS by", {"id": "sq:triviaqa:tc_90002"})
     assert stored["t"] is True and stored["v"] == [3, 0] and "chronokg parsing" in stored["by"]
+
+
+def test_seed_json_lists_are_the_seeds_bytes(tmp_path: Path) -> None:
+    # detector.py:321-330 saves `json.dump(final_results, f, indent=4)`: 4-space indent, non-ASCII escaped
+    # (`ensure_ascii` left at its default), no trailing newline. The bytes below are written by hand.
+    store = fixture_store()
+    questions, _ = generate("benchage", store, snapshot.current(store), {"benchmarks": ["triviaqa"]})
+    un = by_question(questions)[UN]
+    renamed = un.model_copy(update={"metadata": {**un.metadata, "question": "Qui est le secrétaire général ?"}})
+    files = {p.name: p for p in write_seed("benchage", [renamed], tmp_path / "seed")}
+    assert files["benchage_TriviaQA-majority_vote_results.json"].read_bytes() == (
+        b'[\n    {\n        "question": "Qui est le secr\\u00e9taire g\\u00e9n\\u00e9ral ?",\n'
+        b'        "final_answer": "Yes",\n        "yes_votes": 1,\n        "no_votes": 0,\n'
+        b'        "total_votes": 1\n    }\n]')
+    assert files["benchage_TriviaQA-questions.json"].read_bytes() == (
+        b'[\n    {\n        "question": "Qui est le secr\\u00e9taire g\\u00e9n\\u00e9ral ?"\n    }\n]')
+    # websearch.py:198-202 writes its `.jsonl` lines with `json.dump(..., ensure_ascii=False)` + "\n".
+    assert files["benchage_TriviaQA-websearch.jsonl"].read_text(encoding="utf-8") == (
+        '{"id": 1, "question": "Qui est le secrétaire général ?", "status": "unanswered", "search_answer": "", '
+        '"urls": []}\n')

@@ -121,3 +121,54 @@ def test_the_seeds_result_rows_join_back_without_chronokg_ids(exported: tuple[li
     run = score_outputs(folder / "tempomed.jsonl", predictions, "external", "seed", tmp_path / "runs")
     got = {r.question_id: r.correct for r in latest(run / "samples.jsonl").values()}
     assert len(rows) > 10 and got == dict.fromkeys(expected, True)
+
+
+# `build_matrix_questions`' row keys in its order, less those the store cannot know (experiment_index,
+# current_pmcid, prior_pmcid, target_pmcid, target_title, target_role, target_status; docs/benchmarks.md).
+PROBE_KEYS = ["idx", "pair_id", "difference_idx", "topic", "organization", "clinical_focus", "target_year",
+              "target_pmid", "statement_source", "statement_guideline_year", "statement_guideline_pmid",
+              "statement_text", "question_target_year", "latest_guideline_year", "latest_guideline_pmid",
+              "recommendation_source", "available", "Question", "Answer"]
+
+
+def test_probe_rows_carry_the_seeds_fields(shared_data: Path, tmp_path: Path) -> None:
+    """`tempomed_generated_questions.jsonl` against the released records: one `json.dumps` line per row
+    (`write_jsonl`, non-ASCII kept), PMIDs and years of the record's two guidelines, and the year states of
+    `build_year_states` re-derived here from those years."""
+    path = next((shared_data / "tempomed-bench").glob("*.jsonl"))
+    released = [obj for _, _, obj in read_json_blocks(path)]
+    with KgliteStore(":memory:") as store:
+        tempomed.load(store, [shared_data / "tempomed-bench"])
+        probes = generate("tempomed", store, snapshot.current(store),
+                          {"probes": True, "mcq": False, "limit": 2})[0]
+    write_seed("tempomed", probes, tmp_path)
+    text = (tmp_path / "tempomed_generated_questions.jsonl").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert "\\u2013" not in text and "–" in text  # the released texts' en dash, kept as write_jsonl keeps it
+    rows = [json.loads(line) for line in lines]
+    assert len(rows) == len(probes) == 2 * 2 * 27 and [r["idx"] for r in rows] == list(range(len(rows)))
+    by_pmids = {(str(r["PMID_prior"]), str(r["PMID_current"])): r for r in released}
+    for row in rows:
+        assert list(row) == PROBE_KEYS
+        prior_pmid, current_pmid = row["pair_id"].rsplit(":", 1)[1].split(">")
+        record = by_pmids[prior_pmid, current_pmid]
+        prior, current = record["Year_prior"], record["Year_current"]
+        own = prior if row["statement_source"] == "prior" else current
+        own_pmid = int(prior_pmid if row["statement_source"] == "prior" else current_pmid)
+        assert (row["target_year"], row["target_pmid"], row["statement_guideline_pmid"]) == (own, own_pmid, own_pmid)
+        year = row["question_target_year"]
+        state = ((None, None, None) if year < prior else (prior, int(prior_pmid), "prior") if year < current
+                 else (current, int(current_pmid), "current"))
+        assert (row["latest_guideline_year"], row["latest_guideline_pmid"], row["recommendation_source"]) == state
+        expected = "C" if state[2] is None else "A" if state[2] == row["statement_source"] else "B"
+        assert row["Answer"]["Correct"] == expected
+        assert row["Question"].endswith(f"on or before {year}, do you agree with the statement that "
+                                        f"{row['statement_text'].rstrip('.')}?")
+        # The released records name no topic or clinical focus; the organization the loader takes from the stem.
+        assert (row["topic"], row["clinical_focus"]) == (None, None)
+        assert f"According to the {row['organization']} " in record["Question"]
+    assert rows[20]["Answer"]["Explanation"] == (
+        f"For year 2020, the latest available guideline is from {rows[20]['latest_guideline_year']}, and it agrees "
+        f"with the statement drawn from the prior guideline ({rows[20]['target_year']}), so Choice_A is correct.")
+    assert rows[0]["Answer"]["Explanation"] == (
+        "For year 2000, there is no guideline available on or before that year, so Choice_C is correct.")

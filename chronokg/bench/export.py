@@ -41,7 +41,7 @@ def write_seed(family: str, questions: Iterable[Question], folder: Path) -> dict
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".part")
         if name.endswith(".jsonl"):
-            blocks = spec.seed_blocks and name != IDS_FILE
+            blocks = name in spec.seed_blocks
             with tmp.open("w", encoding="utf-8") as fh:
                 for record in records:
                     if blocks:
@@ -55,7 +55,8 @@ def write_seed(family: str, questions: Iterable[Question], folder: Path) -> dict
                 raise ChronoKGError(f"family {family} gave {len(records)} objects for its seed file {name}")
             tmp.write_text(json.dumps(records[0], ensure_ascii=False, indent=4), encoding="utf-8")
         else:
-            tmp.write_text(json.dumps(records, ensure_ascii=False, indent=2), encoding="utf-8")
+            tmp.write_text(json.dumps(records, ensure_ascii=spec.seed_json_ascii, indent=spec.seed_json_indent),
+                           encoding="utf-8")
         tmp.replace(path)
         written[path] = len(records)
     return written

@@ -98,9 +98,11 @@ class Family:
     answer: Callable[[Question, list[dict[str, Any]]], str | None] | None = None  # target from new evidence
     sources: str = ""  # citation of the seed (code and paper) the family reproduces
     needs: str = ""  # what the family builds from and which loader fills it (said when a store gives 0 questions)
-    seed_blocks: bool = False  # the seed's .jsonl files are pretty-printed blocks separated by blank lines
+    seed_blocks: tuple[str, ...] = ()  # seed .jsonl files of pretty-printed blocks separated by blank lines
     seed_objects: tuple[str, ...] = ()  # seed .json files holding the one object yielded for them, not a list
     seed_ascii: bool = False  # the seed's .jsonl lines escape non-ASCII text (`json.dumps`' default)
+    seed_json_indent: int = 2  # the indent of the seed's `.json` lists (BenchAge's `json.dump(..., indent=4)`)
+    seed_json_ascii: bool = False  # the seed's `.json` lists escape non-ASCII text (`json.dump`'s default)
 
 
 # In a record a family's `seed_format` yields: what the seed does not write (the chronokg ids the record was built

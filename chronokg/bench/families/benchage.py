@@ -552,6 +552,7 @@ FAMILY = Family(
     name=NAME, help="Benchmark aging (BenchAge): the QA sets' time-sensitive questions by the seed's detector "
                     "(or a keyword rule), with their gold at release and the up-to-date answer the graph holds.",
     options=BenchAgeOptions, generate=generate, seed_format=seed_format, answer=answer,
+    seed_json_indent=4, seed_json_ascii=True,  # detector.py:321-330 `json.dump(final_results, f, indent=4)`
     needs=("QA-benchmark questions: `chronokg ingest qa FILE` (SelfAware, TruthfulQA, TriviaQA, NQ, BoolQ); "
           "later answers with `chronokg ingest qa-update`"),
     sources="JiangXunyi/BenchAge@42f499a2 (no licence file); 'When Benchmarks Age' (Jiang, Chang, McAuley, Xu)",

@@ -37,6 +37,7 @@ from typing import Any
 
 from pydantic import Field
 
+from chronokg.bench.families.tempomed_probe_rows import probe_row
 from chronokg.bench.families.tempomed_prompts import render, template
 from chronokg.bench.family import OURS, Context, Family, FamilyOptions, Protocol, generator_info
 from chronokg.bench.question import AnswerKey, Choice, Question, content_id
@@ -341,10 +342,16 @@ def _probes(ctx: Context, options: TempoMedOptions, pair: PairRow) -> Iterator[Q
             stem = question_template.replace("{year}", str(year))
             prompt = render("PROBE_USER", question=stem)
             variant = f"probe/{source}"
+            latest = _latest(key)
             meta = {"pair_id": pair.pair, "difference_idx": 0, "statement_source": source,
                     "statement_guideline_year": year_of, "question_target_year": year, "target_year": year,
-                    "statement_text": text, "latest_guideline_year": _latest_year(key), "template": "fallback",
-                    "protocol": options.protocol.value}
+                    "statement_text": text, "latest_guideline_year": latest[0], "template": "fallback",
+                    "protocol": options.protocol.value, "topic": pair.topic, "organization": pair.organization,
+                    "clinical_focus": pair.clinical_focus,
+                    "statement_guideline_pmid": pair.prior_pmid if source == "prior" else pair.current_pmid,
+                    "latest_guideline_pmid": latest[1],
+                    "recommendation_source": {pair.prior_pmid: "prior", pair.current_pmid: "current"}.get(latest[1])
+                    if latest[1] is not None else None}
             yield Question(
                 id=content_id("q", NAME, variant, pair.pair, prompt, gold), family=NAME, variant=variant,
                 input=prompt, system=template("PROBE_SYSTEM"),
@@ -361,9 +368,11 @@ def _same(a: str, b: str) -> bool:
     return " ".join(a.split()).lower() == " ".join(b.split()).lower()
 
 
-def _latest_year(key: AnswerKey) -> int | None:
-    years = [r["year"] for r in key.evidence if r.get("kind") == "recommendation" and r.get("in_force")]
-    return years[-1] if years else None
+def _latest(key: AnswerKey) -> tuple[int | None, str | None]:
+    """Year and guideline (PMID) of the recommendation in force: the seed's `latest_guideline_year` / `_pmid`."""
+    found = [(r["year"], r["guideline"]) for r in key.evidence if r.get("kind") == "recommendation"
+             and r.get("in_force")]
+    return found[-1] if found else (None, None)
 
 
 def generate(ctx: Context, options: TempoMedOptions) -> Iterator[Question]:
@@ -446,16 +455,7 @@ def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
             record[OURS]["chronokg_ids"].append(q.id)
         else:
             probes += 1
-            yield "generated_questions.jsonl", {
-                "idx": probes - 1, "pair_id": m.get("pair_id"), "difference_idx": m.get("difference_idx"),
-                "target_year": m.get("target_year"), "statement_source": m.get("statement_source"),
-                "statement_guideline_year": m.get("statement_guideline_year"),
-                "statement_text": m.get("statement_text"), "question_target_year": m.get("question_target_year"),
-                "latest_guideline_year": m.get("latest_guideline_year"), "available": True,
-                "Question": question_of(q),
-                "Answer": {"Choice_A": "Yes", "Choice_B": "No", "Choice_C": "I do not know", "Correct": q.target},
-                OURS: {"chronokg_ids": [q.id]},
-            }
+            yield "generated_questions.jsonl", probe_row(q, probes - 1, question_of(q))
     yield from _seed_items(mcq)
     for record in records.values():
         yield "questions.jsonl", record
@@ -504,7 +504,8 @@ def question_of(q: Question) -> str:
 FAMILY = Family(
     name=NAME, help="TempoMed-Bench: MCQs on guideline changes (up-to-date and historical targets, the seed's "
                     "perturbations), year-sweep yes/no probes, questions for new change pairs.",
-    options=TempoMedOptions, generate=generate, seed_format=seed_format, answer=answer, seed_blocks=True,
+    options=TempoMedOptions, generate=generate, seed_format=seed_format, answer=answer,
+    seed_blocks=("questions.jsonl",),  # the released file; generated_questions.jsonl: one `json.dumps` line each
     needs=("guideline change pairs: `chronokg ingest tempomed DIR` (TempoMed-Bench MCQs, trajectories, "
           "difference files) or `chronokg bench trajectory`"),
     sources="GuanZihan/TempoMed-Bench@74b6f224 (MIT); arXiv 2605.13045",
