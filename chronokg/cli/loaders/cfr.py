@@ -1,37 +1,18 @@
-"""CLI commands for the cfr source: `ingest cfr` and `download cfr`."""
+"""`download cfr` (a versioner-API fetch, not a load: `ingest cfr` is built from SOURCES like every load)."""
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from chronokg.cli.common import DateOpt, Groups, console, guarded, opened, parse_day
+from chronokg.cli.common import DateOpt, Groups, console, guarded
 from chronokg.cli.progress import progress_bar
-from chronokg.cli.render import load_summary
 
 
 def register(groups: Groups) -> None:
-    """Add `ingest cfr` and `download cfr`."""
-
-    @groups.ingest.command("cfr")
-    def ingest_cfr(
-        paths: Annotated[list[Path], typer.Argument(help="eCFR or annual-edition CFR XML files of whole titles")],
-        edition_date: Annotated[list[dt.date] | None, typer.Option(
-            "--edition-date", parser=parse_day, metavar="DATE",
-            help="Edition date, once per file in order or once for all (default: AMDDATE or REVISED in the file)",
-        )] = None,
-    ) -> None:
-        """CFR editions: one fact per paragraph, valid until the edition that changes it (one transaction)."""
-        from chronokg.ingest import cfr
-
-        def body() -> None:
-            with opened(load=True) as s, progress_bar(console) as bar:
-                summary = cfr.load(s, paths, edition_date or None, progress=bar)
-            load_summary(console, summary)
-        guarded(body)
+    """Add `download cfr`."""
 
     @groups.download.command("cfr")
     def download_cfr(

@@ -1,4 +1,4 @@
-"""CLI commands for chest-X-ray timelines: `ingest cxr` and `generate cxr` (MIMIC is credentialed: no download)."""
+"""`generate cxr`: synthetic chest-X-ray timelines (a generator, not a load; MIMIC is credentialed: no download)."""
 
 from __future__ import annotations
 
@@ -9,38 +9,12 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from chronokg.cli.common import Groups, OptDateOpt, console, guarded, opened
+from chronokg.cli.common import Groups, console, guarded
 from chronokg.cli.progress import progress_bar
-from chronokg.cli.render import load_summary
 
 
 def register(groups: Groups) -> None:
-    """Add `chronokg ingest cxr` and `chronokg generate cxr`."""
-
-    @groups.ingest.command("cxr")
-    def ingest_cxr(
-        paths: Annotated[list[Path], typer.Argument(
-            help="Folders or files: *.scene_graph.json (+ sibling *.metadata.json), study_metadata.csv[.gz], "
-                 "MI-CXR question .jsonl")],
-        release_date: OptDateOpt = None,
-        base_date: OptDateOpt = None,
-        allow_unmatched: Annotated[bool, typer.Option(
-            help="Keep questions whose images match no loaded study (attached to the studies that match)")] = False,
-    ) -> None:
-        """MIMIC-Ext-CXR-QBA scene graphs as patient timelines, and MI-CXR questions (one transaction)."""
-        from chronokg.ingest import cxr
-
-        def body() -> None:
-            with opened(load=True) as s, progress_bar(console) as bar:
-                summary = cxr.load(s, paths, release_date=release_date, base_date=base_date or cxr.BASE_DATE,
-                                   allow_unmatched=allow_unmatched, progress=bar)
-            load_summary(console, summary)
-            console.print(f"{summary.patients} patients, {summary.studies} studies, {summary.observations} "
-                          f"observations, {summary.questions} questions")
-            if summary.unmatched_questions:
-                console.print(f"[yellow]{summary.unmatched_questions} question(s) have images matching no loaded "
-                              "study[/]")
-        guarded(body)
+    """Add `chronokg generate cxr`."""
 
     @groups.generate.command("cxr")
     def generate_cxr(

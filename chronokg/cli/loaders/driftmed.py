@@ -1,4 +1,4 @@
-"""CLI commands for DriftMed (ConflictMedQA)."""
+"""`download driftmed` (DriftMed / ConflictMedQA; `ingest driftmed` is built from SOURCES like every load)."""
 
 from __future__ import annotations
 
@@ -7,28 +7,13 @@ from typing import Annotated
 
 import typer
 
-from chronokg.cli.common import Groups, OptDateOpt, console, guarded, opened
+from chronokg.cli.common import Groups, console, guarded
 from chronokg.cli.progress import progress_bar
-from chronokg.cli.render import load_summary
 from chronokg.ingest.driftmed import DEFAULT_BASE_URL, DEFAULT_FILE
 
 
 def register(groups: Groups) -> None:
-    """Add `ingest driftmed` and `download driftmed`."""
-
-    @groups.ingest.command("driftmed")
-    def ingest_driftmed(
-        paths: Annotated[list[Path], typer.Argument(help="DriftMed .jsonl, .json, .csv or .parquet files, or folders")],
-        release_date: OptDateOpt = None,
-    ) -> None:
-        """DriftMed pairs: the current recommendation and its superseded version (one transaction)."""
-        from chronokg.ingest import driftmed
-
-        def body() -> None:
-            with opened(load=True) as s, progress_bar(console) as bar:
-                summary = driftmed.load(s, paths, release_date or driftmed.DEFAULT_RELEASE, progress=bar)
-            load_summary(console, summary)
-        guarded(body)
+    """Add `download driftmed`."""
 
     @groups.download.command("driftmed")
     def download_driftmed(

@@ -1,36 +1,17 @@
-"""CLI commands for the benchmark-aging QA sets (SelfAware, TruthfulQA, TriviaQA, NQ, BoolQ)."""
+"""`ingest qa-update` for the benchmark-aging QA sets: one newer answer, not a file load (`ingest qa` is built from SOURCES)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from chronokg.cli.common import DateOpt, Groups, OptDateOpt, console, guarded, opened
-from chronokg.cli.progress import progress_bar
-from chronokg.cli.render import load_summary
 from chronokg.ingest.qasets import Benchmark
 
 
 def register(groups: Groups) -> None:
-    """Add `ingest qa` and `ingest qa-update`."""
-
-    @groups.ingest.command("qa")
-    def ingest_qa(
-        paths: Annotated[list[Path], typer.Argument(help="Benchmark files (.json, .jsonl, .csv) or folders")],
-        benchmark: Annotated[Benchmark | None, typer.Option(
-            help="Read every file as this benchmark [default: detected from each file]")] = None,
-        release_date: OptDateOpt = None,
-    ) -> None:
-        """Questions with their gold answers, known from the benchmark's release (one transaction)."""
-        from chronokg.ingest import qasets
-
-        def body() -> None:
-            with opened(load=True) as s, progress_bar(console) as bar:
-                summary = qasets.load(s, paths, benchmark, release_date, progress=bar)
-            load_summary(console, summary)
-        guarded(body)
+    """Add `ingest qa-update`."""
 
     @groups.ingest.command("qa-update")
     def ingest_qa_update(

@@ -1,4 +1,6 @@
-"""CLI commands for the Wikidata source: ingest (JSON, dumps, SPARQL), download, RDF export."""
+"""Wikidata's other commands: `ingest wikidata-sparql` (a network query, not files), download, RDF export.
+
+`ingest wikidata` (files) is built from SOURCES like every load."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from chronokg.cli.common import Groups, console, guarded, opened
+from chronokg.cli.ingest_reports import wikidata as wikidata_report
 from chronokg.cli.progress import progress_bar
 from chronokg.cli.render import load_summary
 from chronokg.ingest.wikidata import ENTITY_DATA
@@ -30,45 +33,11 @@ def _split(values: list[str]) -> list[str]:
 
 def _report(summary: WikidataLoadSummary) -> None:
     load_summary(console, summary)
-    console.print(f"{summary.facts} statements read as facts; {summary.retracted} facts retracted by newer revisions")
-    if summary.skipped:
-        console.print("skipped: " + ", ".join(f"{k} {v}" for k, v in summary.skipped.items()))
-        for reason, ids in summary.skipped_statements.items():
-            rest = summary.skipped.get(reason, len(ids)) - len(ids)
-            console.print(f"  {reason}: {', '.join(ids)}" + (f" and {rest:,} more" if rest > 0 else ""),
-                          markup=False, highlight=False)
-    not_selected: dict[str, int] = getattr(summary, "not_selected", {})
-    if not_selected:
-        pids = list(not_selected)
-        more = f" and {len(pids) - 8} more" if len(pids) > 8 else ""
-        console.print(f"[bold yellow]not loaded:[/] {len(pids)} properties outside --properties "
-                      f"({', '.join(pids[:8])}{more}); include them with --properties all, or a list such as "
-                      f"--properties {','.join(pids[:3])}")
+    wikidata_report(summary)
 
 
 def register(groups: Groups) -> None:
-    """Add `ingest wikidata`, `ingest wikidata-sparql`, `download wikidata` and `export rdf`."""
-
-    @groups.ingest.command("wikidata")
-    def ingest_wikidata(
-        paths: Annotated[list[Path], typer.Argument(
-            help="Entity JSON (Special:EntityData), dumps (latest-all.json.gz), or folders")],
-        properties: Annotated[str, typer.Option(
-            help="timed (every property with time qualifiers), temporal (ChroKnowBench's P39 P54 P108 P463 P69 "
-                 "P169 P1037 P1308), all, or a list such as P39,P108")] = "timed",
-    ) -> None:
-        """Wikidata entities as facts valid between their qualifiers (one transaction; bad input writes nothing)."""
-        from chronokg.ingest import wikidata
-
-        def body() -> None:
-            try:
-                selection = wikidata.Selection.parse(properties)
-            except ValueError as exc:
-                raise typer.BadParameter(str(exc), param_hint="--properties") from None
-            with opened(load=True) as s, progress_bar(console) as bar:
-                summary = wikidata.load(s, paths, selection, progress=bar)
-            _report(summary)
-        guarded(body)
+    """Add `ingest wikidata-sparql`, `download wikidata` and `export rdf`."""
 
     @groups.ingest.command("wikidata-sparql")
     def ingest_wikidata_sparql(
