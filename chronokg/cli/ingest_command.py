@@ -34,7 +34,7 @@ def resolve(ref: str) -> Any:
 def annotation(p: Param) -> Any:
     """`Annotated[type, typer.Argument|Option(...)]` for one declared parameter."""
     base: Any = resolve(p.enum) if p.kind == "enum" and p.enum else _TYPES[p.kind]
-    kind: Any = list[base] if p.multiple else base  # type: ignore[valid-type]
+    kind: Any = list[base] if p.multiple else base
     if not p.required and p.default is None:
         kind = kind | None
     extra: dict[str, Any] = {}

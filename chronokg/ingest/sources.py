@@ -1,11 +1,11 @@
-"""SOURCES: every source chronokg loads, declared once, with the commands its CLI module adds.
+"""SOURCES: every source chronokg loads, declared once, with its commands and its `ingest` parameters as data.
 
-A spec is light (names and module paths, nothing imported), so the CLI lists
-`chronokg ingest` / `download` / `export` commands from here and imports a
-source's module only when one of its commands is shown in full or run. Adding a
-source is one folder (`ingest/<name>/`: the loader), its commands in
-`cli/loaders/<name>.py` (the CLI layer; `ingest` never imports `cli`) and one
-line below (README, "Adding a source").
+A spec is light (names, module paths and parameter specs, no source module imported), so the CLI lists
+`chronokg ingest` / `download` / `export` commands from here and imports a source's module only when one of
+its commands is shown in full or run. The CLI builds `ingest <name>` from `SourceSpec.ingest`
+(`cli/ingest_command.py`); other commands (downloads, exports, generators) live in `cli/loaders/<name>.py`,
+named by `SourceSpec.cli` (`ingest` never imports `cli`). Adding a source is one folder (`ingest/<name>/`: the
+loader) and one entry below (README, "Adding a source").
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from chronokg.registry import Registry
 
 @dataclass(frozen=True)
 class SourceSpec:
-    """A source: its `Source.kind`, its loader (`module:function`), its CLI module and the commands it adds.
+    """A source: its `Source.kind`, its loader (`module:function`), its commands and its `ingest` parameters.
 
-    `commands` are `group/name` pairs (`ingest/cfr`, `download/cfr`, `export/rdf`); the CLI module's
-    `register(groups)` must add exactly these (tests check it). `loader` is `load(store, paths, ...,
+    `commands` are `group/name` pairs (`ingest/cfr`, `download/cfr`, `export/rdf`): `ingest/<name>` is built
+    from `ingest`, the rest by the `register(groups)` of the CLI module `cli` (None: no other commands);
+    together they must add exactly these (tests check it). `loader` is `load(store, paths, ...,
     progress=None) -> LoadSummary` (docs: DEVELOPERS.md, "The loader contract").
     """
 

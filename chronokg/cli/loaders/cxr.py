@@ -10,7 +10,6 @@ import typer
 from rich.table import Table
 
 from chronokg.cli.common import Groups, console, guarded
-from chronokg.cli.progress import progress_bar
 
 
 def register(groups: Groups) -> None:

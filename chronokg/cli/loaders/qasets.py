@@ -1,4 +1,4 @@
-"""`ingest qa-update` for the benchmark-aging QA sets: one newer answer, not a file load (`ingest qa` is built from SOURCES)."""
+"""`ingest qa-update` for the QA sets: one newer answer, not a file load (`ingest qa` is built from SOURCES)."""
 
 from __future__ import annotations
 
