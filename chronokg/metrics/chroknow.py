@@ -26,18 +26,15 @@ from chronokg.bench.families.chroknow_categories import YEAR_CATEGORIES as YEAR_
 from chronokg.bench.families.chroknow_categories import fact_category as fact_category
 from chronokg.bench.families.chroknow_categories import year_category as year_category
 from chronokg.eval.log import SampleRecord
-from chronokg.metrics.spec import MetricSpec, Rows, count_by, prediction_match, register
+from chronokg.metrics.spec import MetricSpec, Rows, count_by, counted_by, prediction_match, register
 
 FAMILY = "chroknow"
 BASE = prediction_match() + " AND p.family = 'chroknow'"
+DECODING = "CASE WHEN p.sample = 0 THEN 'greedy' ELSE 'sampled' END"  # sample 0 is the greedy one
 CHECK_KEYS = ("template", "domain", "split", "fact_key", "year", "decoding", "parsed", "protocol")
 
 
 # --- counting ---------------------------------------------------------------------------------------------------
-
-
-def _params(run: str, model: str) -> dict[str, Any]:
-    return {"run": run, "model": model}
 
 
 def _check_count(samples: Sequence[SampleRecord]) -> Rows:
@@ -52,12 +49,8 @@ def _checks(samples: Sequence[SampleRecord]) -> list[SampleRecord]:
             for s in samples if s.fields.get("kind") == "check"]
 
 
-def _check_cypher(run: str, model: str) -> tuple[str, dict[str, Any]]:
-    return (BASE + " AND p.f_kind = 'check'"
-            " RETURN p.f_template AS template, p.f_domain AS domain, p.f_split AS split, p.f_fact_key AS fact_key,"
-            " p.f_year AS year, CASE WHEN p.sample = 0 THEN 'greedy' ELSE 'sampled' END AS decoding,"
-            " p.f_parsed AS parsed, p.f_protocol AS protocol, count(*) AS n,"
-            " sum(CASE WHEN p.correct THEN 1 ELSE 0 END) AS correct", _params(run, model))
+_check_cypher = counted_by(BASE + " AND p.f_kind = 'check'", ("template", "domain", "split", "fact_key", "year",
+                           "decoding", "parsed", "protocol"), decoding=DECODING)
 
 
 Fact = tuple[str, str, str | None, str]  # template, domain, split, fact key
@@ -139,11 +132,7 @@ def _answers_count(samples: Sequence[SampleRecord]) -> Rows:
     return count_by(_checks(samples), ("template", "decoding", "parsed"), lambda s: True)
 
 
-def _answers_cypher(run: str, model: str) -> tuple[str, dict[str, Any]]:
-    return (BASE + " AND p.f_kind = 'check'"
-            " RETURN p.f_template AS template, CASE WHEN p.sample = 0 THEN 'greedy' ELSE 'sampled' END AS decoding,"
-            " p.f_parsed AS parsed, count(*) AS n, sum(CASE WHEN p.correct THEN 1 ELSE 0 END) AS correct",
-            _params(run, model))
+_answers_cypher = counted_by(BASE + " AND p.f_kind = 'check'", ("template", "decoding", "parsed"), decoding=DECODING)
 
 
 def _answers_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any]]:
@@ -175,11 +164,8 @@ def _prompt_count(samples: Sequence[SampleRecord]) -> Rows:
     return count_by(samples, PROMPT_KEYS, lambda s: s.fields.get("kind") == "prompt")
 
 
-def _prompt_cypher(run: str, model: str) -> tuple[str, dict[str, Any]]:
-    return (BASE + " AND p.f_kind = 'prompt'"
-            " RETURN p.f_template AS template, p.f_domain AS domain, p.f_split AS split, p.f_before AS before,"
-            " p.f_after AS after, p.f_after_previous AS after_previous, count(*) AS n,"
-            " sum(CASE WHEN p.correct THEN 1 ELSE 0 END) AS correct", _params(run, model))
+_prompt_cypher = counted_by(BASE + " AND p.f_kind = 'prompt'", ("template", "domain", "split", "before", "after",
+                                                                "after_previous"))
 
 
 def _gain(cell: dict[str, int]) -> dict[str, Any]:

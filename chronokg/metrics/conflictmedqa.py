@@ -23,7 +23,7 @@ from typing import Any
 
 from chronokg.bench.families.conflictmedqa import CATEGORIES, DISEASE_GROUPS, FACTORS
 from chronokg.eval.log import SampleRecord
-from chronokg.metrics.spec import MetricSpec, Rows, count_by, prediction_match, register
+from chronokg.metrics.spec import MetricSpec, Rows, count_by, counted_by, prediction_match, register
 
 FAMILY = "conflictmedqa"
 UP_TO_DATE, OUTDATED = "up_to_date", "outdated"
@@ -78,10 +78,7 @@ def _ecda_count(samples: Sequence[SampleRecord]) -> Rows:
     return count_by(samples, ("version", *SLICES), lambda s: True)
 
 
-def _ecda_cypher(run: str, model: str) -> tuple[str, dict[str, Any]]:
-    return (BASE + " RETURN p.f_version AS version, p.f_factor AS factor, p.f_change_category AS change_category,"
-            " p.f_disease_group AS disease_group, count(*) AS n,"
-            " sum(CASE WHEN p.correct THEN 1 ELSE 0 END) AS correct", _params(run, model))
+_ecda_cypher = counted_by(BASE, ("version", "factor", "change_category", "disease_group"))
 
 
 def _ecda_zero() -> dict[str, int]:

@@ -20,7 +20,7 @@ from typing import Any
 from chronokg.bench.families.micxr import GROUP, TABLE1_COLUMN, QType
 from chronokg.eval.extract import INVALID
 from chronokg.eval.log import SampleRecord
-from chronokg.metrics.spec import MetricSpec, Rows, count_by, prediction_match, register
+from chronokg.metrics.spec import Cypher, MetricSpec, Rows, count_by, counted_by, prediction_match, register
 from chronokg.metrics.stats import bootstrap_ci, wilson
 
 FAMILY = "micxr"
@@ -31,7 +31,6 @@ COLUMNS = tuple(dict.fromkeys(TABLE1_COLUMN.values()))
 LETTERS = ("A", "B", "C", "D", "E")
 NONE = "E"
 BASE = prediction_match() + " AND p.family = 'micxr' AND p.f_mode = $mode"
-CORRECT = "count(*) AS n, sum(CASE WHEN p.correct THEN 1 ELSE 0 END) AS correct"
 Finish = Callable[[Rows], tuple[float | None, dict[str, Any], dict[str, Any]]]
 
 
@@ -62,13 +61,9 @@ def _count(mode: str, keys: Sequence[str]) -> Callable[[Sequence[SampleRecord]],
     return lambda samples: count_by(samples, keys, _mode(mode))
 
 
-def _cypher(mode: str, keys: Sequence[str]) -> Callable[[str, str], tuple[str, dict[str, Any]]]:
+def _cypher(mode: str, keys: Sequence[str]) -> Cypher:
     """The same rows from the run's Prediction nodes (field `k` is `p.f_k`)."""
-    returns = ", ".join(f"p.f_{k} AS {k}" for k in keys)
-
-    def query(run: str, model: str) -> tuple[str, dict[str, Any]]:
-        return BASE + f" RETURN {returns}, " + CORRECT, {"run": run, "model": model, "mode": mode}
-    return query
+    return counted_by(BASE, keys, {"mode": mode})
 
 
 def _total(rows: Rows) -> dict[str, Any]:

@@ -103,3 +103,19 @@ def count_by(samples: Sequence[SampleRecord], keys: Sequence[str], where: Callab
 
 def prediction_match(run_param: str = "$run", model_param: str = "$model") -> str:
     return f"MATCH (p:Prediction) WHERE p.run_id = {run_param} AND p.model = {model_param}"
+
+
+COUNTED = "count(*) AS n, sum(CASE WHEN p.correct THEN 1 ELSE 0 END) AS correct"  # count_by's n and correct
+Cypher = Callable[[str, str], tuple[str, dict[str, Any]]]
+
+
+def counted_by(match: str, keys: Sequence[str], params: dict[str, Any] | None = None, **exprs: str) -> Cypher:
+    """The Cypher twin of `count_by(samples, keys, where)`: the predictions `match` finds (its WHERE is the
+    `where`), grouped by their fields `p.f_<key>` (or the expression `exprs[key]`), each group's n and correct;
+    `$run`, `$model` and `params` its parameters. One builder, so no metric spells the GROUP BY out again."""
+    columns = {k: exprs.get(k, f"p.f_{k}") for k in keys}
+    returns = ", ".join(k if e == k else f"{e} AS {k}" for k, e in columns.items())
+
+    def query(run: str, model: str) -> tuple[str, dict[str, Any]]:
+        return f"{match} RETURN {returns}, {COUNTED}", {"run": run, "model": model, **(params or {})}
+    return query

@@ -24,7 +24,7 @@ from typing import Any
 
 from chronokg.eval.log import SampleRecord
 from chronokg.metrics import patterns
-from chronokg.metrics.spec import MetricSpec, Rows, count_by, prediction_match, register
+from chronokg.metrics.spec import MetricSpec, Rows, count_by, counted_by, prediction_match, register
 from chronokg.metrics.stats import bootstrap_ci, mann_kendall, ols, wilson
 
 FAMILY = "tempomed"
@@ -41,10 +41,6 @@ def _rate(correct: float, n: float) -> float | None:
     return correct / n if n else None
 
 
-def _params(run: str, model: str) -> dict[str, Any]:
-    return {"run": run, "model": model}
-
-
 # --- accuracy by target ----------------------------------------------------------------------------------
 
 
@@ -52,9 +48,7 @@ def _accuracy_count(samples: Sequence[SampleRecord]) -> Rows:
     return count_by(samples, ("kind", "target"), lambda s: True)
 
 
-def _accuracy_cypher(run: str, model: str) -> tuple[str, dict[str, Any]]:
-    return (BASE + " RETURN p.f_kind AS kind, p.f_target AS target, count(*) AS n, "
-            "sum(CASE WHEN p.correct THEN 1 ELSE 0 END) AS correct", _params(run, model))
+_accuracy_cypher = counted_by(BASE, ("kind", "target"))
 
 
 def _accuracy_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any]]:
@@ -86,9 +80,7 @@ def _groups_count(samples: Sequence[SampleRecord]) -> Rows:
     return count_by(samples, ("target", "group"), _is("mcq"))
 
 
-def _groups_cypher(run: str, model: str) -> tuple[str, dict[str, Any]]:
-    return (BASE + " AND p.f_kind = 'mcq' RETURN p.f_target AS target, p.f_group AS group, count(*) AS n, "
-            "sum(CASE WHEN p.correct THEN 1 ELSE 0 END) AS correct", _params(run, model))
+_groups_cypher = counted_by(BASE + " AND p.f_kind = 'mcq'", ("target", "group"))
 
 
 def _groups_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any]]:
@@ -135,9 +127,7 @@ def _year_count(samples: Sequence[SampleRecord]) -> Rows:
     return count_by(samples, ("year_current",), _is("mcq", "up_to_date"))
 
 
-def _year_cypher(run: str, model: str) -> tuple[str, dict[str, Any]]:
-    return (BASE + " AND p.f_kind = 'mcq' AND p.f_target = 'up_to_date' RETURN p.f_year_current AS year_current, "
-            "count(*) AS n, sum(CASE WHEN p.correct THEN 1 ELSE 0 END) AS correct", _params(run, model))
+_year_cypher = counted_by(BASE + " AND p.f_kind = 'mcq' AND p.f_target = 'up_to_date'", ("year_current",))
 
 
 def buckets(rows: Rows, start_year: int = START_YEAR) -> list[dict[str, Any]]:
@@ -219,9 +209,7 @@ def _cluster_count(samples: Sequence[SampleRecord]) -> Rows:
     return count_by(samples, ("target", "record"), _is("mcq"))
 
 
-def _cluster_cypher(run: str, model: str) -> tuple[str, dict[str, Any]]:
-    return (BASE + " AND p.f_kind = 'mcq' RETURN p.f_target AS target, p.f_record AS record, count(*) AS n, "
-            "sum(CASE WHEN p.correct THEN 1 ELSE 0 END) AS correct", _params(run, model))
+_cluster_cypher = counted_by(BASE + " AND p.f_kind = 'mcq'", ("target", "record"))
 
 
 def _cluster_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any]]:
@@ -250,17 +238,15 @@ def _when_count(samples: Sequence[SampleRecord]) -> Rows:
     return count_by(samples, ("target", "status"), _is("mcq"))
 
 
-def _when_cypher(run: str, model: str) -> tuple[str, dict[str, Any]]:
-    # From the graph: the fact the chosen option states, against the question's target date.
-    return (
-        BASE + " AND p.f_kind = 'mcq'"
-        " OPTIONAL MATCH (p)-[:CHOSE]->(f:Fact)"
-        " WITH p, CASE WHEN f IS NULL THEN 'never'"
-        " WHEN (f.valid_from IS NULL OR f.valid_from <= p.target_date) AND (f.valid_to IS NULL OR f.valid_to >"
-        " p.target_date) THEN 'correct'"
-        " WHEN f.valid_to IS NOT NULL AND f.valid_to <= p.target_date THEN 'stale' ELSE 'later' END AS status"
-        " RETURN p.f_target AS target, status, count(*) AS n, sum(CASE WHEN p.correct THEN 1 ELSE 0 END) AS correct",
-        _params(run, model))
+# From the graph: the fact the chosen option states, against the question's target date.
+_when_cypher = counted_by(
+    BASE + " AND p.f_kind = 'mcq'"
+    " OPTIONAL MATCH (p)-[:CHOSE]->(f:Fact)"
+    " WITH p, CASE WHEN f IS NULL THEN 'never'"
+    " WHEN (f.valid_from IS NULL OR f.valid_from <= p.target_date) AND (f.valid_to IS NULL OR f.valid_to >"
+    " p.target_date) THEN 'correct'"
+    " WHEN f.valid_to IS NOT NULL AND f.valid_to <= p.target_date THEN 'stale' ELSE 'later' END AS status",
+    ("target", "status"), status="status")
 
 
 def _when_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any]]:
@@ -289,11 +275,8 @@ def _probe_count(samples: Sequence[SampleRecord]) -> Rows:
     return count_by(samples, keys, _is("probe"))
 
 
-def _probe_cypher(run: str, model: str) -> tuple[str, dict[str, Any]]:
-    return (BASE + " AND p.f_kind = 'probe' RETURN p.f_pair AS pair, p.f_statement_source AS statement_source,"
-            " p.f_statement_year AS statement_year, p.f_target_year AS target_year, p.f_prediction AS prediction,"
-            " p.f_protocol AS protocol, count(*) AS n, sum(CASE WHEN p.correct THEN 1 ELSE 0 END) AS correct",
-            _params(run, model))
+_probe_cypher = counted_by(BASE + " AND p.f_kind = 'probe'", ("pair", "statement_source", "statement_year",
+                                                              "target_year", "prediction", "protocol"))
 
 
 def _probe_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any]]:
@@ -339,10 +322,7 @@ def _rag_count(samples: Sequence[SampleRecord]) -> Rows:
     return count_by(samples, ("rag", "target", "group", "counterpart_passage"), _is("mcq"))
 
 
-def _rag_cypher(run: str, model: str) -> tuple[str, dict[str, Any]]:
-    return (BASE + " AND p.f_kind = 'mcq' RETURN p.f_rag AS rag, p.f_target AS target, p.f_group AS group, "
-            "p.f_counterpart_passage AS counterpart_passage, count(*) AS n, "
-            "sum(CASE WHEN p.correct THEN 1 ELSE 0 END) AS correct", _params(run, model))
+_rag_cypher = counted_by(BASE + " AND p.f_kind = 'mcq'", ("rag", "target", "group", "counterpart_passage"))
 
 
 def _rag_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any]]:

@@ -258,126 +258,109 @@ def _latest(p: QualityParams) -> int:
     return p.latest_year if p.latest_year is not None else dt.date.today().year
 
 
+# Every check is one block of one shape: the records it looks at (`total`), the ids of those failing it (`ids`),
+# and a row naming its section and check; a query is its checks' blocks joined by UNION ALL.
+
+
+def _failing(match: str, var: str, when: str, ident: str, group: str = "") -> str:
+    """`match` yields one `var` per record: count them all, collect `ident` of those where `when` holds."""
+    return f"{match}\nWITH {group}count({var}) AS total, collect(CASE WHEN {when} THEN {ident} END) AS ids"
+
+
+def _check(section: str, check: str, rows: str, count: str = "size(ids)", label: str = "") -> str:
+    """`rows` binds `total` and `ids`; the row's check is `check`, after the Cypher string `label` if given."""
+    named = f"{label} + ': {check}'" if label else f"'{check}'"
+    return f"{rows}\nRETURN '{section}' AS section, {named} AS check, {count} AS count, total, ids AS examples"
+
+
+def _union(*blocks: str) -> str:
+    return "\nUNION ALL\n".join(blocks)
+
+
+_HAS_ORG = "EXISTS { MATCH (g)-[:ISSUED_BY]->(:Organization) } AS has_org"
+# Priors are the other versions in the trajectory (its IN_TRAJECTORY members besides the current one).
+_PRIORS = "OPTIONAL MATCH (v:Guideline)-[:IN_TRAJECTORY]->(t) WHERE v.id <> t.current_pmid"
+_IMPLAUSIBLE = "g.year IS NULL OR g.year < $earliest OR g.year > $latest"
+
+
 def _quality_records(_: QualityParams) -> tuple[str, dict[str, Any]]:
-    # Priors are the other versions in the trajectory (its IN_TRAJECTORY members besides the current one).
-    cypher = (
-        "MATCH (t:Trajectory)"
-        "\nOPTIONAL MATCH (v:Guideline)-[:IN_TRAJECTORY]->(t) WHERE v.id <> t.current_pmid"
-        "\nWITH t, count(v) AS priors"
-        "\nWITH count(t) AS total, collect(CASE WHEN priors > 0 THEN t.current_pmid END) AS with_priors,"
-        " collect(CASE WHEN priors = 0 THEN t.current_pmid END) AS without"
-        "\nRETURN 'records' AS section, 'trajectories with priors' AS check, size(with_priors) AS count, total,"
-        " with_priors AS examples"
-        "\nUNION ALL"
-        "\nMATCH (t:Trajectory)"
-        "\nOPTIONAL MATCH (v:Guideline)-[:IN_TRAJECTORY]->(t) WHERE v.id <> t.current_pmid"
-        "\nWITH t, count(v) AS priors"
-        "\nWITH count(t) AS total, collect(CASE WHEN priors = 0 THEN t.current_pmid END) AS without"
-        "\nRETURN 'records' AS section, 'trajectories without priors' AS check, size(without) AS count, total,"
-        " without AS examples"
-    )
-    return cypher, {}
+    with_priors = f"MATCH (t:Trajectory)\n{_PRIORS}\nWITH t, count(v) AS priors"
+    return _union(*(
+        _check("records", check, _failing(with_priors, "t", when, "t.current_pmid"))
+        for check, when in (("trajectories with priors", "priors > 0"), ("trajectories without priors", "priors = 0"))
+    )), {}
 
 
 def _quality_organizations(_: QualityParams) -> tuple[str, dict[str, Any]]:
-    cypher = (
-        "MATCH (t:Trajectory)"
-        "\nOPTIONAL MATCH (g:Guideline {id: t.current_pmid})"
-        "\nWITH t, EXISTS { MATCH (g)-[:ISSUED_BY]->(:Organization) } AS has_org"
-        "\nWITH count(t) AS total, collect(CASE WHEN NOT has_org THEN t.current_pmid END) AS missing"
-        "\nRETURN 'organisations' AS section, 'trajectories whose current guideline has no organisation' AS check,"
-        " size(missing) AS count, total, missing AS examples"
-        "\nUNION ALL"
-        "\nMATCH (g:Guideline)"
-        "\nWITH g, EXISTS { MATCH (g)-[:ISSUED_BY]->(:Organization) } AS has_org"
-        "\nWITH count(g) AS total, collect(CASE WHEN NOT has_org THEN g.id END) AS missing"
-        "\nRETURN 'organisations' AS section, 'guideline versions with no organisation' AS check,"
-        " size(missing) AS count, total, missing AS examples"
-    )
-    return cypher, {}
+    current = f"MATCH (t:Trajectory)\nOPTIONAL MATCH (g:Guideline {{id: t.current_pmid}})\nWITH t, {_HAS_ORG}"
+    return _union(
+        _check("organisations", "trajectories whose current guideline has no organisation",
+               _failing(current, "t", "NOT has_org", "t.current_pmid")),
+        _check("organisations", "guideline versions with no organisation",
+               _failing(f"MATCH (g:Guideline)\nWITH g, {_HAS_ORG}", "g", "NOT has_org", "g.id")),
+    ), {}
+
+
+def _superseding(where: str) -> str:
+    """Out of every SUPERSEDES edge, the `newer>older` PMID pairs where `where` holds of g (newer) and p."""
+    return ("MATCH (:Guideline)-[s:SUPERSEDES]->(:Guideline)\nWITH count(s) AS total"
+            f"\nOPTIONAL MATCH (g:Guideline)-[:SUPERSEDES]->(p:Guideline) WHERE {where}"
+            "\nWITH total, collect(g.id + '>' + p.id) AS ids")
 
 
 def _quality_years(p: QualityParams) -> tuple[str, dict[str, Any]]:
-    cypher = (
-        "MATCH (g:Guideline)"
-        "\nWITH count(g) AS total, collect(CASE WHEN g.year IS NULL OR g.year < $earliest OR g.year > $latest"
-        " THEN g.id END) AS bad"
-        "\nRETURN 'years' AS section, 'guideline versions with an implausible year' AS check, size(bad) AS count,"
-        " total, bad AS examples"
-        "\nUNION ALL"
-        "\nMATCH (:Guideline)-[s:SUPERSEDES]->(:Guideline)"
-        "\nWITH count(s) AS total"
-        "\nOPTIONAL MATCH (g:Guideline)-[:SUPERSEDES]->(p:Guideline) WHERE g.year = p.year"
-        "\nWITH total, collect(g.id + '>' + p.id) AS same"
-        "\nRETURN 'years' AS section, 'same-year priors (a version superseding one of its own year)' AS check,"
-        " size(same) AS count, total, same AS examples"
-        "\nUNION ALL"
-        "\nMATCH (:Guideline)-[s:SUPERSEDES]->(:Guideline)"
-        "\nWITH count(s) AS total"
-        "\nOPTIONAL MATCH (g:Guideline)-[:SUPERSEDES]->(p:Guideline) WHERE g.year < p.year"
-        "\nWITH total, collect(g.id + '>' + p.id) AS newer"
-        "\nRETURN 'years' AS section, 'priors newer than the version superseding them' AS check,"
-        " size(newer) AS count, total, newer AS examples"
-    )
-    return cypher, {"earliest": EARLIEST_YEAR, "latest": _latest(p)}
+    return _union(
+        _check("years", "guideline versions with an implausible year",
+               _failing("MATCH (g:Guideline)", "g", _IMPLAUSIBLE, "g.id")),
+        _check("years", "same-year priors (a version superseding one of its own year)",
+               _superseding("g.year = p.year")),
+        _check("years", "priors newer than the version superseding them", _superseding("g.year < p.year")),
+    ), {"earliest": EARLIEST_YEAR, "latest": _latest(p)}
 
 
 def _duplicates(field: str, what: str) -> str:
-    return (
+    rows = (
         f"MATCH (t:Trajectory)\nWITH count(t) AS total"
         f"\nOPTIONAL MATCH (t:Trajectory) WHERE t.{field} IS NOT NULL"
-        f"\nWITH total, toLower(trim(t.{field})) AS key, collect(t.current_pmid) AS ids"
-        "\nWITH total, collect(CASE WHEN size(ids) > 1 THEN key END) AS keys,"
-        " sum(CASE WHEN size(ids) > 1 THEN size(ids) ELSE 0 END) AS n"
-        f"\nRETURN 'duplicates' AS section, 'trajectories sharing a {what} with another' AS check, n AS count,"
-        " total, keys AS examples"
+        f"\nWITH total, toLower(trim(t.{field})) AS key, collect(t.current_pmid) AS pmids"
+        "\nWITH total, collect(CASE WHEN size(pmids) > 1 THEN key END) AS ids,"
+        " sum(CASE WHEN size(pmids) > 1 THEN size(pmids) ELSE 0 END) AS n"
     )
+    return _check("duplicates", f"trajectories sharing a {what} with another", rows, count="n")
 
 
 def _quality_duplicates(_: QualityParams) -> tuple[str, dict[str, Any]]:
-    return _duplicates("topic", "topic") + "\nUNION ALL\n" + _duplicates("caption", "title"), {}
+    return _union(_duplicates("topic", "topic"), _duplicates("caption", "title")), {}
 
 
 def _quality_pairs(_: QualityParams) -> tuple[str, dict[str, Any]]:
-    cypher = (
-        "MATCH (c:ChangePair)"
-        "\nWITH c, EXISTS { MATCH (c)-[:CURRENT]->(:Fact) } AND EXISTS { MATCH (c)-[:PRIOR]->(:Fact) } AS whole,"
-        " EXISTS { MATCH (:SourceQuestion)-[:ABOUT]->(c) } AS asked"
-        "\nWITH count(c) AS total, collect(CASE WHEN NOT whole THEN c.id END) AS broken,"
-        " collect(CASE WHEN NOT asked THEN c.id END) AS unasked"
-        "\nRETURN 'change pairs' AS section, 'change pairs missing a recommendation' AS check, size(broken) AS count,"
-        " total, broken AS examples"
-        "\nUNION ALL"
-        "\nMATCH (c:ChangePair)"
-        "\nWITH c, EXISTS { MATCH (:SourceQuestion)-[:ABOUT]->(c) } AS asked"
-        "\nWITH count(c) AS total, collect(CASE WHEN NOT asked THEN c.id END) AS unasked"
-        "\nRETURN 'change pairs' AS section, 'change pairs without a source question' AS check,"
-        " size(unasked) AS count, total, unasked AS examples"
-    )
-    return cypher, {}
+    whole = ("MATCH (c:ChangePair)\nWITH c, EXISTS { MATCH (c)-[:CURRENT]->(:Fact) }"
+             " AND EXISTS { MATCH (c)-[:PRIOR]->(:Fact) } AS whole")
+    asked = "MATCH (c:ChangePair)\nWITH c, EXISTS { MATCH (:SourceQuestion)-[:ABOUT]->(c) } AS asked"
+    return _union(
+        _check("change pairs", "change pairs missing a recommendation", _failing(whole, "c", "NOT whole", "c.id")),
+        _check("change pairs", "change pairs without a source question", _failing(asked, "c", "NOT asked", "c.id")),
+    ), {}
 
 
 def _per_category(what: str, condition: str) -> str:
-    return (
+    per_trajectory = (
         "MATCH (t:Trajectory) WHERE t.category IS NOT NULL"
-        "\nOPTIONAL MATCH (g:Guideline {id: t.current_pmid})"
-        "\nOPTIONAL MATCH (v:Guideline)-[:IN_TRAJECTORY]->(t) WHERE v.id <> t.current_pmid"
-        "\nWITH t, g, count(v) AS priors, EXISTS { MATCH (g)-[:ISSUED_BY]->(:Organization) } AS has_org"
-        f"\nWITH t.category AS category, count(t) AS total, collect(CASE WHEN {condition} THEN t.current_pmid END)"
-        " AS ids"
-        f"\nRETURN 'categories' AS section, category + ': {what}' AS check, size(ids) AS count, total, ids AS examples"
+        f"\nOPTIONAL MATCH (g:Guideline {{id: t.current_pmid}})\n{_PRIORS}"
+        f"\nWITH t, g, count(v) AS priors, {_HAS_ORG}"
     )
+    rows = _failing(per_trajectory, "t", condition, "t.current_pmid", group="t.category AS category, ")
+    return _check("categories", what, rows, label="category")
 
 
 def _quality_categories(p: QualityParams) -> tuple[str, dict[str, Any]]:
     """The seed report's "Category Summary": per organisation category, trajectories with priors, missing
     organisations and implausible current years (no rows where no trajectory has a category)."""
-    return "\nUNION ALL\n".join((
+    return _union(
         _per_category("trajectories with priors", "priors > 0"),
         _per_category("trajectories whose current guideline has no organisation", "NOT has_org"),
-        _per_category("trajectories with an implausible current year",
-                      "g.year IS NULL OR g.year < $earliest OR g.year > $latest"),
-    )), {"earliest": EARLIEST_YEAR, "latest": _latest(p)}
+        _per_category("trajectories with an implausible current year", _IMPLAUSIBLE),
+    ), {"earliest": EARLIEST_YEAR, "latest": _latest(p)}
 
 
 def _by_check(rows: list[QualityRow], _: QualityParams) -> list[QualityRow]:

@@ -34,55 +34,22 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field
-
 from chronokg.errors import ChronoKGError
 from chronokg.retrieval.embed import RAG_EXTRA, Embedder
+from chronokg.retrieval.index_layout import COLUMNS, EMBED_BATCH, FORMAT, NPROBE_BASE, SCHEMA, _date, _record, _spans
+from chronokg.retrieval.index_layout import INT_MAX as INT_MAX  # re-exported: indexing, rag, cli, benchmarks
+from chronokg.retrieval.index_layout import INT_MIN as INT_MIN
+from chronokg.retrieval.index_layout import IVF_MIN_ROWS as IVF_MIN_ROWS
+from chronokg.retrieval.index_layout import IndexError_ as IndexError_
+from chronokg.retrieval.index_layout import IndexMeta as IndexMeta
+from chronokg.retrieval.index_layout import Kind as Kind
+from chronokg.retrieval.index_layout import Strategy as Strategy
+from chronokg.retrieval.index_layout import SyncReport as SyncReport
 from chronokg.retrieval.passages import Passage
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
-
-FORMAT = 1
-IVF_MIN_ROWS = 50_000  # below: exact flat search; from here IVF keeps p50 far under target (benchmarks/README.md)
-NPROBE_BASE = 8  # probes when every row is valid; divided by the valid share, capped at nlist
-EMBED_BATCH = 256
-INT_MIN = -(2**31)
-INT_MAX = 2**31 - 1
-Kind = Literal["flat", "ivf"]
-Strategy = Literal["filter", "overfetch"]
-
-
-class IndexError_(ChronoKGError):
-    """The index folder is missing, damaged or built with another model."""
-
-
-class IndexMeta(BaseModel):
-    format: int = FORMAT
-    model: str
-    dim: int
-    kind: Kind = "flat"
-    nlist: int = 0
-    rows: int = 0
-    alive: int = 0
-    created: str = Field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
-    updated: str | None = None
-    store: str | None = None
-
-
-class SyncReport(BaseModel):
-    """What an update did."""
-
-    added: int = 0
-    changed: int = 0
-    removed: int = 0
-    unchanged: int = 0
-    embed_s: float = 0.0
-    total_s: float = 0.0
-    rows: int = 0
-    alive: int = 0
-    kind: str = "flat"
 
 
 def _faiss() -> Any:
@@ -91,38 +58,6 @@ def _faiss() -> Any:
     except ImportError as exc:
         raise ChronoKGError(f"faiss is not installed: {RAG_EXTRA}") from exc
     return faiss
-
-
-def day(value: dt.date | str | None, open_value: int) -> int:
-    if value is None:
-        return open_value
-    if isinstance(value, str):
-        value = dt.date.fromisoformat(value)
-    return value.toordinal()
-
-
-def _date(value: str | None) -> dt.date | None:
-    return None if value is None else dt.date.fromisoformat(value)
-
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS passages (
-    row INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, text TEXT NOT NULL,
-    fact_id TEXT NOT NULL, subject TEXT NOT NULL, predicate TEXT NOT NULL, source TEXT NOT NULL, title TEXT,
-    valid_from TEXT, valid_to TEXT, known_from TEXT, known_to TEXT, alive INTEGER NOT NULL DEFAULT 1
-)"""
-COLUMNS = ("key", "kind", "text", "fact_id", "subject", "predicate", "source", "title", "valid_from", "valid_to",
-           "known_from", "known_to")
-
-
-def _spans(p: Passage, alive: int = 1) -> tuple[int, int, int, int, int]:
-    return (day(p.valid_from, INT_MIN), day(p.valid_to, INT_MAX), day(p.known_from, INT_MIN),
-            day(p.known_to, INT_MAX), alive)
-
-
-def _record(p: Passage) -> tuple[Any, ...]:
-    return (p.key, p.kind, p.text, p.fact_id, p.subject, p.predicate, p.source, p.title,
-            *(None if d is None else d.isoformat() for d in (p.valid_from, p.valid_to, p.known_from, p.known_to)))
 
 
 class PassageIndex:

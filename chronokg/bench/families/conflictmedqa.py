@@ -34,12 +34,17 @@ from typing import Any
 
 from pydantic import Field
 
+from chronokg.bench.families.conflictmedqa_names import UnknownName as UnknownName  # re-exported: profiles, tests
+from chronokg.bench.families.conflictmedqa_names import _known, _norm
+from chronokg.bench.families.conflictmedqa_names import category as category
+from chronokg.bench.families.conflictmedqa_names import disease_group as disease_group
+from chronokg.bench.families.conflictmedqa_names import factor as factor
 from chronokg.bench.families.conflictmedqa_prompts import fill, template
 from chronokg.bench.family import OURS, Context, Family, FamilyOptions, Protocol, generator_info
 from chronokg.bench.question import AnswerKey, Choice, Question, content_id
-from chronokg.errors import ChronoKGError, ModelError
+from chronokg.errors import ModelError
 from chronokg.ingest.driftmed import CATEGORIES as CATEGORIES  # re-exported: metrics and tests read them here
-from chronokg.ingest.driftmed import CATEGORY_ALIASES, DISEASE_GROUP_ALIASES, find_factor
+from chronokg.ingest.driftmed import DISEASE_GROUP_ALIASES
 from chronokg.ingest.driftmed import DISEASE_GROUPS as DISEASE_GROUPS
 from chronokg.ingest.driftmed import FACTORS as FACTORS
 from chronokg.ingest.driftmed import Factor as Factor
@@ -48,51 +53,6 @@ from chronokg.queries.conflictmedqa import OUTDATED, UP_TO_DATE, ConflictPairRow
 NAME = "conflictmedqa"
 YES, NO = "YES", "NO"
 DRIFTMED_OFFSET = 2145  # DriftMed: wrong id = correct id + 2145 (what chronokg's DriftMed loader pairs by)
-
-
-class UnknownName(ChronoKGError, ValueError):
-    """A factor, change category or disease group that is not one of the paper's."""
-
-
-# The vocabularies (the 11 factors, the paper's five change categories, the two disease groups) are declared by the
-# loader, which checks every row against them at load.
-
-
-def _norm(name: str) -> str:
-    return re.sub(r"\s+", " ", name).strip().lower()
-
-
-def _known(kind: str, names: Iterable[str]) -> str:
-    return f"known {kind}: {', '.join(names)}"
-
-
-def factor(name: str) -> Factor:
-    """The factor `name` names: its key, the code's or the paper's name (case-insensitive); else an error."""
-    found = find_factor(name)
-    if found is not None:
-        return found
-    raise UnknownName(f"unknown ConflictMedQA factor {name!r} ({_known('factors', (f.seed for f in FACTORS))})")
-
-
-def category(name: str) -> str:
-    """The change category `name` names (the paper's name or its snake-case key); else an error."""
-    wanted = _norm(name)
-    for c in CATEGORIES:
-        if wanted in {_norm(c), _norm(c).replace(" & ", "_").replace(" ", "_")}:
-            return c
-    if wanted in CATEGORY_ALIASES:
-        return CATEGORY_ALIASES[wanted]
-    raise UnknownName(f"unknown ConflictMedQA change category {name!r} ({_known('categories', CATEGORIES)})")
-
-
-def disease_group(name: str) -> str:
-    """`infectious` or `chronic` (also "... disease(s)"); else an error."""
-    wanted = _norm(name)
-    if wanted in DISEASE_GROUPS:
-        return wanted
-    if wanted in DISEASE_GROUP_ALIASES:
-        return DISEASE_GROUP_ALIASES[wanted]
-    raise UnknownName(f"unknown ConflictMedQA disease group {name!r} ({_known('groups', DISEASE_GROUPS)})")
 
 
 class Version(StrEnum):
