@@ -88,6 +88,7 @@ from chronokg.ingest.common import (
     read_text,
     slug,
 )
+from chronokg.ingest.micxr_types import qtype_problem
 from chronokg.progress import Progress
 
 KIND = "cxr"
@@ -723,6 +724,8 @@ def parse_questions(path: Path) -> list[ParsedQuestion]:
             raise InputError(path, record, "no images")
         if q.answer.strip() not in choices:
             raise InputError(path, record, f"answer {q.answer!r} is not one of the choices {sorted(choices)}")
+        if (problem := qtype_problem(q.qtype, q.group_type)) is not None:
+            raise InputError(path, record, problem)
         out.append(ParsedQuestion(path=path, record=record, q=q,
                                   slots=sorted(images.items(), key=lambda kv: _slot_key(kv[0])),
                                   choices=sorted(choices.items())))
