@@ -74,3 +74,27 @@ def test_dropping_a_newer_cfr_edition_restores_nodes_parts_and_positions(shared_
     out = step(store, "releases", "drop", newest(store))
     assert "latest wins" in out
     assert digest(store) == before
+
+
+def test_dropping_a_newer_chroknow_file_restores_the_rows_as_read_before(tmp_path: Path) -> None:
+    """A newer ChroKnowBench file restates a row with one more year: the row's `row_json` and `years` are the
+    newer file's (latest wins) until that release is dropped."""
+    fixture = Path(__file__).parent / "fixtures" / "chroknow" / "bench" / "TimeVariant_General_Static.jsonl"
+    rows = [json.loads(line) for line in fixture.read_text(encoding="utf-8").splitlines() if line.strip()]
+    first = rows[0]
+    last = max(int(k[8:]) for k in first if k.startswith("objects_"))
+    first[f"objects_{last + 1}"] = first[f"objects_{last}"]
+    first[f"release_date_{last + 1}"] = f"{last + 1}-12-30"
+    newer = tmp_path / "newer" / fixture.name
+    newer.parent.mkdir()
+    newer.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    store = tmp_path / "s.kgl"
+    step(store, "ingest", "chroknow", str(fixture), "--release-date", "2024-01-01")
+    before = digest(store)
+    step(store, "ingest", "chroknow", str(newer), "--release-date", "2025-01-01")
+    with KgliteStore(store, read_only=True) as reader:
+        assert any(f"objects_{last + 1}" in str(r["j"]) for r in reader.run(
+            "MATCH (q:SourceQuestion) RETURN q.row_json AS j"))
+    out = step(store, "releases", "drop", newest(store))
+    assert "latest wins" in out
+    assert digest(store) == before
