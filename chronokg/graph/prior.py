@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from chronokg.graph import schema
-from chronokg.graph.merge import Merge, Outcome, Policy
+from chronokg.graph.merge import ORIGIN, Merge, Outcome, Policy
 from chronokg.graph.store import GraphStore, Statement
 
 PRIOR = "prior_values"
@@ -75,10 +75,9 @@ def note(label: str, old: Mapping[str, Any], new: Mapping[str, Any], outcome: Ou
     on stored node `old`."""
     if release is None or not outcome.changes:
         return
-    skip = SKIP.get(label, set())
+    skip = {*SKIP.get(label, set()), *policy.follows.get(label, {}), ORIGIN, PRIOR}  # provenance moves by its lead
     entries = [entry(release, key, old.get(key)) for key in sorted(outcome.changes)
-               if key in new and key not in skip and key != PRIOR
-               and policy.rule(label, key) in (Merge.LATEST, Merge.UNION)]
+               if key in new and key not in skip and policy.rule(label, key) in (Merge.LATEST, Merge.UNION)]
     if entries:
         outcome.changes[PRIOR] = [*(old.get(PRIOR) or []), *entries]
 
