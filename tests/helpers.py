@@ -47,3 +47,19 @@ def seed_ids(folder: Path, family: str, file: str) -> list[list[str]]:
     mine = [r for r in side if r["file"] == f"{family}_{file}"]
     assert [r["record"] for r in mine] == list(range(len(mine)))
     return [r["chronokg_ids"] for r in mine]
+
+
+def result_ids(out: Path, family: str, path: Path) -> list[str]:
+    """The chronokg id of each record of `eval export --format seed` file `path` (by position), from the export's
+    side file `{family}/{family}_chronokg_ids.jsonl`; the file itself names none."""
+    import json
+
+    from chronokg.bench.family import OURS
+
+    side = [json.loads(line) for line in (out / family / f"{family}_chronokg_ids.jsonl").read_text("utf-8")
+            .splitlines()]
+    mine = [r for r in side if r["file"] == path.relative_to(out / family).as_posix()]
+    assert [r["record"] for r in mine] == list(range(len(mine))) and mine
+    text = path.read_text("utf-8")
+    assert "chronokg_id" not in text and OURS not in text, path
+    return [r["chronokg_ids"][0] for r in mine]

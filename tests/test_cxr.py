@@ -286,6 +286,8 @@ def test_unmatched_question_images(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("change", "message"), [
     ({"answer": "F"}, "answer 'F'"),
     ({"group_type": "XYZ"}, "group_type"),
+    ({"qtype": "interval_worsening"}, "qtype 'interval_worsening' is not one of MI-CXR's question types"),
+    ({"qtype": "icr_multi_abn", "group_type": "GTS"}, "qtype 'icr_multi_abn' is an ICR question, but group_type"),
     ({"images": {"T1": "s{late}", "T2": "s{early}"}}, "time order"),
 ])
 def test_bad_questions_name_file_and_qid(tmp_path: Path, change: dict[str, Any], message: str) -> None:
@@ -590,3 +592,17 @@ def test_cli_generate_and_ingest(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "no such file" in " ".join(result.output.split())
     result = runner.invoke(app, ["--store", uri, "generate", "cxr", "--out", str(data), "--gaps", "uniform"])
     assert result.exit_code == 2
+
+
+def test_synthetic_questions_use_the_released_question_types(tmp_path: Path) -> None:
+    """The synthetic cohort writes only MI-CXR's released `qtype`s, each under its own group, so it loads under
+    the loader's vocabulary check (and every type it asks about is one the metrics' tables know)."""
+    from chronokg.ingest.micxr_types import GROUP_OF, QType
+
+    out = tmp_path / "c"
+    cxr_synth.generate(out, patients=4, visits=5, seed=2, findings=5)
+    records = [json.loads(line) for line in (out / cxr_synth.QUESTIONS_FILE).read_text().splitlines()]
+    kinds = {(r["group_type"], r["qtype"]) for r in records}
+    assert kinds == {(GROUP_OF[QType(t)], t) for _, t in kinds} and {g for g, _ in kinds} == {"TEL", "ICR", "GTS"}
+    with KgliteStore(":memory:") as store:
+        assert cxr.load(store, [out]).questions == len(records)

@@ -39,6 +39,7 @@ from chronokg.metrics.runs import export_seed
 from chronokg.metrics.spec import for_family
 from chronokg.metrics.stats import bootstrap_ci
 from chronokg.testing.openai_server import Fault, OpenAIServer
+from tests.helpers import result_ids
 
 FIXTURES = Path(__file__).parent / "fixtures" / "qasets"
 GOLD_MODEL = "openai-compat/gold-at-release"
@@ -287,8 +288,12 @@ def test_seed_format_export(evaluated: dict[str, Any]) -> None:
               for line in (seeds / "benchage_SelfAware-websearch.jsonl").read_text().splitlines()}
     by_id = {q.id: q for q in evaluated["questions"]}
     joined = 0
-    for record in records.values():
-        q = by_id[record["chronokg_id"]]
+    side = [json.loads(x) for x in (out / "benchage" / "benchage_chronokg_ids.jsonl").read_text().splitlines()]
+    ours = {r["record"]: r for r in side if r["file"] == path.relative_to(out / "benchage").as_posix()}
+    assert result_ids(out, "benchage", path) == [ours[n]["chronokg_ids"][0] for n in range(len(records))]
+    for n, record in enumerate(records.values()):
+        assert list(record) == ["origin_prompt", "prediction", "gold"]  # OpenCompass's fields only
+        q = by_id[ours[n]["chronokg_ids"][0]]
         prompt = record["origin_prompt"][0]["prompt"]
         recovered = re.match(r"Q:\s*(.*?)\s*A:", prompt, re.S | re.I).group(1).strip()  # type: ignore[union-attr]
         assert recovered == q.metadata["question"].strip()
@@ -296,9 +301,9 @@ def test_seed_format_export(evaluated: dict[str, Any]) -> None:
         if q.metadata["time_sensitive"]:
             joined += 1
             assert search[recovered]["search_answer"] in {q.metadata["up_to_date_answer"], ""}
-            assert set(record["judge"]) == {"llm_vs_gold", "llm_vs_search", "gold_vs_search"}
+            assert set(ours[n]["judge"]) == {"llm_vs_gold", "llm_vs_search", "gold_vs_search"}
         else:
-            assert recovered not in search and set(record["judge"]) == {"llm_vs_gold"}
+            assert recovered not in search and set(ours[n]["judge"]) == {"llm_vs_gold"}
     assert joined == len(search) > 0
 
 

@@ -240,6 +240,13 @@ def test_seed_format_export_rescored_as_the_seed_does(evaluated: dict[str, Any],
         sampled = json.loads((base / f"Result_TimeVariant_{domain}_{split}_temp0.7.json").read_text())
         assert len(greedy) == len(sampled) == len(bench_rows)
         cats = per_fact(evaluated, "seed", f"baseline/frozen:{FROZEN}")
+        side = [json.loads(x) for x in (tmp_path / "out" / "chroknow" / "chroknow_chronokg_ids.jsonl")
+                .read_text(encoding="utf-8").splitlines()]
+        name = f"generation/Results/{model}/Result_TimeVariant_{domain}_{split}_temp0.0.json"
+        mine = [r for r in side if r["file"] == name]  # one line per generation: its row, year and draw
+        assert sorted((r["record"], r["year"], r["draw"]) for r in mine) == sorted(
+            (n, int(k[8:]), d) for n, g in enumerate(greedy) for k, texts in g.items() for d in range(len(texts)))
+        assert "chronokg_id" not in (base / name.rsplit("/", 1)[1]).read_text(encoding="utf-8")
         for row, g, s in zip(bench_rows, greedy, sampled, strict=True):
             years = sorted(int(k[8:]) for k in g)
             assert all(len(g[f"objects_{y}"]) == 5 for y in years)

@@ -44,6 +44,7 @@ from chronokg.metrics.runs import export_seed, score_outputs
 from chronokg.metrics.spec import for_family
 from chronokg.metrics.stats import wilson
 from chronokg.testing.openai_server import OpenAIServer, ScriptedRequest
+from tests.helpers import result_ids
 
 ADVICE = Path(__file__).parent / "fixtures" / "driftmed" / "conflictmedqa_advice.jsonl"
 BASELINES = ["baseline/always-yes", "baseline/oracle", "baseline/latest-only", "baseline/frozen:2018",
@@ -238,8 +239,9 @@ def test_export_is_the_seeds_prediction_csv_in_its_id_order(evaluated: dict[str,
             assert list(rows[0])[:4] == ["id", "bias_type", "scenario", "prediction"]
             assert [int(r["id"]) for r in rows] == list(range(1, len(expected) + 1))
             assert [(r["bias_type"], r["scenario"]) for r in rows] == expected
-            for r in rows:
-                q = by_id[r["chronokg_id"]]
+            assert list(rows[0]) == ["id", "bias_type", "scenario", "prediction"]  # the seed's columns only
+            for r, qid in zip(rows, result_ids(tmp / "seed-out", "conflictmedqa", path), strict=True):
+                q = by_id[qid]
                 assert q.metadata["version"] == version
                 assert r["prediction"] == answers[(model, q.id)] in {"YES", "NO"}
 
@@ -548,9 +550,9 @@ def test_report_draws_ecda_and_ikcr_by_slice(evaluated: dict[str, Any]) -> None:
 
 
 def test_the_seeds_own_prediction_csvs_are_scored_back(evaluated: dict[str, Any], tmp_path: Path) -> None:
-    """`chronokg eval score` reads the seed's prediction CSVs: the export (with `chronokg_id`) and the CSV the
-    seed itself writes (`id, bias_type, scenario, prediction` only: rows found by scenario and factor within the
-    file's version) both give back the run's answers; an unknown scenario is one error naming the file and row,
+    """`chronokg eval score` reads the seed's prediction CSVs: the export and the CSV the seed itself writes
+    (both `id, bias_type, scenario, prediction` only: rows found by scenario and factor within the file's
+    version) both give back the run's answers; an unknown scenario is one error naming the file and row,
     and nothing is written."""
     from chronokg.errors import InputError
 
@@ -569,11 +571,12 @@ def test_the_seeds_own_prediction_csvs_are_scored_back(evaluated: dict[str, Any]
             writer = csv.DictWriter(fh, fieldnames=["id", "bias_type", "scenario", "prediction"])
             writer.writeheader()
             writer.writerows({k: r[k] for k in ("id", "bias_type", "scenario", "prediction")} for r in rows)
+        ids = result_ids(tmp_path / "out", "conflictmedqa", path)
         for source in (path, seed_made):
             folder = score_outputs(qfile, source, "external", "seed", tmp_path / "scored" / source.stem)
             got = {r.question_id: r.answer for r in latest(folder / "samples.jsonl").values()}
             assert len(got) == len(rows) == len(answers) // 2
-            assert got == {r["chronokg_id"]: answers[r["chronokg_id"]] for r in rows}, source.name
+            assert got == {qid: answers[qid] for qid in ids}, source.name
     broken = tmp_path / "broken_correct_predictions.csv"
     broken.write_text("id,bias_type,scenario,prediction\n1,No Bias,a scenario nobody wrote,YES\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"broken_correct_predictions\.csv.*1"):

@@ -38,6 +38,7 @@ from chronokg.metrics.spec import for_family
 from chronokg.metrics.stats import wilson
 from chronokg.testing._replies import ScriptedRequest
 from chronokg.testing.openai_server import Fault, OpenAIServer
+from tests.helpers import result_ids
 
 BASELINES = ["baseline/oracle", "baseline/random:5", "baseline/constant:E", "baseline/constant:B"]
 STAGEWISE = ["baseline/oracle", "baseline/random:5"]
@@ -165,8 +166,8 @@ def test_seed_export_is_the_released_format_plus_the_prediction(evaluated: dict[
     released = ["q_id", "group_type", "qtype", "images", "question", "choices", "answer"]
     assert list(records[0])[:7] == released
     by_id = {q.id: q for q in evaluated["questions"]}
-    for r in records:
-        q = by_id[r["chronokg_id"]]
+    for r, qid in zip(records, result_ids(out, "micxr", path), strict=True):
+        q = by_id[qid]
         assert r["choices"] == {c.label: c.text for c in q.choices} and r["answer"] == q.target
         assert sorted(r["images"]) == ["T1", "T2", "T3", "T4", "T5"] and r["prediction"] in "ABCDE"
         assert r["correct"] == (r["prediction"] == r["answer"])

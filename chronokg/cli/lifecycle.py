@@ -54,14 +54,20 @@ def register(app: typer.Typer) -> None:
 
     @releases.command("drop")
     def drop(release: Annotated[str, typer.Argument(help="The release's id (chronokg releases list)")],
-             derived: DerivedOpt = False) -> None:
+             derived: DerivedOpt = False,
+             force: Annotated[bool, typer.Option("--force", help="Drop it even where a value it changed cannot "
+                                                                 "be restored (a list a later release changed "
+                                                                 "again): those keep their current value")] = False,
+             ) -> None:
         """Remove, in one step, exactly what only this release asserted (its facts and loaded nodes, its Source);
-        facts other releases assert stay. Refused while generated questions depend on it, unless --derived."""
+        facts other releases assert stay, and values it replaced ("latest wins") are put back. Refused while
+        generated questions depend on it, unless --derived; refused where a value cannot be restored, unless
+        --force."""
         from chronokg.graph.lifecycle import drop_release
 
         def body() -> None:
             with opened() as store:
-                _print(drop_release(store, release, derived))
+                _print(drop_release(store, release, derived, force))
         guarded(body)
 
 

@@ -116,6 +116,11 @@ class Profile:
         """The content of seed-format file `name` from its records (default: the JSON list of them)."""
         return records
 
+    def seed_positions(self, name: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Where each record lands in the content `seed_file` makes of them, for the side file of chronokg ids
+        (default: `record`, its 0-based position). A family whose `seed_file` regroups records overrides it."""
+        return [{"record": n} for n in range(len(records))]
+
     def context_fields(self, question: Question, given: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """Fields the metrics group by that come from what an arm gave the model (the retrieval step of `--rag`),
         merged into the sample's fields (default: none)."""

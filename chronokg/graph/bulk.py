@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from chronokg.errors import StoreError
-from chronokg.graph import schema
+from chronokg.graph import prior, schema
 from chronokg.graph.batch import GraphBatch, conflict_error
 from chronokg.graph.facts import FactTable
 from chronokg.graph.merge import ORIGIN, Conflict, Policy, merge
@@ -159,9 +159,14 @@ def table_frames(table: FactTable) -> tuple[list[Frame], list[Edges]]:
 
 
 def plan_part(reader: GraphReader, frames: list[Frame], edges: list[Edges], policy: Policy,
-              report: WriteReport) -> Plan:
-    """Merge a part's frames into what the graph holds; conflicts raise before anything is written."""
+              report: WriteReport, sources: dict[str, Any] | None = None) -> Plan:
+    """Merge a part's frames into what the graph holds; conflicts raise before anything is written. `sources`:
+    the releases the load stages (this part's are added), for what a release overwrites (`graph.prior`)."""
     plan = Plan()
+    sources = {} if sources is None else sources
+    for frame in frames:
+        if frame.label == schema.SOURCE:
+            sources.update(prior.sources_of(frame.row(i) for i in range(len(frame.ids))))
     events: Counter[str] = Counter()
     staged_ids: dict[str, set[str]] = {}
     fresh_ids: dict[str, set[str]] = {}
@@ -181,6 +186,7 @@ def plan_part(reader: GraphReader, frames: list[Frame], edges: list[Edges], poli
                 outcome = merge(frame.label, nid, old, row, policy)
                 if outcome.conflicts:
                     raise _stored_conflict(outcome.conflicts[0], row, old)
+                prior.note(frame.label, old, row, outcome, policy, prior.release_of(row, sources))
                 if outcome.changes:
                     updates.append({"id": nid, "props": outcome.changes})
                 events.update(outcome.events)
@@ -373,9 +379,10 @@ def write_bulk(store: GraphStore, parts: Iterable[Part], progress: Progress | No
     try:
         with _gc_paused(), kg.staged() as graph:
             reader = GraphReader(graph)
+            sources: dict[str, Any] = {}
             for part in parts:
                 frames, edges = table_frames(part) if isinstance(part, FactTable) else batch_frames(part)
-                plan = plan_part(reader, frames, edges, part.policy, report)
+                plan = plan_part(reader, frames, edges, part.policy, report, sources)
                 if progress is not None:
                     progress.start(plan.size(), "writing")
                 if plan.size():

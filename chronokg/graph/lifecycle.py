@@ -5,7 +5,8 @@ leaves the store as it was), and returns what it removed. Dropping a release rem
 release asserted: the facts and loaded nodes whose every provenance edge (`ASSERTED_IN`, `LOADED_FROM`) points
 to it, the nodes left with nothing but those (entities of removed facts, the source questions of removed change
 pairs, ...), and its `Source` node. Facts other releases assert too stay, their known time recomputed from the
-remaining releases. Derived things (questions testing or built from removed nodes, snapshots that include the
+remaining releases; values it replaced on nodes that stay ("latest wins", union lists) are put back from what the
+load recorded (`graph.prior`). Derived things (questions testing or built from removed nodes, snapshots that include the
 release, predictions on removed questions, runs left empty) are refused unless `derived=True`.
 """
 
@@ -19,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from chronokg.errors import ChronoKGError
-from chronokg.graph import schema
+from chronokg.graph import prior, schema
 from chronokg.graph.batch import CAPTION_VERSIONS, split_origin
 from chronokg.graph.merge import versions
 from chronokg.graph.store import GraphStore, Statement
@@ -35,6 +36,7 @@ class Removal(BaseModel):
     removed: dict[str, int] = Field(default_factory=dict)
     updated: dict[str, int] = Field(default_factory=dict)
     restored: dict[str, int] = Field(default_factory=dict)  # "label key": values rolled back to an older release's
+    kept: list[str] = Field(default_factory=list)  # "label id key": values it changed that could not be restored
 
     def lines(self) -> list[str]:
         out = [f"{self.what}: removed " + (", ".join(f"{n:,} {label}" for label, n in sorted(self.removed.items()))
@@ -45,6 +47,9 @@ class Removal(BaseModel):
         if self.restored:
             out.append("  kept, value restored to the older release's (latest wins): "
                        + ", ".join(f"{n:,} {what}" for what, n in sorted(self.restored.items())))
+        if self.kept:
+            out.append(f"  kept as they are (a later release changed them again; --force): {len(self.kept):,} "
+                       f"values: {', '.join(self.kept[:5])}" + (" …" if len(self.kept) > 5 else ""))
         return out
 
 
@@ -154,8 +159,10 @@ def _owned(store: GraphStore, source: str, origin_file: str | None) -> dict[str,
     return owned
 
 
-def drop_release(store: GraphStore, source: str, derived: bool = False) -> Removal:
-    """Remove what only `source` asserted, in one transaction (see the module docstring)."""
+def drop_release(store: GraphStore, source: str, derived: bool = False, force: bool = False) -> Removal:
+    """Remove what only `source` asserted, in one transaction (see the module docstring). Values it replaced on
+    nodes that stay are put back (`graph.prior`); where that cannot be done exactly (a list a later release
+    changed again) the drop is refused, naming them, unless `force` (they then keep their current value)."""
     found = store.run("MATCH (s:Source {id: $id}) RETURN s.path AS path", {"id": source})
     if not found:
         known = [r["id"] for r in store.run("MATCH (s:Source) RETURN s.id AS id ORDER BY id")]
@@ -178,6 +185,15 @@ def drop_release(store: GraphStore, source: str, derived: bool = False) -> Remov
     runs = [r["id"] for r in store.run("MATCH (r:Run) WHERE r.snapshot IN $snaps RETURN r.id AS id",
                                        {"snaps": snapshots})]  # evaluated against a store holding it
     removal = Removal(what=f"release {source}", removed={k: len(v) for k, v in owned.items()})
+    put_back, restored, unsplit = prior.restore(store, source, owned)
+    if unsplit and not force:
+        raise ChronoKGError(f"release {source}: {len(unsplit):,} values it changed cannot be restored, because a "
+                            f"later release changed them again ({', '.join(unsplit[:3])}"
+                            f"{' …' if len(unsplit) > 3 else ''}); pass --force to drop it anyway (they keep "
+                            "their current value)")
+    removal.kept = unsplit
+    if restored:
+        removal.restored["values (latest wins)"] = restored
     statements: list[Statement] = []
     if questions or snapshots or runs:
         if not derived:
@@ -196,13 +212,14 @@ def drop_release(store: GraphStore, source: str, derived: bool = False) -> Remov
     statements += _reassert(store, source, removal)
     statements += _restore_captions(store, source, owned.get(schema.ENTITY, set()), removal)
     statements += _reopen_revision(store, source, owned.get(schema.FACT, set()), removal)
+    statements += put_back
     statements.append(_delete(schema.SOURCE, [source]))
     removal.removed[schema.SOURCE] = 1
     if derived:  # runs left without a prediction
         statements.append(("MATCH (r:Run) WHERE NOT (r)<-[:IN_RUN]-() DETACH DELETE r", {}))
     _commit(store, statements)
     return Removal(what=removal.what, removed={k: v for k, v in removal.removed.items() if v},
-                   updated=removal.updated, restored=removal.restored)
+                   updated=removal.updated, restored=removal.restored, kept=removal.kept)
 
 
 def _reassert(store: GraphStore, source: str, removal: Removal) -> list[Statement]:

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, Field
 
 from chronokg.errors import StoreError
+from chronokg.graph import prior, schema
 from chronokg.graph.batch import GraphBatch, conflict_error
 from chronokg.graph.counts import label_counts, relationship_counts
 from chronokg.graph.merge import ORIGIN, Conflict, Policy, merge
@@ -153,6 +154,7 @@ def _node_steps(store: GraphStore, batch: GraphBatch, report: WriteReport, chunk
     steps: list[Step] = []
     new_ids: dict[str, set[str]] = {}
     events: Counter[str] = Counter()
+    sources = prior.sources_of({"id": i, **p} for i, p in batch.nodes.get(schema.SOURCE, {}).items())
     for label, rows in batch.iter_nodes():
         keys = sorted({k for r in rows for k in r})
         if not stream:
@@ -168,6 +170,7 @@ def _node_steps(store: GraphStore, batch: GraphBatch, report: WriteReport, chunk
             outcome = merge(label, r["id"], old, r, batch.policy)
             if outcome.conflicts:
                 raise _stored_conflict(outcome.conflicts[0], r, old)
+            prior.note(label, old, r, outcome, batch.policy, prior.release_of(r, sources))
             if outcome.changes:
                 changed.append({"id": r["id"], "props": outcome.changes})
             events.update(outcome.events)

@@ -402,30 +402,33 @@ def _question_truths(cohort: Cohort) -> list[QuestionTruth]:
             rng.shuffle(texts)
             out.append(QuestionTruth(q_id=len(out), patient_id=p.patient_id, finding=f.finding,
                                      laterality=f.laterality, pattern=f.pattern, group_type="GTS",
-                                     qtype="single_entity_trajectory", choices=texts,
+                                     qtype="single_entity_interval_summary", choices=texts,
                                      answer="ABCDE"[texts.index(PATTERN_TEXT[f.pattern])]))
     return out
 
 
 def _localisation(f: FindingTruth) -> tuple[str, str, int | None]:
-    """(group, qtype, index of the interval T(k+1)->T(k+2) where the event happens, None if it does not)."""
+    """(group, qtype, index of the interval T(k+1)->T(k+2) where the event happens, None if it does not).
+    `qtype` is one of MI-CXR's released types (`ingest.micxr_types`, which the loader checks): an E→R course asks
+    for its one resolution (`single_resolution`), an R→E course for its one emergence (`single_emergence`), and
+    the worsening / improvement questions go under MI-CXR's one ICR type (`icr_multi_abn`), though their options
+    are intervals, not MI-CXR's per-interval statements (their stems: `_STEMS`, by pattern)."""
     pairs = list(pairwise(f.present))
     appears = _first([not a and b for a, b in pairs])
     resolves = _first([a and not b for a, b in pairs])
-    if f.pattern in ("emergence", "persistent"):
+    if f.pattern in ("emergence", "persistent", "resolution_emergence"):
         return "TEL", "single_emergence", appears
-    if f.pattern == "emergence_resolution":
-        return "TEL", "emergence_resolution", resolves
-    if f.pattern == "resolution":
+    if f.pattern in ("resolution", "emergence_resolution"):
         return "TEL", "single_resolution", resolves
-    if f.pattern == "resolution_emergence":
-        return "TEL", "recurrence", appears
     levels = [SEVERITIES.index(s) if s else -1 for s in f.severity]
     sign = 1 if f.pattern == "worsening" else -1
     step = _first([sign * (b - a) > 0 for a, b in pairwise(levels)])
-    return "ICR", "interval_worsening" if f.pattern == "worsening" else "interval_improvement", step
+    return "ICR", "icr_multi_abn", step
 
 
+_STEM_OF = {"emergence": "single_emergence", "persistent": "single_emergence", "resolution": "single_resolution",
+            "emergence_resolution": "emergence_resolution", "resolution_emergence": "recurrence",
+            "worsening": "interval_worsening", "improvement": "interval_improvement"}  # a TEL/ICR question's stem
 _STEMS = {
     "single_emergence": "Between which consecutive studies does {x} newly appear?",
     "emergence_resolution": "{X} appears and later resolves. Between which consecutive studies does it resolve?",
@@ -447,7 +450,8 @@ def question_records(cohort: Cohort) -> list[dict[str, Any]]:
         out.append({
             "q_id": q.q_id, "group_type": q.group_type, "qtype": q.qtype,
             "images": {f"T{k + 1}": image_path(p, k) for k in range(len(p.studies))},
-            "question": _STEMS[q.qtype].format(x=x, X=x[0].upper() + x[1:]),
+            "question": _STEMS["single_entity_trajectory" if q.group_type == "GTS" else _STEM_OF[q.pattern]].format(
+                x=x, X=x[0].upper() + x[1:]),
             "choices": dict(zip("ABCDE", q.choices, strict=True)), "answer": q.answer,
         })
     return out

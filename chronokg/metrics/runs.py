@@ -4,11 +4,14 @@ comparisons of two runs: `metrics.compare`)."""
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from chronokg.bench.export import IDS_FILE
+from chronokg.bench.family import OURS
 from chronokg.bench.question import Question
 from chronokg.errors import ChronoKGError, InputError
 from chronokg.eval import outputs
@@ -45,11 +48,17 @@ def metrics(samples: Sequence[SampleRecord], models: Sequence[str] | None = None
 
 def export_seed(folder: Path, out: Path) -> dict[Path, int]:
     """The run's samples in each seed's own result format (a file per family and model, as the seed names them):
-    `.csv` names as CSV, others as JSON (the profile's `seed_file` content)."""
+    `.csv` names as CSV, others as JSON (the profile's `seed_file` content). A record holds only the seed's
+    fields: what a profile adds under `OURS` (the chronokg question id, ...) goes to the side file
+    `{family}/{family}_chronokg_ids.jsonl` (`file`, where the record landed, then those fields), as
+    `bench export` does. Samples are taken in the run's question order (then model, sample), whatever order
+    they were answered in; each file is written whole or not at all."""
     info, samples = run_samples(folder)
-    by_id = {q.id: q for q in run_questions(info)}
+    questions = run_questions(info)
+    by_id = {q.id: q for q in questions}
+    rank = {q.id: n for n, q in enumerate(questions)}
     by_family: dict[str, list[tuple[Question, SampleRecord]]] = {}
-    for record in samples:
+    for record in sorted(samples, key=lambda r: (rank.get(r.question_id, len(rank)), r.model, r.sample)):
         question = by_id.get(record.question_id)
         if question is not None:
             by_family.setdefault(question.family, []).append((question, record))
@@ -58,20 +67,36 @@ def export_seed(folder: Path, out: Path) -> dict[Path, int]:
         for name, row in profile_for(family).seed_results(items):
             files.setdefault(f"{family}/{name}", []).append(row)
     written = {}
+    side: dict[str, list[dict[str, Any]]] = {}
     for name, records in files.items():
-        path = out / name
-        path.parent.mkdir(parents=True, exist_ok=True)
         family, _, inner = name.partition("/")
+        profile = profile_for(family)
+        positions = profile.seed_positions(inner, records)
+        for row, position in zip(records, positions, strict=True):
+            if OURS in row:
+                side.setdefault(family, []).append({"file": inner, **position, **row.pop(OURS)})
         if name.endswith(".csv"):  # a header of every key in first-seen order, as pandas writes and reads it
-            with path.open("w", encoding="utf-8", newline="") as fh:
-                writer = csv.DictWriter(fh, fieldnames=list(dict.fromkeys(k for r in records for k in r)))
-                writer.writeheader()
-                writer.writerows(records)
+            buffer = io.StringIO(newline="")
+            writer = csv.DictWriter(buffer, fieldnames=list(dict.fromkeys(k for r in records for k in r)))
+            writer.writeheader()
+            writer.writerows(records)
+            text = buffer.getvalue()
         else:
-            content = profile_for(family).seed_file(inner, records)
-            path.write_text(json.dumps(content, indent=2, ensure_ascii=False), encoding="utf-8")
-        written[path] = len(records)
+            text = json.dumps(profile.seed_file(inner, records), indent=2, ensure_ascii=False)
+        written[_write_whole(out / name, text)] = len(records)
+    for family, lines in side.items():
+        _write_whole(out / family / f"{family}_{IDS_FILE}", "".join(json.dumps(x) + "\n" for x in lines))
     return written
+
+
+def _write_whole(path: Path, text: str) -> Path:
+    """`text` into `path` under a temporary name, renamed when whole (a failed export leaves no half file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    with tmp.open("w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+    tmp.replace(path)
+    return path
 
 
 def _prediction_items(predictions: Path) -> list[Any]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from chronokg.ingest.micxr_types import GROUP_OF
+from chronokg.ingest.micxr_types import QType as QType  # re-exported: micxr, the metrics and profile read it
 from chronokg.queries.micxr import WINDOW_SIZE
 
 NAME = "micxr"
@@ -21,28 +23,11 @@ LLM_CONCURRENCY = 8
 GLOBAL_SLACK = 0.02  # chronokg protocol: letters balanced per type while no two differ by > 2% of all questions
 
 
-class QType(StrEnum):
-    """The released `qtype` strings."""
-
-    single_emergence = "single_emergence"
-    single_resolution = "single_resolution"
-    multiple_emergence_1 = "multiple_emergence_1"
-    multiple_emergence_2 = "multiple_emergence_2"
-    multiple_resolution_1 = "multiple_resolution_1"
-    multiple_resolution_2 = "multiple_resolution_2"
-    emergence_to_resolution = "emergence_to_resolution"
-    resolution_to_emergence = "resolution_to_emergence"
-    icr_multi_abn = "icr_multi_abn"
-    single_entity_interval_summary = "single_entity_interval_summary"
-    multi_entity_interval_summary = "multi_entity_interval_summary"
-
-
-Q = QType
+Q = QType  # the released `qtype`s: `chronokg.ingest.micxr_types` (the loader checks them too)
 TEL_INTERVAL = (Q.single_emergence, Q.single_resolution, Q.multiple_emergence_1, Q.multiple_emergence_2,
                 Q.multiple_resolution_1, Q.multiple_resolution_2)
 TEL_PAIR = (Q.emergence_to_resolution, Q.resolution_to_emergence)
-GROUP = {**dict.fromkeys((*TEL_INTERVAL, *TEL_PAIR), "TEL"), Q.icr_multi_abn: "ICR",
-         Q.single_entity_interval_summary: "GTS", Q.multi_entity_interval_summary: "GTS"}
+GROUP = GROUP_OF
 TABLE1_COLUMN = {  # the paper's Table 1 columns (the metrics' subtypes)
     **dict.fromkeys((Q.single_emergence, Q.single_resolution), "TEL Single (E/R)"),
     **dict.fromkeys(TEL_INTERVAL[2:], "TEL Multiple (E/R)"),

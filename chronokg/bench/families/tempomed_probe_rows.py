@@ -16,8 +16,9 @@ def _pmid(value: Any) -> Any:
 
 def probe_row(q: Question, idx: int, question: str) -> dict[str, Any]:
     """One row of the seed's `generated_questions.jsonl` (`pubmed_inspect_questions.py` `build_matrix_questions`),
-    in its key order, less the fields the store cannot know (`experiment_index`, the PMCIDs, the target paper's
-    title, role and status: see docs/benchmarks.md). `target_year` is the statement's paper year, as the seed's
+    in its key order and field set; the fields the store cannot know (`experiment_index`, the PMCIDs, the target
+    paper's title, role and status: see docs/benchmarks.md) are `None`, so a reader of the seed's rows finds every
+    key it expects. `target_year` is the statement's paper year, as the seed's
     (`statement_entry["target_year"]`), not the probed year (`question_target_year`). The explanation is the
     sentence `build_answer_payload` writes; the seed appends its generator's explanation, which chronokg has not.
     `question`: the probe's question text inside its prompt."""
@@ -32,9 +33,11 @@ def probe_row(q: Question, idx: int, question: str) -> dict[str, Any]:
         sentence = (f"For year {year}, the latest available guideline is from {latest}, and it {agrees} with the "
                     f"statement drawn from the {origin}, so Choice_{q.target} is correct.")
     return {
-        "idx": idx, "pair_id": m.get("pair_id"), "difference_idx": m.get("difference_idx"), "topic": m.get("topic"),
+        "idx": idx, "experiment_index": None, "current_pmcid": None, "prior_pmcid": None,
+        "pair_id": m.get("pair_id"), "difference_idx": m.get("difference_idx"), "topic": m.get("topic"),
         "organization": m.get("organization"), "clinical_focus": m.get("clinical_focus"),
-        "target_year": m.get("statement_guideline_year"), "target_pmid": pmid,
+        "target_pmcid": None, "target_title": None, "target_year": m.get("statement_guideline_year"),
+        "target_role": None, "target_status": None, "target_pmid": pmid,
         "statement_source": m.get("statement_source"), "statement_guideline_year": m.get("statement_guideline_year"),
         "statement_guideline_pmid": pmid, "statement_text": m.get("statement_text"),
         "question_target_year": year, "latest_guideline_year": latest,

@@ -29,6 +29,7 @@ from typing import Any
 
 from chronokg.bench.families.benchage import accepted, as_target, gold_text
 from chronokg.bench.families.benchage_prompts import JUDGE_SETTINGS, judge_messages, judge_score
+from chronokg.bench.family import OURS
 from chronokg.bench.question import Question
 from chronokg.errors import ModelError
 from chronokg.eval.judge import Judge, current_judge
@@ -275,8 +276,9 @@ class BenchAgeProfile(Profile):
         """The model's predictions as OpenCompass writes them, which is what the seed's evaluator reads
         (`$MODEL_OUTPUT_BASE/<dataset lower>/<run>/predictions/<model>/<dataset lower>.json`, evaluator.py:47-53:
         `{origin_prompt, prediction, gold}` per sample, the question recovered from `origin_prompt`). The run
-        folder is named `chronokg`; each record also carries its chronokg id, sample, fields and the judge's
-        records (`{prompt, llm_output, result}` per pair, the seed's `results_full.pkl` entries)."""
+        folder is named `chronokg`. Under `OURS` (the side file, not the seed's record): its chronokg id, sample,
+        whether it is time-sensitive, the up-to-date answer, fields and the judge's records (`{prompt,
+        llm_output, result}` per pair, the seed's `results_full.pkl` entries)."""
         m = question.metadata
         dataset = str(m.get("dataset"))
         slug = re.sub(r"[^A-Za-z0-9._-]+", "_", record.model)
@@ -286,9 +288,9 @@ class BenchAgeProfile(Profile):
         found = up_to_date(question)
         return f"{dataset.lower()}/chronokg/predictions/{slug}/{dataset.lower()}.json", {
             "origin_prompt": [{"role": "HUMAN", "prompt": question.input}], "prediction": record.output,
-            "gold": m.get("gold_text"), "chronokg_id": question.id, "sample": record.sample,
-            "time_sensitive": m.get("time_sensitive"), "search_answer": found[0].text if found else None,
-            "fields": record.fields, "judge": judged}
+            "gold": m.get("gold_text"),
+            OURS: {"chronokg_ids": [question.id], "sample": record.sample, "time_sensitive": m.get("time_sensitive"),
+                   "search_answer": found[0].text if found else None, "fields": record.fields, "judge": judged}}
 
     def seed_file(self, name: str, records: list[dict[str, Any]]) -> Any:
         """OpenCompass prediction files are JSON objects keyed by the sample's position ("0", "1", ...)."""

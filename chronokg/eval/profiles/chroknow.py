@@ -22,6 +22,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
+from chronokg.bench.family import OURS
 from chronokg.bench.question import Question
 from chronokg.eval.profile import Outcome, Profile, request_hash
 from chronokg.models import ChatMessage, GenerateConfig, ModelClient, ModelRequest
@@ -175,7 +176,7 @@ class ChroKnowProfile(Profile):
             "order": [m.get("origin") == "cfr", str(row.get("file_name") or ""), int(row.get("record") or 0),
                       str(m.get("fact_key"))],
             "year": m.get("year"), "draw": m.get("draw"), "sample": record.sample, "output": record.output or "",
-            "chronokg_id": question.id}
+            OURS: {"chronokg_ids": [question.id]}}
 
     def seed_file(self, name: str, records: list[dict[str, Any]]) -> Any:
         """The seed's list aligned with the benchmark rows (in the order `chronokg bench export` writes them):
@@ -186,6 +187,11 @@ class ChroKnowProfile(Profile):
             rows[tuple(r["order"])][int(r["year"])].append((int(r["draw"]), str(r["output"])))
         return [{f"objects_{year}": [text for _, text in sorted(years[year])] for year in sorted(years)}
                 for _, years in sorted(rows.items())]
+
+    def seed_positions(self, name: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A generation's row of the file (`record`), its year and its few-shot draw (`seed_file`'s layout)."""
+        row = {key: n for n, key in enumerate(sorted({tuple(r["order"]) for r in records}))}
+        return [{"record": row[tuple(r["order"])], "year": r["year"], "draw": r["draw"]} for r in records]
 
 
 PROFILE = ChroKnowProfile()

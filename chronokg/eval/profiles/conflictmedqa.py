@@ -24,6 +24,7 @@ from typing import Any
 
 from chronokg.bench.families.conflictmedqa import FACTORS, factor
 from chronokg.bench.families.conflictmedqa_prompts import fill
+from chronokg.bench.family import OURS
 from chronokg.bench.question import Question
 from chronokg.errors import InputError
 from chronokg.eval.extract import INVALID
@@ -177,7 +178,7 @@ class ConflictMedQAProfile(Profile):
         suffix = f"_sample{record.sample}" if record.sample else ""
         return f"{slug}/{FAMILY}_{name}_predictions{suffix}.csv", {
             "id": None, "bias_type": m.get("factor_name"), "scenario": m.get("scenario"), "prediction": record.answer,
-            "chronokg_id": question.id}
+            OURS: {"chronokg_ids": [question.id]}}
 
     def seed_results(self, items: Iterable[tuple[Question, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
         """The seed's `<input>_predictions.csv` per version and model (predict_scenarios.py:61-65, :123-166):

@@ -30,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from chronokg.bench.families.micxr import stage2_prompt
+from chronokg.bench.family import OURS
 from chronokg.bench.question import Question
 from chronokg.errors import ChronoKGError
 from chronokg.eval.extract import INVALID
@@ -221,7 +222,8 @@ class MicxrProfile(Profile):
         """The released record (`q_id, group_type, qtype, images, question, choices, answer`, in that order)
         plus the prediction: `prediction` (the extracted letter or INVALID), `correct`, `model_answer` (the
         raw output, so `chronokg eval score` reads the file back), the stage-1 descriptions of a stage-wise
-        sample, and `chronokg_id`. The seed has no result format of its own (no code is public)."""
+        sample; its chronokg id goes to the side file (`OURS`). The seed has no result format of its own (no code
+        is public): every field after `answer` is chronokg's."""
         m = question.metadata
         slug = re.sub(r"[^A-Za-z0-9._-]+", "_", record.model)
         mode = (record.fields or {}).get("mode", "single")
@@ -234,7 +236,7 @@ class MicxrProfile(Profile):
         }
         if record.steps:
             out["stage1_descriptions"] = record.steps[0].get("output")
-        out["chronokg_id"] = question.id
+        out[OURS] = {"chronokg_ids": [question.id]}
         name = "micxr_test_stagewise" if mode == "stagewise" else "micxr_test"
         return f"{name}_predictions_{slug}.json", out
 

@@ -10,10 +10,13 @@ top_p 0.9, max_tokens 4096; the system prompt is part of each question); MCQ ext
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from chronokg.bench.families.tempomed import question_of
+from chronokg.bench.families.tempomed_probe_rows import probe_row
+from chronokg.bench.family import OURS
 from chronokg.bench.question import Question
 from chronokg.eval import extract
 from chronokg.eval.profile import Profile
@@ -105,15 +108,14 @@ class TempoMedProfile(Profile):
         `pubmed_evaluation_5_option.py:339-408`) and `<model>/evaluation_results.json` (probes)."""
         m = question.metadata
         slug = re.sub(r"[^A-Za-z0-9._-]+", "_", record.model)
-        if is_probe(question):
+        if is_probe(question):  # `evaluate_questions`: the generated row, then the model's fields
+            row = probe_row(question, 0, question_of(question))  # `idx` numbered by `seed_results`
+            ours = row.pop(OURS)
+            backend, _, name = record.model.partition("/")
             return f"{slug}/evaluation_results.json", {
-                "pair_id": m.get("pair_id"), "difference_idx": m.get("difference_idx"),
-                "statement_source": m.get("statement_source"),
-                "statement_guideline_year": m.get("statement_guideline_year"),
-                "question_target_year": m.get("question_target_year"), "Question": question.input,
-                "Answer": {"Correct": question.target}, "model_spec": record.model, "prompt": question.input,
-                "model_answer": record.output, "prediction": record.answer,
-                "correct": record.answer == question.target, "chronokg_id": question.id}
+                **row, "model_spec": record.model, "model_backend": backend, "model_name": name or backend,
+                "prompt": question.input, "model_answer": record.output, "prediction": record.answer,
+                "correct": record.answer == question.target, OURS: ours}
         original = (m.get("display_to_original_option") or {}).get(record.answer or "")
         return f"evaluation_results_{len(question.choices)}_option_{slug}_augmented.json", {
             "year_previous": m.get("year_previous"), "year_current": m.get("year_current"),
@@ -129,7 +131,30 @@ class TempoMedProfile(Profile):
             "interference_options": m.get("interference_options"), "unknown_option": m.get("unknown_option"),
             "idx": m.get("idx"), "model_answer": record.output, "prediction": record.answer,
             "prediction_original_option": original, "prediction_group": GROUPS.get(original or "", "invalid"),
-            "correct": record.answer == question.target, "chronokg_id": question.id}
+            "correct": record.answer == question.target, OURS: {"chronokg_ids": [question.id]}}
+
+    def seed_results(self, items: Iterable[tuple[Question, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
+        """`seed_result` of each, probe rows' `idx` numbered 0.. per file in the run's question order (as
+        `--format seed` numbers the probe file the run read)."""
+        counters: dict[str, int] = {}
+        for question, record in items:
+            result = self.seed_result(question, record)
+            if result is None:
+                continue
+            name, row = result
+            if is_probe(question):
+                counters[name] = counters.get(name, 0) + 1
+                row["idx"] = counters[name] - 1
+            yield name, row
+
+    def seed_question_ids(self, source: Path, rows: Sequence[Mapping[str, Any]],
+                          questions: Sequence[Question]) -> list[str | None]:
+        """Probe result rows by the probe's own keys (change pair, statement, year); item rows as `seed_keys`."""
+        keys = ("pair_id", "difference_idx", "statement_source", "question_target_year")
+        probes = {tuple(str(q.metadata.get(k)) for k in keys): q.id for q in questions if is_probe(q)}
+        found = super().seed_question_ids(source, rows, [q for q in questions if not is_probe(q)])
+        return [probes.get(tuple(str(r.get(k)) for k in keys)) if "statement_source" in r else qid
+                for r, qid in zip(rows, found, strict=True)]
 
     def render(self, question: Question, label: str) -> str:
         if is_probe(question):  # the seed's probe extractor reads C only from a first line that is "C"

@@ -29,6 +29,7 @@ from chronokg.ingest.common import (
 from chronokg.ingest.cxr.files import StudyRef
 from chronokg.ingest.cxr.models import ABOUT_PATIENT, ABOUT_STUDY, BENCHMARK, QUESTION_KIND, QuestionIn
 from chronokg.ingest.cxr.parsers import _brief, norm_id
+from chronokg.ingest.micxr_types import qtype_problem
 
 # --- questions ---------------------------------------------------------------------
 
@@ -96,6 +97,8 @@ def parse_questions(path: Path) -> list[ParsedQuestion]:
             raise InputError(path, record, "no images")
         if q.answer.strip() not in choices:
             raise InputError(path, record, f"answer {q.answer!r} is not one of the choices {sorted(choices)}")
+        if (problem := qtype_problem(q.qtype, q.group_type)) is not None:
+            raise InputError(path, record, problem)
         out.append(ParsedQuestion(path=path, record=record, q=q,
                                   slots=sorted(images.items(), key=lambda kv: _slot_key(kv[0])),
                                   choices=sorted(choices.items())))
