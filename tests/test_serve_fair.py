@@ -68,6 +68,20 @@ def test_a_read_past_its_slice_makes_its_caller_heavy_and_the_heavy_lane_is_capp
     assert not s.is_heavy("h", 1.5 + s.heavy_for_s + 1)  # the mark wears off
 
 
+def test_a_read_outgrowing_its_slice_with_the_heavy_lane_full_is_stopped_and_comes_back_in_that_lane() -> None:
+    s = Scheduler(heavy_slots=1, slice_s=1.0)
+    a, b = s.submit("a"), s.submit("b")
+    for w, t in enumerate((s.pick(0.0), s.pick(0.0))):
+        assert t is not None
+        s.start(t, w, 0.0)
+    assert s.outgrow(2.0) == [a, b] and s.heavy_running == 1 and (a.heavy, b.preempt) == (True, True)
+    s.finish(b)  # the pool stopped it
+    again = s.submit("b", pinned=True)
+    assert s.pick(2.0) is None  # the heavy lane is full: b waits for a, whatever its mark says
+    s.finish(a)
+    assert s.pick(2.0) is again and again.heavy and s.preempted == 1
+
+
 # --- the caller a request counts against ------------------------------------------------------------------------
 
 def test_the_caller_is_the_session_else_the_client_id_else_the_peer() -> None:
@@ -185,3 +199,39 @@ def test_reads_together_stay_within_the_memory_budget(store: KgliteStore) -> Non
     assert "memory budget for all reads together (256 MB)" in big.error.message
     assert pool.budget_stops == 1 and pool.peak_read_mb > 256
     assert after.ok and after.rows  # the pool goes on
+
+
+def test_two_unknown_heavy_callers_share_one_heavy_slot_and_cheap_reads_keep_their_workers(
+        store: KgliteStore) -> None:
+    """Two workers, one heavy slot: both heavy reads outgrow their slice; one moves to the heavy lane, the other
+    is stopped and runs again after it; a cheap read sent meanwhile gets a worker at once."""
+    host = ToolHost(store, limits=LIMITS)
+    host.start_workers(2, slice_s=0.2, heavy_slots=1)
+    pool = host.workers
+    assert pool is not None
+    results: dict[str, Any] = {}
+    done: list[str] = []
+
+    def call(label: str, name: str, args: dict[str, Any]) -> None:
+        results[label] = host.call_tool(name, args, caller=label)
+        done.append(label)
+
+    heavy = [threading.Thread(target=call, args=(c, "cypher", {"query": CARTESIAN})) for c in ("g", "h")]
+    try:
+        for t in heavy:
+            t.start()
+        _wait_for(lambda: pool.scheduler.preempted == 1, "one heavy read stopped to make room")
+        _wait_for(lambda: pool.scheduler.waiting() == 1, "the stopped read queued again")
+        cheap = threading.Thread(target=call, args=("c", *CHEAP))
+        cheap.start()
+        for t in [*heavy, cheap]:
+            t.join()
+    finally:
+        host.close()
+    assert results["c"].ok and results["c"].rows and done[0] == "c"
+    for label in ("g", "h"):  # both ran to their own time limit, the stopped one after the other
+        error = results[label].error
+        assert error is not None and error.type == "limit_exceeded" and "time limit" in error.message, error
+    callers = [caller for caller, _ in pool.scheduler.order]
+    assert sorted(callers[:2]) == ["g", "h"] and callers[2] == "c" and len(callers) == 4
+    assert pool.scheduler.heavy_running == 0

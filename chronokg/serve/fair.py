@@ -8,7 +8,10 @@ forty-five cheap callers waited behind them (issue 20: cheap p99 of 20 s). Here:
   with many queued reads never pushes another caller's read back more than one turn;
 * a read still running after its first time slice (`slice_s`) leaves the light lane for the
   heavy lane, and its caller counts as heavy for a while (`heavy_for_s`); heavy callers'
-  reads together hold at most `heavy_slots` workers, so cheap callers always find one.
+  reads together hold at most `heavy_slots` workers, so cheap callers always find one;
+* a read that outgrows its slice while the heavy lane is full (a caller not yet known as heavy)
+  is stopped and queued again in the heavy lane: it loses one slice of work, once, and the light
+  lane never holds more than a slice of anybody's heavy read.
 
 `Scheduler` is only the bookkeeping (no processes, no clock of its own): `WorkerPool`
 (`chronokg.serve.workers`) holds the lock and the workers. `CALLER` is how the servers
@@ -38,6 +41,8 @@ class Ticket:
     started: float = 0.0
     heavy: bool = False  # counted in the heavy lane (a heavy caller's read, or one that outgrew its slice)
     outgrew: bool = False
+    pinned: bool = False  # queued again after it was stopped: a heavy-lane read, whatever its caller's mark says
+    preempt: bool = False  # outgrew its slice with the heavy lane full: the pool stops it and queues it again
     killed_for_memory: float = 0.0  # MB the read held when the memory budget stopped it
 
 
@@ -57,8 +62,10 @@ class Scheduler:
     outgrown: int = 0  # reads that outgrew their first slice (a counter for tests and the health page)
     order: collections.deque[tuple[str, int]] = field(default_factory=lambda: collections.deque(maxlen=1000))
 
-    def submit(self, caller: str) -> Ticket:
-        ticket = Ticket(caller, next(self._seq))
+    preempted: int = 0
+
+    def submit(self, caller: str, pinned: bool = False) -> Ticket:
+        ticket = Ticket(caller, next(self._seq), pinned=pinned)
         self._queues.setdefault(caller, collections.deque()).append(ticket)
         return ticket
 
@@ -85,15 +92,15 @@ class Scheduler:
         if self.mode == "fifo":
             ticket = min((q[0] for q in self._queues.values()), key=lambda t: t.seq, default=None)
         else:
-            ticket = next((q[0] for c, q in self._queues.items()
-                           if not self.is_heavy(c, now) or self.heavy_running < self.heavy_slots), None)
+            ticket = next((q[0] for c, q in self._queues.items() if not (q[0].pinned or self.is_heavy(c, now))
+                           or self.heavy_running < self.heavy_slots), None)
         if ticket is None:
             return None
         queue = self._queues.pop(ticket.caller)  # re-inserted last: the caller's next read waits its turn
         queue.popleft()
         if queue:
             self._queues[ticket.caller] = queue
-        if self.mode == "fair" and self.is_heavy(ticket.caller, now):
+        if self.mode == "fair" and (ticket.pinned or self.is_heavy(ticket.caller, now)):
             ticket.heavy = True
             self.heavy_running += 1
         self.order.append((ticket.caller, ticket.seq))
@@ -111,7 +118,8 @@ class Scheduler:
             ticket.heavy = False
 
     def outgrow(self, now: float) -> list[Ticket]:
-        """Move reads running past their first slice to the heavy lane; the ones moved now."""
+        """Move reads running past their first slice to the heavy lane, or mark them `preempt` where it is full;
+        the ones that outgrew their slice now."""
         if self.mode != "fair":
             return []
         moved = []
@@ -120,12 +128,15 @@ class Scheduler:
                 ticket.outgrew = True
                 self.outgrown += 1
                 self._heavy_until[ticket.caller] = now + self.heavy_for_s
-                if not ticket.heavy:
+                if not ticket.heavy and self.heavy_running >= self.heavy_slots:
+                    ticket.preempt = True
+                    self.preempted += 1
+                elif not ticket.heavy:
                     ticket.heavy = True
                     self.heavy_running += 1
                 moved.append(ticket)
         for ticket in self.running.values():  # a heavy caller's mark lasts while any of its reads runs long
-            if ticket.outgrew:
+            if ticket.outgrew and not ticket.preempt:
                 self._heavy_until[ticket.caller] = now + self.heavy_for_s
         return moved
 

@@ -166,9 +166,17 @@ class WorkerPool:
 
     def call(self, name: str, args: BaseModel, caller: str | None = None) -> ToolResult:
         """Run `name(args)` for `caller` (default: `fair.CALLER`) when the scheduler gives it a worker.
-        A worker that dies or hangs is replaced."""
+        A worker that dies or hangs is replaced; a read stopped to make room (see `fair`) runs again."""
+        who = caller or CALLER.get()
+        result = self._call_once(name, args, who, pinned=False)
+        if isinstance(result, _Preempted):
+            result = self._call_once(name, args, who, pinned=True)
+        assert not isinstance(result, _Preempted)  # a pinned read is in the heavy lane: never stopped again
+        return result
+
+    def _call_once(self, name: str, args: BaseModel, caller: str, pinned: bool) -> ToolResult | _Preempted:
         with self._cond:
-            ticket = self.scheduler.submit(caller or CALLER.get())
+            ticket = self.scheduler.submit(caller, pinned)
             self._dispatch()
             try:
                 while ticket.worker is None:
@@ -193,6 +201,8 @@ class WorkerPool:
         self._finish(ticket, worker)
         if not isinstance(result, ToolResult):
             return _unavailable(name, "the read worker sent something that is not a result")
+        if ticket.preempt and result.error is not None and result.error.type == "limit_exceeded":
+            return _Preempted()
         if ticket.killed_for_memory and result.error is not None and result.error.type == "limit_exceeded":
             return ToolResult(tool=name, ok=False, error=ToolFailure(type="limit_exceeded", message=(
                 f"the server's memory budget for all reads together ({self.memory_budget_mb:g} MB) ran out and "
@@ -223,7 +233,8 @@ class WorkerPool:
             with self._cond:
                 if self._closed:
                     break
-                self.scheduler.outgrow(time.monotonic())
+                stop = [t for t in self.scheduler.outgrow(time.monotonic()) if t.preempt]
+                stop_pids = [w.process.pid for t in stop if (w := self._worker(t)) is not None]
                 want = self.n - (len(self._workers) - self.scheduler.heavy_running)
                 room = self.n + self.heavy_slots - len(self._workers)
                 spawn = max(0, min(want, room))
@@ -231,6 +242,10 @@ class WorkerPool:
                 for gone in [w for w in self._retired if not w.process.is_alive()]:
                     gone.process.join(0)
                     self._retired.remove(gone)
+            for pid in stop_pids:  # its worker's guard sees the read die and answers; `call` queues it again
+                for child, _ in read_memory(pid) if pid is not None else []:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(child, signal.SIGKILL)
             for _ in range(spawn):
                 fresh = self._spawn()
                 with self._cond:
@@ -265,6 +280,10 @@ class WorkerPool:
                 worker.process.join(5)
         self._workers.clear()
         self._retired.clear()
+
+
+class _Preempted:
+    """A read stopped after its first slice to make room: queued again, in the heavy lane."""
 
 
 def read_memory(worker_pid: int) -> list[tuple[int, float]]:
