@@ -6,6 +6,7 @@ which call finishes first. The pool tests run real reads on the embedded engine 
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from chronokg.graph.kglite_store import KgliteStore
 from chronokg.serve import ToolHost
 from chronokg.serve.fair import CALLER, Scheduler
 from chronokg.serve.gate import Gate, caller_key
+from chronokg.serve.workers import HEAVY_NICE, read_memory
 from tests.serve_helpers import CARTESIAN, build_store
 
 LIMITS = ReadLimits(timeout_s=3.0, max_rows=1000, max_result_mb=1.0, max_work=10**12, memory_mb=2048)
@@ -161,6 +163,8 @@ def _heavy_then_cheap(store: KgliteStore, scheduling: str) -> tuple[list[tuple[s
     _wait_for(lambda: pool.scheduler.waiting() == 1, "h2 queued")
     if scheduling == "fair":
         _wait_for(lambda: pool.scheduler.outgrown >= 1, "h1 outgrew its slice")
+        _wait_for(lambda: [os.getpriority(os.PRIO_PROCESS, pid) for w in pool._workers if w.process.pid
+                           for pid, _ in read_memory(w.process.pid)] == [HEAVY_NICE], "h1 yields the CPU")
     threads.append(threading.Thread(target=call, args=("c", "c", *CHEAP)))
     threads[2].start()
     for t in threads:

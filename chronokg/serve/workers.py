@@ -39,6 +39,7 @@ from chronokg.serve.fair import CALLER, Scheduler, Scheduling, Ticket
 from chronokg.serve.tools import ToolFailure, ToolResult
 
 Runner = Callable[[str, BaseModel], ToolResult]
+HEAVY_NICE = 19  # the CPU priority of a read in the heavy lane: light reads run first where cores are short
 
 
 @dataclass(eq=False)
@@ -81,7 +82,8 @@ class WorkerPool:
 
     Which waiting call goes next is `chronokg.serve.fair`'s business: `scheduling="fair"` (per caller,
     with a heavy lane of `heavy_slots` workers; a read that outgrows its first `slice_s` moves there and a
-    fresh worker takes its place, at most `n + heavy_slots` workers in all), or `"fifo"` (the old first come,
+    fresh worker takes its place, at most `n + heavy_slots` workers in all, and its read runs at
+    `HEAVY_NICE`), or `"fifo"` (the old first come,
     first served, kept to measure against). `memory_budget_mb` bounds what all running reads allocate
     together (each read keeps its own limit too): past it, the read holding the most is stopped.
     """
@@ -235,6 +237,8 @@ class WorkerPool:
                     break
                 stop = [t for t in self.scheduler.outgrow(time.monotonic()) if t.preempt]
                 stop_pids = [w.process.pid for t in stop if (w := self._worker(t)) is not None]
+                heavy_pids = [w.process.pid for t in self.scheduler.running.values()
+                              if t.heavy and (w := self._worker(t)) is not None]
                 want = self.n - (len(self._workers) - self.scheduler.heavy_running)
                 room = self.n + self.heavy_slots - len(self._workers)
                 spawn = max(0, min(want, room))
@@ -242,6 +246,11 @@ class WorkerPool:
                 for gone in [w for w in self._retired if not w.process.is_alive()]:
                     gone.process.join(0)
                     self._retired.remove(gone)
+            for pid in heavy_pids:  # heavy reads yield the CPU to light ones (they keep every limit)
+                for child, _ in read_memory(pid) if pid is not None else []:
+                    with contextlib.suppress(OSError):
+                        if os.getpriority(os.PRIO_PROCESS, child) < HEAVY_NICE:
+                            os.setpriority(os.PRIO_PROCESS, child, HEAVY_NICE)
             for pid in stop_pids:  # its worker's guard sees the read die and answers; `call` queues it again
                 for child, _ in read_memory(pid) if pid is not None else []:
                     with contextlib.suppress(ProcessLookupError):
