@@ -266,15 +266,18 @@ def run_mix(path: Path, tmp: Path, args: argparse.Namespace, subjects: int) -> l
     token_file = tmp / "mix-tokens.txt"
     token_file.write_text("\n".join(tokens))
     out = []
-    for scheduling in args.scheduling.split(","):
+    runs = [(s, args.heavy) for s in args.scheduling.split(",")]
+    if args.heavy and not args.no_cheap_alone:
+        runs.append(("fair", 0))  # what the machine gives the cheap callers with nobody heavy: the floor
+    for scheduling, heavy in runs:
         proc, url = start_server(path, args.workers, token_file, args.rate, {"CHRONOKG_SERVE_SCHEDULING": scheduling})
         try:
-            cheap, costly, peak = asyncio.run(heavy_mix(url, tokens, args.heavy, subjects, args.mix_seconds,
-                                                        args.seed, scheduling, proc.pid))
+            cheap, costly, peak = asyncio.run(heavy_mix(url, tokens[args.heavy - heavy:], heavy, subjects,
+                                                        args.mix_seconds, args.seed, scheduling, proc.pid))
         finally:
             proc.terminate()
             proc.wait(30)
-        out.append((scheduling, cheap, costly, peak))
+        out.append((scheduling if heavy else "alone", cheap, costly, peak))
     return out
 
 
@@ -288,7 +291,8 @@ def print_mix(rows: list[tuple[str, Phase, Phase, float]], args: argparse.Namesp
         def q(p: Phase, f: float) -> float:
             lat = sorted(p.latencies)
             return lat[min(len(lat) - 1, int(len(lat) * f))] * 1000 if lat else float("nan")
-        label = "fair (per caller, heavy lane, memory budget)" if name == "fair" else "first come, first served (old)"
+        label = {"fair": "fair (per caller, heavy lane, memory budget)", "fifo": "first come, first served (old)",
+                 "alone": "fair, the cheap callers alone (no heavy caller): the machine's floor"}[name]
         print(f"| {label} | {len(cheap.latencies):,} | {q(cheap, 0.5):,.0f} | {q(cheap, 0.99):,.0f} | "
               f"{len(costly.latencies):,} | {q(costly, 0.5):,.0f} | {costly.statuses[422]:,} | {peak:,.0f} | "
               f"{len(cheap.errors) + len(costly.errors)} |")
@@ -402,6 +406,7 @@ def main() -> None:
     ap.add_argument("--mix-clients", type=int, default=50)
     ap.add_argument("--heavy", type=int, default=5, help="heavy callers among --mix-clients")
     ap.add_argument("--scheduling", default="fair,fifo", help="which schedulings the mix runs: fair, fifo or both")
+    ap.add_argument("--no-cheap-alone", action="store_true", help="skip the run of the cheap callers alone")
     args = ap.parse_args()
     if args.quick:
         args.facts, args.clients, args.seconds, args.baseline_seconds, args.unsafe_seconds = 10_000, 20, 5.0, 3.0, 3.0
