@@ -190,8 +190,10 @@ def test_first_come_first_served_is_kept_as_the_baseline_and_queues_the_cheap_re
 
 def test_reads_together_stay_within_the_memory_budget(store: KgliteStore) -> None:
     """The budget (256 MB for all reads) stops the read holding the most, far below its own 2 GB limit."""
-    host = ToolHost(store, limits=LIMITS.model_copy(update={"timeout_s": 20.0}))
-    host.start_workers(2, memory_budget_mb=256)
+    host = ToolHost(store, limits=LIMITS.model_copy(update={"timeout_s": 120.0}))
+    # a slice longer than the read: it stays in the light lane at full CPU priority, so on a busy machine its
+    # memory, not its time, is what stops it
+    host.start_workers(2, memory_budget_mb=256, slice_s=1000.0)
     pool = host.workers
     assert pool is not None
     try:
