@@ -22,7 +22,13 @@ days; k = 10. Strategies, all through `PassageIndex.search` except the per-perio
   selector of the exact day (built at 100k only: its copies grow with interval length);
 * `flat, no filter` the baseline: similarity alone, whatever the day (its stale rate shows what the filter removes).
 
-    python benchmarks/bench_retrieval.py                       # both parts (about 10 minutes here)
+Part 3 (issue 20, item 5: the model stays warm where a process lives): per-call latency of `retrieve search` over
+the demo corpus's index, cold (a fresh `chronokg retrieve search` process per call: interpreter, model load, index
+open, one query) beside warm (one process: its first call loads the model, later calls with new query texts reuse
+it), with the process's model-load count (`chronokg.retrieval.embed.model_loads`).
+
+    python benchmarks/bench_retrieval.py                       # all parts (about 10 minutes here)
+    python benchmarks/bench_retrieval.py --warm-only           # part 3 alone
     python benchmarks/bench_retrieval.py --sizes 100000 --skip-tempomed
     python benchmarks/bench_retrieval.py --out results.json
 """
@@ -301,6 +307,74 @@ def print_latency(r: dict[str, Any]) -> None:
         print(f"| per-period (year) | — | — | — | — | — | — | {r['per_period_note']} |")
 
 
+WARM_SCRIPT = """
+import json, sys, time
+t0 = time.perf_counter()
+from chronokg.retrieval.embed import model_loads
+from chronokg.retrieval.rag import shared_retriever
+import datetime as dt
+day = dt.date(2012, 6, 1)
+first = time.perf_counter()
+shared_retriever().retrieve("how deep are chest compressions", day, 5)
+first = time.perf_counter() - first
+times, cached = [], []
+for i in range(int(sys.argv[1])):
+    t = time.perf_counter()
+    shared_retriever().retrieve(f"chest compression depth for an adult, question {i}", day, 5)
+    times.append(time.perf_counter() - t)
+for i in range(int(sys.argv[1])):
+    t = time.perf_counter()
+    shared_retriever().retrieve("chest compression depth for an adult, question 0", day, 5)
+    cached.append(time.perf_counter() - t)
+print("WARM " + json.dumps({"first_s": first, "warm": times, "cached": cached, "loads": model_loads()}))
+"""
+
+
+def warm_vs_cold(work: Path, cold_runs: int, warm_calls: int) -> dict[str, Any]:
+    """Part 3: `retrieve search` cold (a process per call) vs warm (one process, many calls)."""
+    import os
+    import subprocess
+
+    from chronokg.demo.corpus import load_demo
+    from chronokg.graph.kglite_store import KgliteStore
+    from chronokg.retrieval.indexing import update_index
+
+    store = work / "warm" / "store.kgl"
+    store.parent.mkdir(parents=True)
+    with KgliteStore(store) as s:
+        load_demo(s)
+        update_index(s, store.with_name("store.kgl.rag"))
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CHRONOKG_")},
+           "PYTHONPATH": str(REPO), "CHRONOKG_STORE": f"kglite://{store}"}
+    cold = []
+    for i in range(cold_runs):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "chronokg.cli", "retrieve", "search", f"chest compression depth {i}",
+                        "--as-of", "2012-06-01", "-k", "5", "--format", "json"], check=True, env=env,
+                       capture_output=True, cwd=work)
+        cold.append(time.perf_counter() - t0)
+    done = subprocess.run([sys.executable, "-c", WARM_SCRIPT, str(warm_calls)], check=True, env=env,
+                          capture_output=True, text=True, cwd=work)
+    warm = json.loads(next(x for x in done.stdout.splitlines() if x.startswith("WARM ")).removeprefix("WARM "))
+    return {"cold": cold, **warm}
+
+
+def print_warm(r: dict[str, Any]) -> None:
+    def ms(values: list[float], q: float) -> float:
+        return pct([v * 1000 for v in values], q)
+
+    print("\n| `retrieve search`, one call | calls | p50 ms | p99 ms | model loads |")
+    print("|---|---:|---:|---:|---:|")
+    print(f"| cold: a fresh `chronokg retrieve search` process per call | {len(r['cold'])} | {ms(r['cold'], 50):,.0f} "
+          f"| {ms(r['cold'], 99):,.0f} | 1 per call |")
+    print(f"| warm process, its first call (loads the model) | 1 | {r['first_s'] * 1000:,.0f} | — | 1 |")
+    print(f"| warm process, later calls (a new query text each) | {len(r['warm'])} | {ms(r['warm'], 50):.1f} | "
+          f"{ms(r['warm'], 99):.1f} | {r['loads']} in all |")
+    print(f"| warm process, a repeated query (vector cached) | {len(r['cached'])} | {ms(r['cached'], 50):.2f} | "
+          f"{ms(r['cached'], 99):.2f} | {r['loads']} in all |")
+    print(f"cold / warm per call (p50): {pct(r['cold'], 50) / pct(r['warm'], 50):,.0f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="100000,1000000")
@@ -313,7 +387,13 @@ def main() -> None:
     parser.add_argument("--today", default="2026-11-23", help="the day atemporal retrieval counts as today")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--warm-only", action="store_true", help="part 3 alone")
+    parser.add_argument("--skip-warm", action="store_true")
+    parser.add_argument("--cold-runs", type=int, default=5)
+    parser.add_argument("--warm-calls", type=int, default=200)
     args = parser.parse_args()
+    if args.warm_only:
+        args.skip_tempomed, args.sizes = True, ""
 
     import faiss
 
@@ -328,11 +408,15 @@ def main() -> None:
             print_tempomed(results["tempomed"])
         rng = np.random.default_rng(args.seed)
         results["latency"] = []
-        for n in (int(s) for s in args.sizes.split(",")):
+        for n in (int(s) for s in args.sizes.split(",") if s):
             print(f"\nlatency at {n:,} passages ...", flush=True)
             r = latency(n, args.queries, args.k, n <= args.per_period_max, rng, work)
             results["latency"].append(r)
             print_latency(r)
+        if not args.skip_warm:
+            print("\nwarm vs cold `retrieve search` (demo corpus, all-MiniLM-L6-v2) ...", flush=True)
+            results["warm"] = warm_vs_cold(work, args.cold_runs, args.warm_calls)
+            print_warm(results["warm"])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if args.out:

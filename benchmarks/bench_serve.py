@@ -17,14 +17,23 @@ guarded `cypher` read, and a `cypher` write attempt that must come back refused 
 any other status, a transport failure, or a refused/failed call that should have answered. The
 store's content hash and file are checked before and after.
 
-    python benchmarks/bench_serve.py                      # 100,000 facts, 50 clients, 30 s
+Issue 20, the heavy-caller mix: 5 callers sending costly Cypher (`HEAVY`, which runs until a read limit stops
+it) among 45 callers sending the cheap mix above, over HTTP, each caller with its own token and client id
+header, for `--mix-seconds`; once with the fair scheduling (per-caller queues, a heavy lane for reads past their
+first slice, one memory budget for all reads; `chronokg.serve.fair`) and once with the old first come, first
+served (`CHRONOKG_SERVE_SCHEDULING=fifo`), on the same store in the same run. Printed: cheap p50/p99, heavy p50,
+and the peak memory of the server, its workers and their reads together (PSS, sampled every 0.2 s).
+
+    python benchmarks/bench_serve.py                      # 100,000 facts, 50 clients, 30 s; the mix 2 x 30 s
     python benchmarks/bench_serve.py --quick              # 10,000 facts, 20 clients, 5 s
+    python benchmarks/bench_serve.py --mix-only           # only the heavy-caller mix
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime as dt
 import os
 import random
@@ -82,6 +91,10 @@ def build_store(path: Path, facts: int, seed: int) -> None:
                 batch, made = GraphBatch(), 0
                 batch.source(Source(id="bench", kind="bench", caption="bench release"))
         write_batch(store, batch)
+
+
+HEAVY = ("MATCH (a:Fact), (b:Fact) WHERE a.object_id = b.subject_id AND a.predicate <> b.predicate "
+         "RETURN a.subject_id AS s, collect(b.object_id) AS reach ORDER BY size(reach) DESC LIMIT 10")
 
 
 def workload(rng: random.Random, subjects: int) -> tuple[str, dict[str, Any], int]:
@@ -197,6 +210,100 @@ async def over_http(url: str, tokens: list[str], subjects: int, seconds: float, 
     return phase
 
 
+async def heavy_mix(url: str, tokens: list[str], heavy: int, subjects: int, seconds: float, seed: int,
+                    name: str, memory_of: int) -> tuple[Phase, Phase, float]:
+    """`heavy` callers sending `HEAVY` among the rest sending the cheap mix: (cheap, heavy, peak MiB)."""
+    cheap, costly = Phase(f"{name}: {len(tokens) - heavy} cheap callers"), Phase(f"{name}: {heavy} heavy callers")
+    end = time.perf_counter() + seconds
+    peak = [0.0]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(0.2):
+            peak[0] = max(peak[0], tree_memory(memory_of))
+
+    async def one(k: int) -> None:
+        rng = random.Random(seed + k)
+        is_heavy = k < heavy
+        phase = costly if is_heavy else cheap
+        who = f"{'heavy' if is_heavy else 'cheap'}-{k}"
+        headers = {"Authorization": f"Bearer {tokens[k]}", "x-chronokg-client": who}
+        async with httpx.AsyncClient(base_url=url, timeout=120, headers=headers) as http:
+            while time.perf_counter() < end:
+                if is_heavy:
+                    tool, args, expected = "cypher", {"query": HEAVY}, 200
+                else:
+                    tool, args, expected = workload(rng, subjects)
+                t0 = time.perf_counter()
+                try:
+                    response = await http.post(f"/tools/{tool}", json=args)
+                except httpx.HTTPError as exc:
+                    phase.errors.append(f"{tool}: {type(exc).__name__}: {exc}")
+                    continue
+                phase.latencies.append(time.perf_counter() - t0)
+                body = response.json()
+                if is_heavy and response.status_code == 422 and body.get("error", {}).get("type") == "limit_exceeded":
+                    phase.statuses[422] += 1  # a heavy read stopped by a read limit or the memory budget: by design
+                    continue
+                check(phase, response.status_code, expected, body, tool)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    start = time.perf_counter()
+    try:
+        await asyncio.gather(*(one(k) for k in range(len(tokens))))
+    finally:
+        stop.set()
+        sampler.join()
+    cheap.seconds = costly.seconds = time.perf_counter() - start
+    return cheap, costly, peak[0]
+
+
+def run_mix(path: Path, tmp: Path, args: argparse.Namespace, subjects: int) -> list[tuple[str, Phase, Phase, float]]:
+    """The heavy-caller mix against a fresh server per scheduling, fair first."""
+    clients = args.mix_clients
+    tokens = [f"bench-mix-{k:03d}-{os.urandom(8).hex()}" for k in range(clients)]
+    token_file = tmp / "mix-tokens.txt"
+    token_file.write_text("\n".join(tokens))
+    out = []
+    runs = [(s, args.heavy) for s in args.scheduling.split(",")]
+    if args.heavy and not args.no_cheap_alone:
+        runs.append(("fair", 0))  # what the machine gives the cheap callers with nobody heavy: the floor
+    for scheduling, heavy in runs:
+        proc, url = start_server(path, args.workers, token_file, args.rate, {"CHRONOKG_SERVE_SCHEDULING": scheduling})
+        try:
+            cheap, costly, peak = asyncio.run(heavy_mix(url, tokens[args.heavy - heavy:], heavy, subjects,
+                                                        args.mix_seconds, args.seed, scheduling, proc.pid))
+        finally:
+            proc.terminate()
+            proc.wait(30)
+        out.append((scheduling if heavy else "alone", cheap, costly, peak))
+    return out
+
+
+def print_mix(rows: list[tuple[str, Phase, Phase, float]], args: argparse.Namespace) -> None:
+    print(f"\nheavy-caller mix: {args.heavy} heavy callers (cypher HEAVY) among {args.mix_clients - args.heavy} cheap "
+          f"ones, {args.mix_seconds:g} s each, {args.workers} workers; load average {os.getloadavg()[0]:.1f}\n")
+    print("| scheduling | cheap calls | cheap p50 ms | cheap p99 ms | heavy calls | heavy p50 ms | heavy stopped by "
+          "a limit | peak memory, server + workers + reads (PSS MiB) | errors |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, cheap, costly, peak in rows:
+        def q(p: Phase, f: float) -> float:
+            lat = sorted(p.latencies)
+            return lat[min(len(lat) - 1, int(len(lat) * f))] * 1000 if lat else float("nan")
+        label = {"fair": "fair (per caller, heavy lane, memory budget)", "fifo": "first come, first served (old)",
+                 "alone": "fair, the cheap callers alone (no heavy caller): the machine's floor"}[name]
+        print(f"| {label} | {len(cheap.latencies):,} | {q(cheap, 0.5):,.0f} | {q(cheap, 0.99):,.0f} | "
+              f"{len(costly.latencies):,} | {q(costly, 0.5):,.0f} | {costly.statuses[422]:,} | {peak:,.0f} | "
+              f"{len(cheap.errors) + len(costly.errors)} |")
+    fair = next((r for r in rows if r[0] == "fair"), None)
+    if fair is not None:
+        lat = sorted(fair[1].latencies)
+        p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] if lat else float("inf")
+        print(f"target: cheap p99 <= 1 s with the fair scheduling: {'met' if p99 <= 1.0 else 'NOT met'} "
+              f"({p99 * 1000:,.0f} ms)")
+
+
 def unserialised(path: Path, subjects: int, seconds: float, threads: int) -> tuple[int, int, float]:
     """`guarded_read` from `threads` threads at once, no lock: (reads, spurious time-limit errors, worst s)."""
     limits = ReadLimits(timeout_s=3.0)
@@ -224,13 +331,14 @@ def unserialised(path: Path, subjects: int, seconds: float, threads: int) -> tup
     return counts["ok"] + counts["limit"], counts["limit"], worst[0]
 
 
-def start_server(store: Path, workers: int, token_file: Path, rate: float) -> tuple[subprocess.Popen[str], str]:
+def start_server(store: Path, workers: int, token_file: Path, rate: float,
+                 extra_env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
     cmd = [sys.executable, "-m", "chronokg.cli", "--store", f"kglite://{store}", "serve", "http", "--port", "0",
            "--workers", str(workers), "--rate", str(rate), "--burst", str(int(rate * 2)),
            "--token-file", str(token_file)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHRONOKG_")}
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env={**env, "PYTHONPATH": str(REPO)})
+                            env={**env, "PYTHONPATH": str(REPO), **(extra_env or {})})
     found: list[str] = []
     ready = threading.Event()
 
@@ -267,6 +375,17 @@ def server_memory(pid: int) -> tuple[float, int]:
     return pss_mib(pid) + sum(pss_mib(c) for c in children), len(children)
 
 
+def tree_memory(pid: int) -> float:
+    """PSS MiB of a process, its children and theirs (the server, its read workers, their forked reads)."""
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        total += pss_mib(p)
+        with contextlib.suppress(OSError):
+            todo += [int(c) for c in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
+    return total
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--facts", type=int, default=100_000)
@@ -281,9 +400,17 @@ def main() -> None:
                     "(0: skip)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--mix-only", action="store_true", help="only the heavy-caller mix (issue 20)")
+    ap.add_argument("--mix-seconds", type=float, default=30.0, help="length of the heavy-caller mix, per scheduling "
+                    "(0: skip it)")
+    ap.add_argument("--mix-clients", type=int, default=50)
+    ap.add_argument("--heavy", type=int, default=5, help="heavy callers among --mix-clients")
+    ap.add_argument("--scheduling", default="fair,fifo", help="which schedulings the mix runs: fair, fifo or both")
+    ap.add_argument("--no-cheap-alone", action="store_true", help="skip the run of the cheap callers alone")
     args = ap.parse_args()
     if args.quick:
         args.facts, args.clients, args.seconds, args.baseline_seconds, args.unsafe_seconds = 10_000, 20, 5.0, 3.0, 3.0
+        args.mix_seconds = min(args.mix_seconds, 10.0)
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     path = args.store or tmp / "store.kgl"
@@ -296,6 +423,19 @@ def main() -> None:
             before = content_digest(store)
             subjects = len(store.run("MATCH (f:Fact {source_id: 'bench'}) RETURN DISTINCT f.subject_id AS s"))
         stamp = path.stat().st_mtime_ns
+
+        if args.mix_only:
+            rows = run_mix(path, tmp, args, subjects)
+            print_mix(rows, args)
+            with KgliteStore(path, read_only=True) as store:
+                unchanged = content_digest(store) == before and path.stat().st_mtime_ns == stamp
+            print(f"store content hash and file unchanged: {'yes' if unchanged else 'NO'}")
+            errors = [e for _, c, h, _ in rows for e in (*c.errors, *h.errors)]
+            for e in errors[:10]:
+                print("  error:", e)
+            if errors or not unchanged:
+                raise SystemExit(1)
+            return
 
         phases: list[Phase] = []
         limits = ReadLimits()
@@ -321,6 +461,7 @@ def main() -> None:
             proc.terminate()
             proc.wait(30)
 
+        mix = run_mix(path, tmp, args, subjects) if args.mix_seconds > 0 else []
         unsafe = unserialised(path, subjects, args.unsafe_seconds, 8) if args.unsafe_seconds > 0 else None
         with KgliteStore(path, read_only=True) as store:
             unchanged = content_digest(store) == before and path.stat().st_mtime_ns == stamp
@@ -339,8 +480,10 @@ def main() -> None:
         if unsafe is not None:
             print(f"for comparison, guarded_read from 8 threads without the lock: {unsafe[0]:,} reads, {unsafe[1]} "
                   f"wrongly stopped at the 3 s time limit (worst {unsafe[2]:.1f} s)")
+        if mix:
+            print_mix(mix, args)
         print(f"store content hash and file unchanged: {'yes' if unchanged else 'NO'}")
-        errors = [e for p in phases for e in p.errors]
+        errors = [e for p in phases for e in p.errors] + [e for _, c, h, _ in mix for e in (*c.errors, *h.errors)]
         print(f"target: 0 errors over HTTP: {'met' if not http.errors else 'NOT met'}")
         for e in errors[:10]:
             print("  error:", e)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from platformdirs import user_cache_dir, user_config_dir, user_data_dir
 from pydantic import AliasChoices, Field, SecretStr, field_validator
@@ -93,6 +94,15 @@ class Settings(BaseSettings):
         default=None, description="Bearer tokens the tool server accepts (comma-separated); needed to bind beyond "
         "loopback",
     )
+    serve_scheduling: Literal["fair", "fifo"] = Field(
+        default="fair", description="How read workers are shared: fair by caller with a heavy lane, or first come "
+        "first served (the old way, kept to measure against)")
+    serve_slice_s: float = Field(default=0.5, gt=0, description="A read running longer than this moves to the "
+                                 "heavy lane and marks its caller heavy")
+    serve_heavy_slots: int | None = Field(default=None, ge=1, description="Workers heavy reads may hold together "
+                                          "(default: half the workers, at least 1)")
+    serve_memory_mb: int = Field(default=4096, ge=64, description="Memory all of a server's running reads may "
+                                 "allocate together (each read also keeps read_memory_mb)")
 
     @field_validator("store", mode="before")
     @classmethod

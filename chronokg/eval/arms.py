@@ -54,9 +54,9 @@ class RagArm:
     def open(cls, mode: RagMode, k: int, index: str | None, store_uri: str | None = None) -> RagArm:
         """The retriever over `index`, else over the index beside the run's store (`store_uri`)."""
         try:
-            from chronokg.retrieval.rag import Retriever
+            from chronokg.retrieval.rag import shared_retriever
 
-            retriever = Retriever.open(rag_index_folder(index, store_uri))
+            retriever = shared_retriever(rag_index_folder(index, store_uri))  # one model and index per process
         except ImportError as exc:
             raise _rag_missing(exc) from None
         return cls(mode, k, retriever)

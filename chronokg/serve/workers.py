@@ -12,34 +12,41 @@ So the server forks N workers once, before it starts any thread. Each worker is 
 single-threaded process that inherits the read-only store copy-on-write (no reload,
 no extra copy of the graph) and runs one call at a time, forking its own guarded
 child as the CLI does; the parent never touches the store after forking them. Calls
-wait for a free worker; a slow read blocks one worker, not the server.
+wait for a free worker, taken in the order `chronokg.serve.fair` says (fair by caller, with a
+lane for heavy reads); a slow read blocks one worker, not the server. All reads together stay
+within one memory budget, besides each read's own limit.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import multiprocessing
 import os
-import queue
 import signal
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
+from chronokg.serve.fair import CALLER, Scheduler, Scheduling, Ticket
 from chronokg.serve.tools import ToolFailure, ToolResult
 
 Runner = Callable[[str, BaseModel], ToolResult]
+HEAVY_NICE = 19  # the CPU priority of a read in the heavy lane: light reads run first where cores are short
 
 
-@dataclass
+@dataclass(eq=False)
 class _Worker:
     process: BaseProcess
     conn: Connection
+    id: int = 0
 
 
 def _serve(conn: Connection, run: Runner, inherited: list[Connection]) -> None:  # pragma: no cover - in a worker
@@ -71,9 +78,19 @@ def _serve(conn: Connection, run: Runner, inherited: list[Connection]) -> None: 
 
 
 class WorkerPool:
-    """`n` forked single-threaded workers running `run(tool, args)`; `call` blocks until one is free."""
+    """`n` forked single-threaded workers running `run(tool, args)`; `call` blocks until one is free.
 
-    def __init__(self, run: Runner, n: int, *, call_timeout_s: float, fork_lock: threading.Lock) -> None:
+    Which waiting call goes next is `chronokg.serve.fair`'s business: `scheduling="fair"` (per caller,
+    with a heavy lane of `heavy_slots` workers; a read that outgrows its first `slice_s` moves there and a
+    fresh worker takes its place, at most `n + heavy_slots` workers in all, and its read runs at
+    `HEAVY_NICE`), or `"fifo"` (the old first come,
+    first served, kept to measure against). `memory_budget_mb` bounds what all running reads allocate
+    together (each read keeps its own limit too): past it, the read holding the most is stopped.
+    """
+
+    def __init__(self, run: Runner, n: int, *, call_timeout_s: float, fork_lock: threading.Lock,
+                 scheduling: Scheduling = "fair", slice_s: float = 0.5, heavy_slots: int | None = None,
+                 memory_budget_mb: float | None = None) -> None:
         if n < 1:
             raise ValueError("a worker pool needs at least one worker")
         self._run = run
@@ -81,15 +98,32 @@ class WorkerPool:
         self._timeout = call_timeout_s
         self._fork_lock = fork_lock
         self._workers: list[_Worker] = []
-        self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        self._idle: list[_Worker] = []
+        self._retired: list[_Worker] = []
+        self._ids = itertools.count()
         self._closed = False
+        self.n = n
+        self.heavy_slots = max(1, n // 2) if heavy_slots is None else max(1, heavy_slots)
+        self.memory_budget_mb = memory_budget_mb if scheduling == "fair" else None
+        self.scheduler = Scheduler(self.heavy_slots, slice_s, mode=scheduling)
+        self._cond = threading.Condition()
         self.restarts = 0
+        self.budget_stops = 0
+        self.peak_read_mb = 0.0
         for _ in range(n):
-            self._idle.put(self._spawn())
+            self._idle.append(self._spawn())
+        self._watch: threading.Thread | None = None
+        if scheduling == "fair":
+            self._watch = threading.Thread(target=self._watchdog, name="chronokg-read-watchdog", daemon=True)
+            self._watch.start()
 
     @property
     def size(self) -> int:
         return len(self._workers)
+
+    @property
+    def scheduling(self) -> Scheduling:
+        return self.scheduler.mode
 
     def alive(self) -> int:
         return sum(w.process.is_alive() for w in self._workers)
@@ -102,7 +136,7 @@ class WorkerPool:
                                         name=f"chronokg-read-worker-{len(self._workers)}")
             process.start()
         child.close()
-        worker = _Worker(process, parent)
+        worker = _Worker(process, parent, next(self._ids))
         self._workers.append(worker)
         return worker
 
@@ -111,40 +145,174 @@ class WorkerPool:
             worker.process.kill()
         worker.process.join(5)
         worker.conn.close()
-        self._workers.remove(worker)
-        self.restarts += 1
-        if not self._closed:
-            self._idle.put(self._spawn())
+        with self._cond:
+            self._workers.remove(worker)
+            self.restarts += 1
+            if not self._closed and len(self._workers) - self.scheduler.heavy_running < self.n:
+                self._idle.append(self._spawn())
+            self._dispatch()
 
-    def call(self, name: str, args: BaseModel) -> ToolResult:
-        """Run `name(args)` in the next free worker. A worker that dies or hangs is replaced."""
-        worker = self._idle.get()
+    def _dispatch(self) -> None:
+        """Give idle workers to the calls the scheduler picks (under the lock)."""
+        now = time.monotonic()
+        while self._idle:
+            ticket = self.scheduler.pick(now)
+            if ticket is None:
+                break
+            worker = self._idle.pop()
+            self.scheduler.start(ticket, worker.id, now)
+            self._cond.notify_all()
+
+    def _worker(self, ticket: Ticket) -> _Worker | None:
+        return next((w for w in self._workers if w.id == ticket.worker), None)
+
+    def call(self, name: str, args: BaseModel, caller: str | None = None) -> ToolResult:
+        """Run `name(args)` for `caller` (default: `fair.CALLER`) when the scheduler gives it a worker.
+        A worker that dies or hangs is replaced; a read stopped to make room (see `fair`) runs again."""
+        who = caller or CALLER.get()
+        result = self._call_once(name, args, who, pinned=False)
+        if isinstance(result, _Preempted):
+            result = self._call_once(name, args, who, pinned=True)
+        assert not isinstance(result, _Preempted)  # a pinned read is in the heavy lane: never stopped again
+        return result
+
+    def _call_once(self, name: str, args: BaseModel, caller: str, pinned: bool) -> ToolResult | _Preempted:
+        with self._cond:
+            ticket = self.scheduler.submit(caller, pinned)
+            self._dispatch()
+            try:
+                while ticket.worker is None:
+                    self._cond.wait()
+            except BaseException:
+                self.scheduler.withdraw(ticket)
+                raise
+            worker = self._worker(ticket)
+        assert worker is not None  # dispatched to a worker of the pool; only this call gives it back
         try:
             worker.conn.send((name, args))
             if not worker.conn.poll(self._timeout):
+                self._finish(ticket, None)
                 self._replace(worker)
                 return _unavailable(name, f"the read worker did not answer within {self._timeout:g} s and was "
                                           "restarted")
             result: Any = worker.conn.recv()
         except (EOFError, OSError) as exc:
+            self._finish(ticket, None)
             self._replace(worker)
             return _unavailable(name, f"the read worker stopped ({type(exc).__name__}) and was restarted; try again")
-        self._idle.put(worker)
+        self._finish(ticket, worker)
         if not isinstance(result, ToolResult):
             return _unavailable(name, "the read worker sent something that is not a result")
+        if ticket.preempt and result.error is not None and result.error.type == "limit_exceeded":
+            return _Preempted()
+        if ticket.killed_for_memory and result.error is not None and result.error.type == "limit_exceeded":
+            return ToolResult(tool=name, ok=False, error=ToolFailure(type="limit_exceeded", message=(
+                f"the server's memory budget for all reads together ({self.memory_budget_mb:g} MB) ran out and "
+                f"this read held the most ({ticket.killed_for_memory:,.0f} MB): narrow it (LIMIT, fewer "
+                "patterns) or try again later")))
         return result
+
+    def _finish(self, ticket: Ticket, worker: _Worker | None) -> None:
+        """The call is over: its worker goes back (or retires, when the pool has more than it needs)."""
+        with self._cond:
+            self.scheduler.finish(ticket)
+            if worker is not None:
+                surplus = len(self._workers) - self.n - self.scheduler.heavy_running
+                if surplus > 0 and not self._closed:
+                    self._workers.remove(worker)
+                    worker.conn.close()  # it exits at EOF; the watchdog reaps it
+                    self._retired.append(worker)
+                else:
+                    self._idle.append(worker)
+            self._dispatch()
+
+    def _watchdog(self) -> None:
+        """Every tick: reads past their slice move to the heavy lane (a fresh worker replaces each while the
+        pool is under `n + heavy_slots`), the memory budget is checked, retired workers are reaped."""
+        tick = max(0.02, min(0.1, self.scheduler.slice_s / 4))
+        while not self._closed:
+            time.sleep(tick)
+            with self._cond:
+                if self._closed:
+                    break
+                stop = [t for t in self.scheduler.outgrow(time.monotonic()) if t.preempt]
+                stop_pids = [w.process.pid for t in stop if (w := self._worker(t)) is not None]
+                heavy_pids = [w.process.pid for t in self.scheduler.running.values()
+                              if t.heavy and (w := self._worker(t)) is not None]
+                want = self.n - (len(self._workers) - self.scheduler.heavy_running)
+                room = self.n + self.heavy_slots - len(self._workers)
+                spawn = max(0, min(want, room))
+                running = [(t, w) for t in self.scheduler.running.values() if (w := self._worker(t)) is not None]
+                for gone in [w for w in self._retired if not w.process.is_alive()]:
+                    gone.process.join(0)
+                    self._retired.remove(gone)
+            for pid in heavy_pids:  # heavy reads yield the CPU to light ones (they keep every limit)
+                for child, _ in read_memory(pid) if pid is not None else []:
+                    with contextlib.suppress(OSError):
+                        if os.getpriority(os.PRIO_PROCESS, child) < HEAVY_NICE:
+                            os.setpriority(os.PRIO_PROCESS, child, HEAVY_NICE)
+            for pid in stop_pids:  # its worker's guard sees the read die and answers; `call` queues it again
+                for child, _ in read_memory(pid) if pid is not None else []:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(child, signal.SIGKILL)
+            for _ in range(spawn):
+                fresh = self._spawn()
+                with self._cond:
+                    self._idle.append(fresh)
+                    self._dispatch()
+            if self.memory_budget_mb is not None and running:
+                self._check_budget(running)
+
+    def _check_budget(self, running: list[tuple[Ticket, _Worker]]) -> None:
+        held = [(t, pid, mb) for t, w in running if w.process.pid is not None
+                for pid, mb in read_memory(w.process.pid)]
+        total = sum(mb for _, _, mb in held)
+        self.peak_read_mb = max(self.peak_read_mb, total)
+        if self.memory_budget_mb is None or total <= self.memory_budget_mb or not held:
+            return
+        ticket, pid, mb = max(held, key=lambda h: h[2])
+        ticket.killed_for_memory = mb
+        self.budget_stops += 1
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)  # the worker's guard sees its read die and answers limit_exceeded
 
     def close(self) -> None:
         """Close every worker's pipe (each exits at EOF), then make sure they are gone."""
-        self._closed = True
+        with self._cond:
+            self._closed = True
         for worker in self._workers:
             worker.conn.close()
-        for worker in self._workers:
+        for worker in [*self._workers, *self._retired]:
             worker.process.join(5)
             if worker.process.is_alive():
                 worker.process.kill()
                 worker.process.join(5)
         self._workers.clear()
+        self._retired.clear()
+
+
+class _Preempted:
+    """A read stopped after its first slice to make room: queued again, in the heavy lane."""
+
+
+def read_memory(worker_pid: int) -> list[tuple[int, float]]:
+    """(pid, MB) of each read a worker runs now (its forked children): the pages they hold privately, so the
+    store they share copy-on-write with the worker counts nothing."""
+    try:
+        children = Path(f"/proc/{worker_pid}/task/{worker_pid}/children").read_text().split()
+    except OSError:
+        return []
+    out = []
+    for child in children:
+        kb = 0
+        try:
+            for line in Path(f"/proc/{child}/smaps_rollup").read_text().splitlines():
+                if line.startswith(("Private_Clean:", "Private_Dirty:")):
+                    kb += int(line.split()[1])
+        except (OSError, ValueError):
+            continue
+        out.append((int(child), kb / 1024))
+    return out
 
 
 def _unavailable(name: str, message: str) -> ToolResult:

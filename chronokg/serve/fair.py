@@ -1,0 +1,144 @@
+"""Which waiting call a free read worker takes next: fair by caller, with a lane for heavy reads.
+
+First come, first served let five callers sending heavy Cypher hold every worker while
+forty-five cheap callers waited behind them (issue 20: cheap p99 of 20 s). Here:
+
+* each caller (HTTP: the client id header or the peer address, under its token; MCP: the
+  session) has its own queue, and free workers go round the callers in turn, so a caller
+  with many queued reads never pushes another caller's read back more than one turn;
+* a read still running after its first time slice (`slice_s`) leaves the light lane for the
+  heavy lane, and its caller counts as heavy for a while (`heavy_for_s`); heavy callers'
+  reads together hold at most `heavy_slots` workers, so cheap callers always find one;
+* a read that outgrows its slice while the heavy lane is full (a caller not yet known as heavy)
+  is stopped and queued again in the heavy lane: it loses one slice of work, once, and the light
+  lane never holds more than a slice of anybody's heavy read.
+
+`Scheduler` is only the bookkeeping (no processes, no clock of its own): `WorkerPool`
+(`chronokg.serve.workers`) holds the lock and the workers. `CALLER` is how the servers
+tell the pool who is calling (a context variable: it follows a request into its thread).
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Literal
+
+Scheduling = Literal["fair", "fifo"]
+CALLER: ContextVar[str] = ContextVar("chronokg_caller", default="local")
+CLIENT_HEADER = b"x-chronokg-client"  # an HTTP client's own id (several agents behind one address or token)
+
+
+@dataclass(eq=False)
+class Ticket:
+    """One call waiting for, then holding, a worker."""
+
+    caller: str
+    seq: int
+    worker: int | None = None  # the worker's index once dispatched
+    started: float = 0.0
+    heavy: bool = False  # counted in the heavy lane (a heavy caller's read, or one that outgrew its slice)
+    outgrew: bool = False
+    pinned: bool = False  # queued again after it was stopped: a heavy-lane read, whatever its caller's mark says
+    preempt: bool = False  # outgrew its slice with the heavy lane full: the pool stops it and queues it again
+    killed_for_memory: float = 0.0  # MB the read held when the memory budget stopped it
+
+
+@dataclass
+class Scheduler:
+    """Per-caller queues and lane counts; every method is called under the pool's lock."""
+
+    heavy_slots: int
+    slice_s: float
+    heavy_for_s: float = 30.0
+    mode: Scheduling = "fair"
+    _queues: dict[str, collections.deque[Ticket]] = field(default_factory=dict)  # in turn order
+    _heavy_until: dict[str, float] = field(default_factory=dict)
+    _seq: itertools.count[int] = field(default_factory=itertools.count)
+    running: dict[int, Ticket] = field(default_factory=dict)  # worker index -> its call
+    heavy_running: int = 0
+    outgrown: int = 0  # reads that outgrew their first slice (a counter for tests and the health page)
+    order: collections.deque[tuple[str, int]] = field(default_factory=lambda: collections.deque(maxlen=1000))
+
+    preempted: int = 0
+
+    def submit(self, caller: str, pinned: bool = False) -> Ticket:
+        ticket = Ticket(caller, next(self._seq), pinned=pinned)
+        self._queues.setdefault(caller, collections.deque()).append(ticket)
+        return ticket
+
+    def withdraw(self, ticket: Ticket) -> None:
+        """Forget a call that never got a worker (its caller gave up)."""
+        queue = self._queues.get(ticket.caller)
+        if queue is not None and ticket in queue:
+            queue.remove(ticket)
+            if not queue:
+                del self._queues[ticket.caller]
+
+    def waiting(self) -> int:
+        return sum(len(q) for q in self._queues.values())
+
+    def is_heavy(self, caller: str, now: float) -> bool:
+        until = self._heavy_until.get(caller)
+        if until is not None and until <= now:
+            del self._heavy_until[caller]
+            return False
+        return until is not None
+
+    def pick(self, now: float) -> Ticket | None:
+        """The call a free worker takes now, removed from its queue (None: nothing may start)."""
+        if self.mode == "fifo":
+            ticket = min((q[0] for q in self._queues.values()), key=lambda t: t.seq, default=None)
+        else:
+            ticket = next((q[0] for c, q in self._queues.items() if not (q[0].pinned or self.is_heavy(c, now))
+                           or self.heavy_running < self.heavy_slots), None)
+        if ticket is None:
+            return None
+        queue = self._queues.pop(ticket.caller)  # re-inserted last: the caller's next read waits its turn
+        queue.popleft()
+        if queue:
+            self._queues[ticket.caller] = queue
+        if self.mode == "fair" and (ticket.pinned or self.is_heavy(ticket.caller, now)):
+            ticket.heavy = True
+            self.heavy_running += 1
+        self.order.append((ticket.caller, ticket.seq))
+        return ticket
+
+    def start(self, ticket: Ticket, worker: int, now: float) -> None:
+        ticket.worker, ticket.started = worker, now
+        self.running[worker] = ticket
+
+    def finish(self, ticket: Ticket) -> None:
+        if ticket.worker is not None:
+            self.running.pop(ticket.worker, None)
+        if ticket.heavy:
+            self.heavy_running -= 1
+            ticket.heavy = False
+
+    def outgrow(self, now: float) -> list[Ticket]:
+        """Move reads running past their first slice to the heavy lane, or mark them `preempt` where it is full;
+        the ones that outgrew their slice now."""
+        if self.mode != "fair":
+            return []
+        moved = []
+        for ticket in self.running.values():
+            if not ticket.outgrew and now - ticket.started > self.slice_s:
+                ticket.outgrew = True
+                self.outgrown += 1
+                self._heavy_until[ticket.caller] = now + self.heavy_for_s
+                if not ticket.heavy and self.heavy_running >= self.heavy_slots:
+                    ticket.preempt = True
+                    self.preempted += 1
+                elif not ticket.heavy:
+                    ticket.heavy = True
+                    self.heavy_running += 1
+                moved.append(ticket)
+        for ticket in self.running.values():  # a heavy caller's mark lasts while any of its reads runs long
+            if ticket.outgrew and not ticket.preempt:
+                self._heavy_until[ticket.caller] = now + self.heavy_for_s
+        return moved
+
+    def light_running(self) -> int:
+        return sum(not t.heavy for t in self.running.values())
