@@ -43,7 +43,7 @@ def test_seed_result_files_hold_only_the_seeds_fields(shared_data: Path, tmp_pat
     probe_file = out / "tempomed" / "baseline_random_3" / "evaluation_results.json"
     item_file = out / "tempomed" / f"evaluation_results_5_option_{MODEL.replace('/', '_').replace(':', '_')}" \
         "_augmented.json"
-    assert set(written) == {probe_file, item_file}
+    assert set(written) == {probe_file, item_file, out / "tempomed" / "tempomed_chronokg_ids.jsonl"}
     # probe rows: the generated row (as `--format seed` writes it, same idx) then the model's fields
     write_seed("tempomed", questions, tmp_path / "seed")
     generated = [json.loads(x) for x in (tmp_path / "seed" / "tempomed_generated_questions.jsonl")

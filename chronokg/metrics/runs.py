@@ -51,8 +51,8 @@ def export_seed(folder: Path, out: Path) -> dict[Path, int]:
     `.csv` names as CSV, others as JSON (the profile's `seed_file` content). A record holds only the seed's
     fields: what a profile adds under `OURS` (the chronokg question id, ...) goes to the side file
     `{family}/{family}_chronokg_ids.jsonl` (`file`, where the record landed, then those fields), as
-    `bench export` does. Samples are taken in the run's question order (then model, sample), whatever order
-    they were answered in; each file is written whole or not at all."""
+    `bench export` does (listed with the files). Samples are taken in the run's question order (then model,
+    sample), whatever order they were answered in; each file is written whole or not at all."""
     info, samples = run_samples(folder)
     questions = run_questions(info)
     by_id = {q.id: q for q in questions}
@@ -85,7 +85,8 @@ def export_seed(folder: Path, out: Path) -> dict[Path, int]:
             text = json.dumps(profile.seed_file(inner, records), indent=2, ensure_ascii=False)
         written[_write_whole(out / name, text)] = len(records)
     for family, lines in side.items():
-        _write_whole(out / family / f"{family}_{IDS_FILE}", "".join(json.dumps(x) + "\n" for x in lines))
+        ids = _write_whole(out / family / f"{family}_{IDS_FILE}", "".join(json.dumps(x) + "\n" for x in lines))
+        written[ids] = len(lines)
     return written
 
 
