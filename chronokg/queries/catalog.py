@@ -225,6 +225,21 @@ def _changed_only(rows: list[ChangeRow], _: ChangedParams) -> list[ChangeRow]:
     return out
 
 
+def _changed_direct(store: GraphStore, p: ChangedParams) -> list[ChangeRow] | None:
+    """From the store's interval index, when it has a current one (embedded readers; conformance tests
+    check it against the Cypher), else None. A quick-opened reader without one builds its property
+    indexes first: the Cypher looks up every touched pair by subject."""
+    intervals = getattr(store, "intervals", None)
+    index = intervals() if callable(intervals) else None
+    if index is None:
+        ensure = getattr(store, "ensure_indexes", None)
+        if callable(ensure):
+            ensure()
+        return None
+    return [ChangeRow(subject=s, predicate=pr, before=b, after=a)
+            for s, pr, b, a in index.changed_between(p.start, p.end, p.subject, p.predicate)]
+
+
 def _two_hop_cypher(p: TwoHopParams) -> tuple[str, dict[str, Any]]:
     params: dict[str, Any] = {"subject": p.subject, "valid_at": p.date}
     p1 = f" AND {predicate_clause('f', '$predicate', anchored=True)}" if p.predicate else ""
@@ -352,6 +367,7 @@ TIMELINE = register(QuerySpec(
 CHANGED_BETWEEN = register(QuerySpec(
     "changed-between", "(subject, predicate) pairs whose values on --to differ from those on --from.",
     ChangedParams, ChangeRow, _changed_cypher, post=_changed_only, tags=frozenset({"cli", "tool"}),
+    direct=_changed_direct,
 ))
 TWO_HOP = register(QuerySpec(
     "two-hop", "Follow object links two steps from a subject, each hop valid on DATE.", TwoHopParams, HopRow,

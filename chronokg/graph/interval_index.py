@@ -1,0 +1,238 @@
+"""A columnar interval index of the current facts, kept beside an embedded store's file.
+
+Why: `changed_between` over a whole store is a scan of every version in Cypher (seconds at a
+million facts); over sorted numpy columns it is a few vectorised passes. The index is a
+sidecar (`<store>.kgl.intervals.npz`) written after each checkpoint of a writer, stamped with
+the checkpoint file's identity (inode, size, mtime); a reader uses it only when the stamp
+matches the file it loaded, so a stale or missing sidecar (an older store, a writer killed
+between its checkpoint and the sidecar) is never used: the query falls back to its Cypher.
+
+Each row is one fact known now (`known_to IS NULL`): subject, predicate and value
+(`coalesce(object_id, toString(value))`, computed by the engine so the text is the Cypher's)
+as codes into sorted string tables, and the valid interval as day ordinals. Rows are sorted
+by (subject, predicate, value), so codes order as the strings do and every answer comes out
+in the Cypher's `ORDER BY subject, predicate` with sorted value lists.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+FORMAT = 1
+SUFFIX = ".intervals.npz"
+NO_START = -(2**31) + 1  # an open start: before every day
+NO_END = 2**31 - 1  # an open end: after every day
+FACTS = (
+    "MATCH (f:Fact) WHERE f.known_to IS NULL AND f.subject_id IS NOT NULL AND f.predicate IS NOT NULL "
+    "RETURN f.subject_id AS s, f.predicate AS p, coalesce(f.object_id, toString(f.value)) AS v, "
+    "f.valid_from AS a, f.valid_to AS b"
+)
+
+Fingerprint = tuple[int, int, int]
+Change = tuple[str, str, list[str], list[str]]
+
+
+def sidecar(path: str | Path) -> Path:
+    return Path(str(path) + SUFFIX)
+
+
+def fingerprint(path: str | Path) -> Fingerprint | None:
+    """Which checkpoint file is at `path` now: (inode, size, mtime ns); a save renames a new file in."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _days(values: list[Any], missing: int) -> npt.NDArray[np.int32] | None:
+    import numpy as np
+
+    out = np.empty(len(values), dtype=np.int32)
+    for i, d in enumerate(values):
+        if d is None:
+            out[i] = missing
+        elif type(d) is dt.date:
+            out[i] = d.toordinal()
+        else:
+            return None  # a time or text where a day belongs: not ours to interpret; Cypher answers
+    return out
+
+
+def _strings(values: Any) -> dict[str, Any]:
+    """A sorted string table as one UTF-8 blob and character offsets (no pickled objects on disk)."""
+    import numpy as np
+
+    texts = [str(v) for v in values]
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum([len(t) for t in texts], out=offsets[1:])
+    return {"blob": np.frombuffer("".join(texts).encode(), dtype=np.uint8), "offsets": offsets}
+
+
+def build_columns(graph: Any) -> dict[str, Any] | None:
+    """The index's arrays from a kglite graph, or None when its facts hold something it cannot index."""
+    import numpy as np
+    import pandas as pd
+
+    result = graph.cypher(FACTS)
+    if isinstance(result, str):
+        return None
+    s, p, v = result.column("s"), result.column("p"), result.column("v")
+    vf, vt = _days(result.column("a"), NO_START), _days(result.column("b"), NO_END)
+    if vf is None or vt is None or any(not isinstance(x, str) for x in (*s, *p)):
+        return None
+    if any(x is not None and not isinstance(x, str) for x in v):
+        return None
+    s_codes, s_names = pd.factorize(pd.Series(s, dtype=object), sort=True)
+    p_codes, p_names = pd.factorize(pd.Series(p, dtype=object), sort=True)
+    v_codes, v_names = pd.factorize(pd.Series(v, dtype=object), sort=True, use_na_sentinel=True)
+    order = np.lexsort((vf, v_codes, p_codes, s_codes))
+    cols: dict[str, Any] = {
+        "format": np.array([FORMAT], dtype=np.int64),
+        "s": s_codes[order].astype(np.int32), "p": p_codes[order].astype(np.int32),
+        "v": v_codes[order].astype(np.int32), "vf": vf[order], "vt": vt[order],
+    }
+    for name, table in (("subjects", s_names), ("predicates", p_names), ("values", v_names)):
+        for part, arr in _strings(table).items():
+            cols[f"{name}_{part}"] = arr
+    return cols
+
+
+def write(path: str | Path, cols: dict[str, Any] | None, stamp: Fingerprint | None) -> None:
+    """Write the sidecar of the checkpoint `stamp` whole (temp name, then rename); with nothing to write,
+    remove any sidecar there (it describes an older checkpoint)."""
+    import numpy as np
+
+    target = sidecar(path)
+    if cols is None or stamp is None:
+        target.unlink(missing_ok=True)
+        return
+    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, stamp=np.array(stamp, dtype=np.int64), **cols)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def refresh(graph: Any, path: str | Path) -> None:
+    """After `graph` was saved as the checkpoint at `path`: the matching sidecar (or none, if it fails)."""
+    try:
+        write(path, build_columns(graph), fingerprint(path))
+    except Exception:
+        sidecar(path).unlink(missing_ok=True)  # never leave one that might pass for this checkpoint
+
+
+def load(path: str | Path, stamp: Fingerprint | None) -> IntervalIndex | None:
+    """The sidecar of the checkpoint `stamp` (as the reader loaded it), or None (missing, stale, damaged)."""
+    import numpy as np
+
+    if stamp is None:
+        return None
+    try:
+        with np.load(sidecar(path), allow_pickle=False) as data:
+            if tuple(int(x) for x in data["stamp"]) != stamp or int(data["format"][0]) != FORMAT:
+                return None
+            return IntervalIndex({k: data[k] for k in data.files})
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _table(cols: dict[str, Any], name: str) -> list[str]:
+    text = cols[f"{name}_blob"].tobytes().decode()
+    offsets = cols[f"{name}_offsets"].tolist()
+    return [text[a:b] for a, b in itertools.pairwise(offsets)]
+
+
+@dataclass
+class _Groups:
+    """Row ranges of each (subject, predicate, value) and each (subject, predicate), precomputed once."""
+
+    starts: Any  # first row of each value group
+    skey: Any  # subject code of each group
+    pkey: Any  # predicate code of each group
+    val: Any  # value code of each group (-1: no value)
+    key_starts: Any  # first group of each (subject, predicate)
+    key_sizes: Any  # groups per (subject, predicate)
+
+
+class IntervalIndex:
+    """The loaded sidecar: answers `changed_between` as the catalog's Cypher does."""
+
+    def __init__(self, cols: dict[str, Any]) -> None:
+        import numpy as np
+
+        self.s, self.p, self.v, self.vf, self.vt = (cols[k] for k in ("s", "p", "v", "vf", "vt"))
+        self._cols = cols
+        self._names: dict[str, list[str]] = {}
+        n = len(self.s)
+        new = np.ones(n, dtype=bool)
+        if n:
+            new[1:] = (self.s[1:] != self.s[:-1]) | (self.p[1:] != self.p[:-1]) | (self.v[1:] != self.v[:-1])
+        starts = np.flatnonzero(new)
+        skey, pkey = self.s[starts], self.p[starts]
+        knew = np.ones(len(starts), dtype=bool)
+        if len(starts):
+            knew[1:] = (skey[1:] != skey[:-1]) | (pkey[1:] != pkey[:-1])
+        key_starts = np.flatnonzero(knew)
+        self._g = _Groups(starts, skey, pkey, self.v[starts], key_starts,
+                          np.diff(np.append(key_starts, len(starts))))
+
+    def names(self, table: str) -> list[str]:
+        if table not in self._names:
+            self._names[table] = _table(self._cols, table)
+        return self._names[table]
+
+    def _code(self, table: str, text: str) -> int:
+        import bisect
+
+        names = self.names(table)
+        i = bisect.bisect_left(names, text)
+        return i if i < len(names) and names[i] == text else -2  # -2: matches nothing
+
+    def changed_between(self, t1: dt.date, t2: dt.date, subject: str | None = None,
+                        predicate: str | None = None) -> list[Change]:
+        """(subject, predicate, values at the earlier day, values at the later day) where the sets differ,
+        ordered by subject and predicate, each list sorted."""
+        import numpy as np
+
+        g = self._g
+        if not len(g.starts):
+            return []
+        a, b = sorted((t1.toordinal(), t2.toordinal()))
+        has = self.v >= 0
+        at_a = np.logical_or.reduceat((self.vf <= a) & (self.vt > a) & has, g.starts)
+        at_b = np.logical_or.reduceat((self.vf <= b) & (self.vt > b) & has, g.starts)
+        changed = np.logical_or.reduceat(at_a != at_b, g.key_starts)
+        if subject is not None:
+            changed &= g.skey[g.key_starts] == self._code("subjects", subject)
+        if predicate is not None:
+            changed &= g.pkey[g.key_starts] == self._code("predicates", predicate)
+        keep = np.flatnonzero(np.repeat(changed, g.key_sizes) & (at_a | at_b))
+        subjects, predicates, values = self.names("subjects"), self.names("predicates"), self.names("values")
+        out: list[Change] = []
+        last = (-1, -1)
+        before: list[str] = []
+        after: list[str] = []
+        for sc, pc, vc, x, y in zip(g.skey[keep].tolist(), g.pkey[keep].tolist(), g.val[keep].tolist(),
+                                    at_a[keep].tolist(), at_b[keep].tolist(), strict=True):
+            if (sc, pc) != last:
+                before, after, last = [], [], (sc, pc)
+                out.append((subjects[sc], predicates[pc], before, after))
+            if x:
+                before.append(values[vc])
+            if y:
+                after.append(values[vc])
+        return out
