@@ -56,17 +56,15 @@ def fingerprint(path: str | Path) -> Fingerprint | None:
 
 
 def _days(values: list[Any], missing: int) -> npt.NDArray[np.int32] | None:
+    """Day ordinals (`missing` for None), converting each distinct day once; None if any is not a date."""
     import numpy as np
+    import pandas as pd
 
-    out = np.empty(len(values), dtype=np.int32)
-    for i, d in enumerate(values):
-        if d is None:
-            out[i] = missing
-        elif type(d) is dt.date:
-            out[i] = d.toordinal()
-        else:
-            return None  # a time or text where a day belongs: not ours to interpret; Cypher answers
-    return out
+    codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
+    if any(type(d) is not dt.date for d in uniques):
+        return None  # a time or text where a day belongs: not ours to interpret; Cypher answers
+    days = np.array([d.toordinal() for d in uniques] + [missing], dtype=np.int32)
+    return days[codes]  # code -1 (None) picks the last entry: `missing`
 
 
 def _strings(values: Any) -> dict[str, Any]:
@@ -89,13 +87,13 @@ def build_columns(graph: Any) -> dict[str, Any] | None:
         return None
     s, p, v = result.column("s"), result.column("p"), result.column("v")
     vf, vt = _days(result.column("a"), NO_START), _days(result.column("b"), NO_END)
-    if vf is None or vt is None or any(not isinstance(x, str) for x in (*s, *p)):
-        return None
-    if any(x is not None and not isinstance(x, str) for x in v):
+    if vf is None or vt is None:
         return None
     s_codes, s_names = pd.factorize(pd.Series(s, dtype=object), sort=True)
     p_codes, p_names = pd.factorize(pd.Series(p, dtype=object), sort=True)
     v_codes, v_names = pd.factorize(pd.Series(v, dtype=object), sort=True, use_na_sentinel=True)
+    if any(not isinstance(x, str) for names in (s_names, p_names, v_names) for x in names):
+        return None  # ids or values that are not text: the Cypher answers
     order = np.lexsort((vf, v_codes, p_codes, s_codes))
     cols: dict[str, Any] = {
         "format": np.array([FORMAT], dtype=np.int64),
@@ -220,19 +218,19 @@ class IntervalIndex:
             changed &= g.skey[g.key_starts] == self._code("subjects", subject)
         if predicate is not None:
             changed &= g.pkey[g.key_starts] == self._code("predicates", predicate)
-        keep = np.flatnonzero(np.repeat(changed, g.key_sizes) & (at_a | at_b))
+        if not changed.any():
+            return []
+        in_changed = np.repeat(changed, g.key_sizes)
         subjects, predicates, values = self.names("subjects"), self.names("predicates"), self.names("values")
-        out: list[Change] = []
-        last = (-1, -1)
-        before: list[str] = []
-        after: list[str] = []
-        for sc, pc, vc, x, y in zip(g.skey[keep].tolist(), g.pkey[keep].tolist(), g.val[keep].tolist(),
-                                    at_a[keep].tolist(), at_b[keep].tolist(), strict=True):
-            if (sc, pc) != last:
-                before, after, last = [], [], (sc, pc)
-                out.append((subjects[sc], predicates[pc], before, after))
-            if x:
-                before.append(values[vc])
-            if y:
-                after.append(values[vc])
-        return out
+        firsts = g.key_starts[changed]
+        names_s = [subjects[c] for c in g.skey[firsts].tolist()]
+        names_p = [predicates[c] for c in g.pkey[firsts].tolist()]
+        lists = []
+        for at in (at_a, at_b):  # each changed pair's values on that day, as slices of one list
+            mask = in_changed & at
+            texts = [values[c] for c in g.val[mask].tolist()]
+            bounds = np.zeros(int(changed.sum()) + 1, dtype=np.int64)
+            np.cumsum(np.add.reduceat(mask.astype(np.int64), g.key_starts)[changed], out=bounds[1:])
+            edges = bounds.tolist()
+            lists.append([texts[lo:hi] for lo, hi in itertools.pairwise(edges)])
+        return list(zip(names_s, names_p, lists[0], lists[1], strict=True))

@@ -97,7 +97,8 @@ class KgliteStore:
             notice = unreplayed_log(Path(self._path))
             if notice:
                 self.notices.append(notice)
-        graph.read_only(True)
+        if not self._quick:
+            graph.read_only(True)  # on a deferred-index load this would build every index: reads use begin_read
         return graph
 
     def _open_waiting(self, durable: str, lock_timeout: float, on_wait: Callable[[str], None] | None) -> Any:
@@ -147,7 +148,9 @@ class KgliteStore:
 
     def run(self, cypher: str, params: Params | None = None) -> list[Row]:
         try:
-            result = self._g.cypher(cypher, params=dict(params or {}))
+            # A quick reader runs each query in a read transaction (O(1); refuses writes like read_only).
+            target = self._g.begin_read() if self._quick else self._g
+            result = target.cypher(cypher, params=dict(params or {}))
         except (kglite.KgError, ValueError) as exc:
             raise StoreError(f"query failed on {self.uri}: {exc}") from exc
         if isinstance(result, str):  # only a FORMAT CSV query returns text
@@ -158,7 +161,8 @@ class KgliteStore:
     def explain(self, cypher: str, params: Params | None = None) -> list[str]:
         """The operations of the engine's plan for `cypher` (EXPLAIN: nothing runs)."""
         try:
-            plan = self._g.cypher("EXPLAIN " + cypher, params=dict(params or {}))
+            target = self._g.begin_read() if self._quick else self._g
+            plan = target.cypher("EXPLAIN " + cypher, params=dict(params or {}))
         except (kglite.KgError, ValueError) as exc:
             raise StoreError(f"cannot plan query on {self.uri}: {exc}") from exc
         if isinstance(plan, str):
@@ -167,6 +171,7 @@ class KgliteStore:
 
     def run_limited(self, cypher: str, params: Params | None, limits: ReadLimits) -> LimitedResult:
         """A read under limits, in a forked read-only copy of the graph that is killed when time is up."""
+        self.ensure_indexes()  # the copy is made read-only, which builds a quick reader's indexes anyway
         graph = self._g
         args = dict(params or {})
 
@@ -366,6 +371,7 @@ class KgliteStore:
         """Build the property indexes a quick open left unbuilt (before a query that needs many lookups)."""
         if self._quick and self._g is not None:
             self._g.rebuild_indexes()
+            self._g.read_only(True)
             self._quick = False
 
     def raw(self) -> Any:
