@@ -64,7 +64,8 @@ def _days(values: list[Any], missing: int) -> npt.NDArray[np.int32] | None:
     if any(type(d) is not dt.date for d in uniques):
         return None  # a time or text where a day belongs: not ours to interpret; Cypher answers
     days = np.array([d.toordinal() for d in uniques] + [missing], dtype=np.int32)
-    return days[codes]  # code -1 (None) picks the last entry: `missing`
+    out: npt.NDArray[np.int32] = days[codes]  # code -1 (None) picks the last entry: `missing`
+    return out
 
 
 def _strings(values: Any) -> dict[str, Any]:
