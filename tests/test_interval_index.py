@@ -21,7 +21,7 @@ from chronokg.graph.store import GraphStore
 from chronokg.graph.writer import write_batch
 from chronokg.queries import catalog
 from chronokg.queries.catalog import CHANGED_BETWEEN, ChangedParams
-from chronokg.queries.rows import ChangeRow
+from chronokg.queries.rows import ChangeRow, FactRow
 from tests.conformance.fixture import build
 from tests.conformance.suite import CatalogConformance
 
@@ -125,6 +125,18 @@ def assert_index_agrees(path: Path, seed: int) -> None:
                 assert catalog.changed_between(reader, start, end, predicate=row.predicate) == by_cypher(
                     reader, start, end, predicate=row.predicate)
         assert checked > 100  # the windows found changes to compare
+        rng, found = random.Random(seed), 0
+        for start, _ in windows(seed, 60):
+            subject = f"s{rng.randrange(100):03d}"
+            expected_facts = [FactRow.model_validate(r)
+                              for r in reader.run(*catalog.facts_as_of_cypher(start, subject=subject))]
+            assert catalog.facts_as_of(reader, start, subject=subject) == expected_facts
+            found += len(expected_facts)
+            for pred in ("p1", "über", "nothing"):
+                assert catalog.facts_as_of(reader, start, subject=subject, predicate=pred) == [
+                    FactRow.model_validate(r)
+                    for r in reader.run(*catalog.facts_as_of_cypher(start, subject=subject, predicate=pred))]
+        assert found > 30
         assert catalog.changed_between(reader, D(2000, 1, 1), D(2010, 1, 1), subject="nobody") == []
 
 

@@ -28,15 +28,18 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-FORMAT = 1
+FORMAT = 2
 SUFFIX = ".intervals.npz"
 NO_START = -(2**31) + 1  # an open start: before every day
 NO_END = 2**31 - 1  # an open end: after every day
 FACTS = (
     "MATCH (f:Fact) WHERE f.known_to IS NULL AND f.subject_id IS NOT NULL AND f.predicate IS NOT NULL "
     "RETURN f.subject_id AS s, f.predicate AS p, coalesce(f.object_id, toString(f.value)) AS v, "
-    "f.valid_from AS a, f.valid_to AS b"
+    "f.valid_from AS a, f.valid_to AS b, f.id AS id, f.object_id AS o, f.value AS lit, f.precision AS prec, "
+    "f.known_from AS k, f.source_id AS src"
 )
+CAPTIONS = "MATCH (e:Entity) RETURN e.id AS id, e.caption AS c"
+LITERAL_KINDS = (str, int, float, bool)
 
 Fingerprint = tuple[int, int, int]
 Change = tuple[str, str, list[str], list[str]]
@@ -101,10 +104,54 @@ def build_columns(graph: Any) -> dict[str, Any] | None:
         "s": s_codes[order].astype(np.int32), "p": p_codes[order].astype(np.int32),
         "v": v_codes[order].astype(np.int32), "vf": vf[order], "vt": vt[order],
     }
+    rows = _fact_rows(graph, result, order, s_names, v_names)
+    if rows is None:
+        return None
+    cols.update(rows)
     for name, table in (("subjects", s_names), ("predicates", p_names), ("values", v_names)):
         for part, arr in _strings(table).items():
             cols[f"{name}_{part}"] = arr
     return cols
+
+
+def _fact_rows(graph: Any, result: Any, order: Any, s_names: Any, v_names: Any) -> dict[str, Any] | None:
+    """What `facts_as_of` returns beyond the interval: ids, object or literal, precision, known_from,
+    source, and the entities' captions (of each subject, and of each value that is an entity)."""
+    import numpy as np
+    import pandas as pd
+
+    ids, objs, lits = result.column("id"), result.column("o"), result.column("lit")
+    known = _days(result.column("k"), NO_START)
+    if known is None or any(not isinstance(x, str) for x in ids):
+        return None
+    lit_codes, lit_names = pd.factorize(pd.Series([None if x is None else (type(x).__name__, x) for x in lits],
+                                                  dtype=object), use_na_sentinel=True)
+    if any(type(x[1]) not in LITERAL_KINDS for x in lit_names):
+        return None
+    prec_codes, prec_names = pd.factorize(pd.Series(result.column("prec"), dtype=object), use_na_sentinel=True)
+    src_codes, src_names = pd.factorize(pd.Series(result.column("src"), dtype=object), use_na_sentinel=True)
+    if any(not isinstance(x, str) for x in (*prec_names, *src_names)):
+        return None
+    captions = {r["id"]: r["c"] for r in graph.cypher(CAPTIONS).to_list()}
+    ordered_ids = [ids[i] for i in order.tolist()]
+    out: dict[str, Any] = {
+        "is_object": np.array([objs[i] is not None for i in order.tolist()], dtype=bool),
+        "lit": lit_codes[order].astype(np.int32), "lit_kind": np.array(
+            [LITERAL_KINDS.index(type(x[1])) for x in lit_names], dtype=np.int8),
+        "prec": prec_codes[order].astype(np.int32), "src": src_codes[order].astype(np.int32),
+        "known_from": known[order],
+    }
+    for name, table in (("ids", ordered_ids), ("literals", [str(x[1]) if type(x[1]) is not float else repr(x[1])
+                                                            for x in lit_names]),
+                        ("precisions", list(prec_names)), ("sources", list(src_names))):
+        for part, arr in _strings(table).items():
+            out[f"{name}_{part}"] = arr
+    for name, keys in (("subject_captions", s_names), ("value_captions", v_names)):
+        found = [captions.get(k) for k in keys]
+        out[f"{name}_has"] = np.array([c is not None for c in found], dtype=bool)
+        for part, arr in _strings(["" if c is None else c for c in found]).items():
+            out[f"{name}_{part}"] = arr
+    return out
 
 
 def write(path: str | Path, cols: dict[str, Any] | None, stamp: Fingerprint | None) -> None:
@@ -141,12 +188,28 @@ def load(path: str | Path, stamp: Fingerprint | None) -> IntervalIndex | None:
     if stamp is None:
         return None
     try:
-        with np.load(sidecar(path), allow_pickle=False) as data:
-            if tuple(int(x) for x in data["stamp"]) != stamp or int(data["format"][0]) != FORMAT:
-                return None
-            return IntervalIndex({k: data[k] for k in data.files})
+        data = np.load(sidecar(path), allow_pickle=False)
+        if tuple(int(x) for x in data["stamp"]) != stamp or int(data["format"][0]) != FORMAT:
+            data.close()
+            return None
+        return IntervalIndex(_Columns(data))
     except (OSError, ValueError, KeyError):
         return None
+
+
+class _Columns(dict[str, Any]):
+    """The sidecar's arrays, each read on first use (a one-shot query reads only the ones it needs)."""
+
+    def __init__(self, data: Any) -> None:
+        super().__init__()
+        self._data = data
+
+    def __missing__(self, key: str) -> Any:
+        value = self[key] = self._data[key]
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data.files
 
 
 def _table(cols: dict[str, Any], name: str) -> list[str]:
@@ -176,6 +239,7 @@ class IntervalIndex:
         self.s, self.p, self.v, self.vf, self.vt = (cols[k] for k in ("s", "p", "v", "vf", "vt"))
         self._cols = cols
         self._names: dict[str, list[str]] = {}
+        self._as_of: AsOfIndex | None = None
         n = len(self.s)
         new = np.ones(n, dtype=bool)
         if n:
@@ -188,6 +252,12 @@ class IntervalIndex:
         key_starts = np.flatnonzero(knew)
         self._g = _Groups(starts, skey, pkey, self.v[starts], key_starts,
                           np.diff(np.append(key_starts, len(starts))))
+
+    def as_of(self) -> AsOfIndex:
+        """The per-subject `facts_as_of` view (decodes its string tables on first use)."""
+        if self._as_of is None:
+            self._as_of = AsOfIndex(self)
+        return self._as_of
 
     def names(self, table: str) -> list[str]:
         if table not in self._names:
@@ -235,3 +305,81 @@ class IntervalIndex:
             edges = bounds.tolist()
             lists.append([texts[lo:hi] for lo, hi in itertools.pairwise(edges)])
         return list(zip(names_s, names_p, lists[0], lists[1], strict=True))
+
+
+def _literal(kind: int, text: str) -> str | int | float | bool:
+    if kind == 1:
+        return int(text)
+    if kind == 2:
+        return float(text)
+    if kind == 3:
+        return text == "True"
+    return text
+
+
+class _Text:
+    """One string table, decoded once, sliced per entry (for tables too large to turn into a list)."""
+
+    def __init__(self, cols: dict[str, Any], name: str) -> None:
+        self.text: str = cols[f"{name}_blob"].tobytes().decode()
+        self.offsets = cols[f"{name}_offsets"]
+
+    def __getitem__(self, i: int) -> str:
+        a, b = self.offsets[i : i + 2].tolist()
+        return self.text[a:b]
+
+
+class AsOfIndex:
+    """`facts_as_of` for one subject from the sidecar: the same rows, in the same order, as the catalog's
+    Cypher with the latest releases (no known_at), as plain dicts of the row's fields."""
+
+    def __init__(self, index: IntervalIndex) -> None:
+        cols = index._cols
+        self.index = index
+        self.ids, self.literals = _Text(cols, "ids"), index.names("literals") if "literals_blob" in cols else []
+        self.precisions, self.sources = index.names("precisions"), index.names("sources")
+        self.subject_has, self.value_has = cols["subject_captions_has"], cols["value_captions_has"]
+        self.subject_captions, self.value_captions = _Text(cols, "subject_captions"), _Text(cols, "value_captions")
+        self.lit_kind = cols["lit_kind"].tolist()
+        self.cols = cols
+
+    def facts_as_of(self, subject: str, day: dt.date, predicate: str | None = None) -> list[dict[str, Any]]:
+        import numpy as np
+
+        ix = self.index
+        code = ix._code("subjects", subject)
+        if code < 0:
+            return []
+        lo, hi = np.searchsorted(ix.s, (code, code + 1)).tolist()
+        t = day.toordinal()
+        vf, vt, preds = ix.vf[lo:hi].tolist(), ix.vt[lo:hi].tolist(), ix.p[lo:hi].tolist()
+        want = -1 if predicate is None else ix._code("predicates", predicate)
+        if want == -2:
+            return []
+        hits = [lo + i for i in range(hi - lo) if vf[i] <= t < vt[i] and (want < 0 or preds[i] == want)]
+        if not hits:
+            return []
+        c = self.cols
+        caption = self.subject_captions[code] if self.subject_has[code] else None
+        names_p, names_v = ix.names("predicates"), ix.names("values")
+        out = []
+        for r in hits:
+            start, end, known = int(ix.vf[r]), int(ix.vt[r]), int(c["known_from"][r])
+            vcode, lcode = int(ix.v[r]), int(c["lit"][r])
+            is_obj = bool(c["is_object"][r])
+            out.append({
+                "id": self.ids[r], "subject": subject, "subject_caption": caption,
+                "predicate": names_p[int(ix.p[r])],
+                "object": names_v[vcode] if is_obj else None,
+                "object_caption": self.value_captions[vcode] if is_obj and self.value_has[vcode] else None,
+                "value": None if lcode < 0 else _literal(self.lit_kind[lcode], self.literals[lcode]),
+                "valid_from": None if start == NO_START else dt.date.fromordinal(start),
+                "valid_to": None if end == NO_END else dt.date.fromordinal(end),
+                "precision": self.precisions[int(c["prec"][r])],
+                "known_from": None if known == NO_START else dt.date.fromordinal(known),
+                "known_to": None, "source_id": self.sources[int(c["src"][r])],
+            })
+        # The Cypher's ORDER BY subject, predicate, valid_from, id: an open start sorts last.
+        out.sort(key=lambda row: (row["predicate"], row["valid_from"] is None, row["valid_from"] or dt.date.min,
+                                  row["id"]))
+        return out

@@ -213,6 +213,11 @@ class KgliteStore:
                              total_rows=total if truncated else len(rows), elapsed_s=time.monotonic() - start)
 
     @property
+    def quick(self) -> bool:
+        """A quick-opened reader whose property indexes are still unbuilt (lookups scan)."""
+        return self._quick
+
+    @property
     def read_only(self) -> bool:
         return self._read_only
 
