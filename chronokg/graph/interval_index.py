@@ -334,50 +334,53 @@ class AsOfIndex:
     Cypher with the latest releases (no known_at), as plain dicts of the row's fields."""
 
     def __init__(self, index: IntervalIndex) -> None:
+        import numpy as np
+
         cols = index._cols
         self.index = index
         self.ids, self.literals = _Text(cols, "ids"), index.names("literals") if "literals_blob" in cols else []
         self.precisions, self.sources = index.names("precisions"), index.names("sources")
-        self.subject_has, self.value_has = cols["subject_captions_has"], cols["value_captions_has"]
+        self.subject_has, self.value_has = cols["subject_captions_has"].tolist(), cols["value_captions_has"].tolist()
         self.subject_captions, self.value_captions = _Text(cols, "subject_captions"), _Text(cols, "value_captions")
         self.lit_kind = cols["lit_kind"].tolist()
+        # First row of each subject code (and the end): a point lookup is then two list reads.
+        self.rows_of: list[int] = np.searchsorted(
+            index.s, np.arange(len(index.names("subjects")) + 1, dtype=index.s.dtype)).tolist()
         self.cols = cols
 
     def facts_as_of(self, subject: str, day: dt.date, predicate: str | None = None) -> list[dict[str, Any]]:
-        import numpy as np
-
         ix = self.index
         code = ix._code("subjects", subject)
         if code < 0:
             return []
-        lo, hi = np.searchsorted(ix.s, (code, code + 1)).tolist()
+        lo, hi = self.rows_of[code], self.rows_of[code + 1]
         t = day.toordinal()
         vf, vt, preds = ix.vf[lo:hi].tolist(), ix.vt[lo:hi].tolist(), ix.p[lo:hi].tolist()
         want = -1 if predicate is None else ix._code("predicates", predicate)
         if want == -2:
             return []
-        hits = [lo + i for i in range(hi - lo) if vf[i] <= t < vt[i] and (want < 0 or preds[i] == want)]
+        hits = [i for i in range(hi - lo) if vf[i] <= t < vt[i] and (want < 0 or preds[i] == want)]
         if not hits:
             return []
         c = self.cols
+        vals, lits, objs, precs, srcs, known = (c[k][lo:hi].tolist()
+                                                for k in ("v", "lit", "is_object", "prec", "src", "known_from"))
         caption = self.subject_captions[code] if self.subject_has[code] else None
         names_p, names_v = ix.names("predicates"), ix.names("values")
         out = []
-        for r in hits:
-            start, end, known = int(ix.vf[r]), int(ix.vt[r]), int(c["known_from"][r])
-            vcode, lcode = int(ix.v[r]), int(c["lit"][r])
-            is_obj = bool(c["is_object"][r])
+        for i in hits:
+            start, end, vcode, lcode, is_obj = vf[i], vt[i], vals[i], lits[i], objs[i]
             out.append({
-                "id": self.ids[r], "subject": subject, "subject_caption": caption,
-                "predicate": names_p[int(ix.p[r])],
+                "id": self.ids[lo + i], "subject": subject, "subject_caption": caption,
+                "predicate": names_p[preds[i]],
                 "object": names_v[vcode] if is_obj else None,
                 "object_caption": self.value_captions[vcode] if is_obj and self.value_has[vcode] else None,
                 "value": None if lcode < 0 else _literal(self.lit_kind[lcode], self.literals[lcode]),
                 "valid_from": None if start == NO_START else dt.date.fromordinal(start),
                 "valid_to": None if end == NO_END else dt.date.fromordinal(end),
-                "precision": self.precisions[int(c["prec"][r])],
-                "known_from": None if known == NO_START else dt.date.fromordinal(known),
-                "known_to": None, "source_id": self.sources[int(c["src"][r])],
+                "precision": self.precisions[precs[i]],
+                "known_from": None if known[i] == NO_START else dt.date.fromordinal(known[i]),
+                "known_to": None, "source_id": self.sources[srcs[i]],
             })
         # The Cypher's ORDER BY subject, predicate, valid_from, id: an open start sorts last.
         out.sort(key=lambda row: (row["predicate"], row["valid_from"] is None, row["valid_from"] or dt.date.min,
