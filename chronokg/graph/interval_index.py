@@ -84,18 +84,18 @@ def _strings(values: Any) -> dict[str, Any]:
 def build_columns(graph: Any) -> dict[str, Any] | None:
     """The index's arrays from a kglite graph, or None when its facts hold something it cannot index."""
     import numpy as np
-    import pandas as pd
 
     result = graph.cypher(FACTS)
     if isinstance(result, str):
         return None
-    s, p, v = result.column("s"), result.column("p"), result.column("v")
+    # One column at a time, each turned into codes and dropped: the rows as Python objects all at once
+    # would more than double a million-fact load's peak memory.
     vf, vt = _days(result.column("a"), NO_START), _days(result.column("b"), NO_END)
     if vf is None or vt is None:
         return None
-    s_codes, s_names = pd.factorize(pd.Series(s, dtype=object), sort=True)
-    p_codes, p_names = pd.factorize(pd.Series(p, dtype=object), sort=True)
-    v_codes, v_names = pd.factorize(pd.Series(v, dtype=object), sort=True, use_na_sentinel=True)
+    s_codes, s_names = _factor(result.column("s"))
+    p_codes, p_names = _factor(result.column("p"))
+    v_codes, v_names = _factor(result.column("v"))
     if any(not isinstance(x, str) for names in (s_names, p_names, v_names) for x in names):
         return None  # ids or values that are not text: the Cypher answers
     order = np.lexsort((vf, v_codes, p_codes, s_codes))
@@ -104,6 +104,7 @@ def build_columns(graph: Any) -> dict[str, Any] | None:
         "s": s_codes[order].astype(np.int32), "p": p_codes[order].astype(np.int32),
         "v": v_codes[order].astype(np.int32), "vf": vf[order], "vt": vt[order],
     }
+    del s_codes, p_codes, v_codes, vf, vt
     rows = _fact_rows(graph, result, order, s_names, v_names)
     if rows is None:
         return None
@@ -114,38 +115,49 @@ def build_columns(graph: Any) -> dict[str, Any] | None:
     return cols
 
 
+def _factor(values: list[Any]) -> tuple[Any, list[Any]]:
+    """Codes (-1 for None) into the sorted distinct values."""
+    import pandas as pd
+
+    codes, uniques = pd.factorize(pd.Series(values, dtype=object), sort=True, use_na_sentinel=True)
+    return codes, list(uniques)
+
+
 def _fact_rows(graph: Any, result: Any, order: Any, s_names: Any, v_names: Any) -> dict[str, Any] | None:
     """What `facts_as_of` returns beyond the interval: ids, object or literal, precision, known_from,
     source, and the entities' captions (of each subject, and of each value that is an entity)."""
     import numpy as np
-    import pandas as pd
 
-    ids, objs, lits = result.column("id"), result.column("o"), result.column("lit")
     known = _days(result.column("k"), NO_START)
-    if known is None or any(not isinstance(x, str) for x in ids):
+    if known is None:
         return None
-    lit_codes, lit_names = pd.factorize(pd.Series([None if x is None else (type(x).__name__, x) for x in lits],
-                                                  dtype=object), use_na_sentinel=True)
+    lit_codes, lit_names = _factor([None if x is None else (type(x).__name__, x) for x in result.column("lit")])
     if any(type(x[1]) not in LITERAL_KINDS for x in lit_names):
         return None
-    prec_codes, prec_names = pd.factorize(pd.Series(result.column("prec"), dtype=object), use_na_sentinel=True)
-    src_codes, src_names = pd.factorize(pd.Series(result.column("src"), dtype=object), use_na_sentinel=True)
+    prec_codes, prec_names = _factor(result.column("prec"))
+    src_codes, src_names = _factor(result.column("src"))
     if any(not isinstance(x, str) for x in (*prec_names, *src_names)):
         return None
-    captions = {r["id"]: r["c"] for r in graph.cypher(CAPTIONS).to_list()}
-    ordered_ids = [ids[i] for i in order.tolist()]
+    positions = order.tolist()
     out: dict[str, Any] = {
-        "is_object": np.array([objs[i] is not None for i in order.tolist()], dtype=bool),
+        "is_object": np.array([x is not None for x in result.column("o")], dtype=bool)[order],
         "lit": lit_codes[order].astype(np.int32), "lit_kind": np.array(
             [LITERAL_KINDS.index(type(x[1])) for x in lit_names], dtype=np.int8),
         "prec": prec_codes[order].astype(np.int32), "src": src_codes[order].astype(np.int32),
         "known_from": known[order],
     }
+    ids = result.column("id")
+    if any(not isinstance(x, str) for x in ids):
+        return None
+    ordered_ids = [ids[i] for i in positions]
+    del ids, positions
     for name, table in (("ids", ordered_ids), ("literals", [str(x[1]) if type(x[1]) is not float else repr(x[1])
                                                             for x in lit_names]),
                         ("precisions", list(prec_names)), ("sources", list(src_names))):
         for part, arr in _strings(table).items():
             out[f"{name}_{part}"] = arr
+    del ordered_ids
+    captions = {r["id"]: r["c"] for r in graph.cypher(CAPTIONS).to_list()}
     for name, keys in (("subject_captions", s_names), ("value_captions", v_names)):
         found = [captions.get(k) for k in keys]
         out[f"{name}_has"] = np.array([c is not None for c in found], dtype=bool)
