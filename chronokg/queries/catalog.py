@@ -25,6 +25,7 @@ from chronokg.queries.rows import (
     RecommendationRow,
     StatsRow,
     VersionRow,
+    trusted_rows,
 )
 from chronokg.queries.spec import MAX_COUNT, QueryParams, QuerySpec, register
 
@@ -225,6 +226,9 @@ def _changed_only(rows: list[ChangeRow], _: ChangedParams) -> list[ChangeRow]:
     return out
 
 
+CHANGE_FIELDS = ("subject", "predicate", "before", "after")  # the order of the index's tuples
+
+
 def _changed_direct(store: GraphStore, p: ChangedParams) -> list[ChangeRow] | None:
     """From the store's interval index, when it has a current one (embedded readers; conformance tests
     check it against the Cypher), else None. A quick-opened reader without one builds its property
@@ -236,8 +240,7 @@ def _changed_direct(store: GraphStore, p: ChangedParams) -> list[ChangeRow] | No
         if callable(ensure):
             ensure()
         return None
-    return [ChangeRow(subject=s, predicate=pr, before=b, after=a)
-            for s, pr, b, a in index.changed_between(p.start, p.end, p.subject, p.predicate)]
+    return trusted_rows(ChangeRow, CHANGE_FIELDS, index.changed_between(p.start, p.end, p.subject, p.predicate))
 
 
 def _as_of_direct(store: GraphStore, p: AsOfParams) -> list[FactRow] | None:
