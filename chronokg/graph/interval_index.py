@@ -20,6 +20,7 @@ import datetime as dt
 import itertools
 import os
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -200,28 +201,14 @@ def load(path: str | Path, stamp: Fingerprint | None) -> IntervalIndex | None:
     if stamp is None:
         return None
     try:
-        data = np.load(sidecar(path), allow_pickle=False)
-        if tuple(int(x) for x in data["stamp"]) != stamp or int(data["format"][0]) != FORMAT:
-            data.close()
-            return None
-        return IntervalIndex(_Columns(data))
-    except (OSError, ValueError, KeyError):
+        # Read whole and closed: an open file handle shared with forked read workers (serve) would
+        # interleave their seeks and reads.
+        with np.load(sidecar(path), allow_pickle=False) as data:
+            if tuple(int(x) for x in data["stamp"]) != stamp or int(data["format"][0]) != FORMAT:
+                return None
+            return IntervalIndex({k: data[k] for k in data.files})
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
         return None
-
-
-class _Columns(dict[str, Any]):
-    """The sidecar's arrays, each read on first use (a one-shot query reads only the ones it needs)."""
-
-    def __init__(self, data: Any) -> None:
-        super().__init__()
-        self._data = data
-
-    def __missing__(self, key: str) -> Any:
-        value = self[key] = self._data[key]
-        return value
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._data.files
 
 
 def _table(cols: dict[str, Any], name: str) -> list[str]:
