@@ -60,7 +60,7 @@ FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="table for peo
 
 @contextmanager
 def opened(uri: str | None = None, load: bool = False,
-           read_only: bool = False, must_exist: bool = False) -> Iterator[GraphStore]:
+           read_only: bool = False, must_exist: bool = False, quick: bool = False) -> Iterator[GraphStore]:
     """The store named by --store, $CHRONOKG_STORE, or the default embedded one.
 
     `read_only=True` (queries, stats): a reader, which never writes the store and runs beside other
@@ -71,6 +71,9 @@ def opened(uri: str | None = None, load: bool = False,
     log unless the URI names `durable=` itself. A one-shot load is one transaction that is
     checkpointed atomically when the store closes, so a crash loses only that load (re-run
     it), and a large load needs several times less memory than with the log.
+
+    `quick=True` (a reader answering one query, then exiting): the fastest safe open (`open_store`'s
+    `quick_open`: on a million facts, tens of milliseconds instead of seconds).
 
     `must_exist=True` (commands that read what was loaded, even when they also write): an embedded store
     file that is not there is an error, instead of a new empty store.
@@ -94,7 +97,7 @@ def opened(uri: str | None = None, load: bool = False,
     def waiting(message: str) -> None:
         err.print(f"[yellow]{message}…[/]")
 
-    with open_store(uri, settings, read_only=read_only, on_wait=waiting) as store:
+    with open_store(uri, settings, read_only=read_only, on_wait=waiting, quick_open=quick and read_only) as store:
         for notice in getattr(store, "notices", []):
             err.print(f"[yellow]note:[/] {notice}")
         yield store

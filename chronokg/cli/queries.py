@@ -92,7 +92,7 @@ def spec_command(name: str) -> Command:
 
         def body() -> None:
             params = spec.validate(values)
-            with opened(read_only=True) as store:
+            with opened(read_only=True, quick=True) as store:
                 results = [(spec, spec.run(store, params))]
                 if fmt is Format.table:
                     for other in spec.follow:
@@ -145,7 +145,7 @@ def register(query_app: typer.Typer) -> None:
             if not isinstance(given, dict):
                 raise ChronoKGError("--params must be a JSON object")
             spec = all_queries().get(name)
-            with opened(read_only=True) as store:
+            with opened(read_only=True, quick=True) as store:
                 rows = spec.run(store, given)
             emit(console, rows, fmt, title=name, columns=list(spec.columns) or None)
         guarded(body)

@@ -15,7 +15,7 @@ from typing import Any, Literal, cast
 import kglite
 
 from chronokg.errors import QueryLimitExceeded, QueryRefused, StoreBusy, StoreError
-from chronokg.graph import schema
+from chronokg.graph import interval_index, schema
 from chronokg.graph.read_limits import LimitedResult, ReadLimits
 from chronokg.graph.sandbox import ChildError, can_fork, run_forked
 from chronokg.graph.store import Params, Row, Statement
@@ -39,9 +39,14 @@ class KgliteStore:
     engine = "kglite"
 
     def __init__(self, path: str | Path, durable: str = "normal", *, read_only: bool = False,
-                 lock_timeout: float = 0.0, on_wait: Callable[[str], None] | None = None) -> None:
+                 lock_timeout: float = 0.0, on_wait: Callable[[str], None] | None = None,
+                 quick_open: bool = False) -> None:
         """`durable`: "normal" logs every commit (survives a crashed process); "off" keeps no log and
-        relies on the checkpoint written at close, which uses far less memory for very large loads."""
+        relies on the checkpoint written at close, which uses far less memory for very large loads.
+
+        `quick_open=True` (readers only: one-shot CLI queries): map the file and leave its property
+        indexes unbuilt, so opening a million facts takes tens of milliseconds instead of seconds; an
+        indexed lookup is then a scan (milliseconds each), so long-lived readers leave it off."""
         if durable not in {"full", "normal", "off"}:
             raise StoreError(f"durable must be full, normal or off, not {durable!r}")
         self._path = str(path)
@@ -51,6 +56,9 @@ class KgliteStore:
         self._new = False
         self._committed = False
         self._lease: Any = None  # the handle holding the writer lease, once a bulk load swapped in its copy
+        self._quick = quick_open and read_only
+        self._stamp: interval_index.Fingerprint | None = None  # the checkpoint a reader loaded
+        self._intervals: interval_index.IntervalIndex | bool | None = False  # False: not looked for yet
         self.notices: list[str] = []
         # kglite announces advisory query warnings on stderr; callers get clean output.
         kglite.set_query_warning_policy("silent")
@@ -81,11 +89,16 @@ class KgliteStore:
             if not Path(self._path).is_file():
                 raise StoreError(f"no store at {self._path}: load data first (chronokg ingest …) or create an "
                                  "empty one with chronokg init")
-            graph = kglite.load(self._path)
+            before = interval_index.fingerprint(self._path)
+            graph = (kglite.load(self._path, storage="mapped", defer_index_rebuild=True) if self._quick
+                     else kglite.load(self._path))
+            after = interval_index.fingerprint(self._path)
+            self._stamp = before if before == after else None  # replaced meanwhile: trust no sidecar
             notice = unreplayed_log(Path(self._path))
             if notice:
                 self.notices.append(notice)
-        graph.read_only(True)
+        if not self._quick:
+            graph.read_only(True)  # on a deferred-index load this would build every index: reads use begin_read
         return graph
 
     def _open_waiting(self, durable: str, lock_timeout: float, on_wait: Callable[[str], None] | None) -> Any:
@@ -135,7 +148,9 @@ class KgliteStore:
 
     def run(self, cypher: str, params: Params | None = None) -> list[Row]:
         try:
-            result = self._g.cypher(cypher, params=dict(params or {}))
+            # A quick reader runs each query in a read transaction (O(1); refuses writes like read_only).
+            target = self._g.begin_read() if self._quick else self._g
+            result = target.cypher(cypher, params=dict(params or {}))
         except (kglite.KgError, ValueError) as exc:
             raise StoreError(f"query failed on {self.uri}: {exc}") from exc
         if isinstance(result, str):  # only a FORMAT CSV query returns text
@@ -146,7 +161,8 @@ class KgliteStore:
     def explain(self, cypher: str, params: Params | None = None) -> list[str]:
         """The operations of the engine's plan for `cypher` (EXPLAIN: nothing runs)."""
         try:
-            plan = self._g.cypher("EXPLAIN " + cypher, params=dict(params or {}))
+            target = self._g.begin_read() if self._quick else self._g
+            plan = target.cypher("EXPLAIN " + cypher, params=dict(params or {}))
         except (kglite.KgError, ValueError) as exc:
             raise StoreError(f"cannot plan query on {self.uri}: {exc}") from exc
         if isinstance(plan, str):
@@ -155,6 +171,7 @@ class KgliteStore:
 
     def run_limited(self, cypher: str, params: Params | None, limits: ReadLimits) -> LimitedResult:
         """A read under limits, in a forked read-only copy of the graph that is killed when time is up."""
+        self.ensure_indexes()  # the copy is made read-only, which builds a quick reader's indexes anyway
         graph = self._g
         args = dict(params or {})
 
@@ -194,6 +211,11 @@ class KgliteStore:
         truncated = len(rows) > limits.max_rows
         return LimitedResult(rows=rows[: limits.max_rows], truncated=truncated,
                              total_rows=total if truncated else len(rows), elapsed_s=time.monotonic() - start)
+
+    @property
+    def quick(self) -> bool:
+        """A quick-opened reader whose property indexes are still unbuilt (lookups scan)."""
+        return self._quick
 
     @property
     def read_only(self) -> bool:
@@ -275,6 +297,7 @@ class KgliteStore:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", kglite.MappedFallbackWarning)
                 graph.save(self._path)
+            interval_index.refresh(graph, self._path)
         if self._lease is None and self._path != MEMORY:
             self._lease = self._g
         self._g = graph
@@ -295,6 +318,7 @@ class KgliteStore:
         if self._path != MEMORY and not self._read_only:
             self._g.save()
             self._dirty = False
+            interval_index.refresh(self._g, self._path)
 
     def close(self) -> None:
         """A writer checkpoints what it changed; a reader, or a writer that changed nothing, writes nothing."""
@@ -308,13 +332,23 @@ class KgliteStore:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", kglite.MappedFallbackWarning)
                     graph.save(self._path)
+                interval_index.refresh(graph, self._path)
             del lease
             return
         if self._dirty:
+            try:  # read before close (the graph is gone after it): what the checkpoint will hold
+                cols = interval_index.build_columns(graph)
+            except Exception:
+                cols = None
+            interval_index.sidecar(self._path).unlink(missing_ok=True)  # about to be stale
             with warnings.catch_warnings():
                 # kglite notes columns it keeps on the heap on a mapped load: storage detail, the data is intact.
                 warnings.simplefilter("ignore", kglite.MappedFallbackWarning)
                 graph.close()
+            try:
+                interval_index.write(self._path, cols, interval_index.fingerprint(self._path))
+            except OSError:
+                interval_index.sidecar(self._path).unlink(missing_ok=True)
         # else: dropping the handle releases the lease without rewriting the file
 
     def __enter__(self) -> KgliteStore:
@@ -330,6 +364,20 @@ class KgliteStore:
                 Path(self._path + suffix).unlink(missing_ok=True)
             return
         self.close()
+
+    def intervals(self) -> interval_index.IntervalIndex | None:
+        """The interval index of the checkpoint this reader loaded, or None (a writer, a store in memory,
+        no sidecar or a stale one): then queries answer from Cypher."""
+        if self._intervals is False:
+            self._intervals = interval_index.load(self._path, self._stamp) if self._read_only else None
+        return self._intervals if isinstance(self._intervals, interval_index.IntervalIndex) else None
+
+    def ensure_indexes(self) -> None:
+        """Build the property indexes a quick open left unbuilt (before a query that needs many lookups)."""
+        if self._quick and self._g is not None:
+            self._g.rebuild_indexes()
+            self._g.read_only(True)
+            self._quick = False
 
     def raw(self) -> Any:
         """The underlying kglite graph, for engine-specific tooling (benchmarks, debugging)."""

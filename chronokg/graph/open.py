@@ -11,7 +11,7 @@ from chronokg.settings import Settings
 
 
 def open_store(uri: str | None = None, settings: Settings | None = None, *, read_only: bool = False,
-               on_wait: Callable[[str], None] | None = None) -> GraphStore:
+               on_wait: Callable[[str], None] | None = None, quick_open: bool = False) -> GraphStore:
     """Open `kglite:///path/store.kgl`, `kglite://:memory:` or `neo4j://host:7687` (also bolt://, neo4j+s://).
 
     `kglite:///path/store.kgl?durable=off` keeps no write-ahead log (for very large bulk loads: far less
@@ -20,6 +20,8 @@ def open_store(uri: str | None = None, settings: Settings | None = None, *, read
     `read_only=True` opens a reader: it never writes (on kglite it reads the last checkpoint, takes no
     lease and leaves the file untouched; on Neo4j its sessions are READ sessions). A writer waits up to
     `settings.lock_timeout` seconds for another writer of the same embedded store, telling `on_wait`.
+    `quick_open=True` (a reader that answers one query and exits): on kglite the file is mapped and its
+    property indexes are left unbuilt (`KgliteStore(quick_open=True)`); ignored elsewhere.
     """
     settings = settings or Settings()
     uri = uri or settings.store
@@ -35,7 +37,7 @@ def open_store(uri: str | None = None, settings: Settings | None = None, *, read
         if unknown:
             raise StoreError(f"unknown option(s) {', '.join(sorted(unknown))} in {redact(uri)!r} (known: durable)")
         return KgliteStore(path, durable=options.get("durable", "normal"), read_only=read_only,
-                           lock_timeout=settings.lock_timeout, on_wait=on_wait)
+                           lock_timeout=settings.lock_timeout, on_wait=on_wait, quick_open=quick_open)
     if scheme in {"neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc"}:
         from chronokg.graph.neo4j_store import Neo4jStore
 

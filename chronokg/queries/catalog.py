@@ -25,6 +25,7 @@ from chronokg.queries.rows import (
     RecommendationRow,
     StatsRow,
     VersionRow,
+    trusted_rows,
 )
 from chronokg.queries.spec import MAX_COUNT, QueryParams, QuerySpec, register
 
@@ -225,6 +226,35 @@ def _changed_only(rows: list[ChangeRow], _: ChangedParams) -> list[ChangeRow]:
     return out
 
 
+CHANGE_FIELDS = ("subject", "predicate", "before", "after")  # the order of the index's tuples
+
+
+def _changed_direct(store: GraphStore, p: ChangedParams) -> list[ChangeRow] | None:
+    """From the store's interval index, when it has a current one (embedded readers; conformance tests
+    check it against the Cypher), else None. A quick-opened reader without one builds its property
+    indexes first: the Cypher looks up every touched pair by subject."""
+    intervals = getattr(store, "intervals", None)
+    index = intervals() if callable(intervals) else None
+    if index is None:
+        ensure = getattr(store, "ensure_indexes", None)
+        if callable(ensure):
+            ensure()
+        return None
+    return trusted_rows(ChangeRow, CHANGE_FIELDS, index.changed_between(p.start, p.end, p.subject, p.predicate))
+
+
+def _as_of_direct(store: GraphStore, p: AsOfParams) -> list[FactRow] | None:
+    """One subject's facts on a day by the latest releases, from the store's interval index when it has a
+    current one (embedded readers; the conformance suite runs on one), else None: the Cypher answers."""
+    if p.subject is None or p.known_at is not None or p.limit is not None or getattr(store, "quick", False):
+        return None  # a quick (one-shot) reader: one point query costs less than reading the sidecar
+    intervals = getattr(store, "intervals", None)
+    index = intervals() if callable(intervals) else None
+    if index is None:
+        return None
+    return [FactRow.model_validate(r) for r in index.as_of().facts_as_of(p.subject, p.date, p.predicate)]
+
+
 def _two_hop_cypher(p: TwoHopParams) -> tuple[str, dict[str, Any]]:
     params: dict[str, Any] = {"subject": p.subject, "valid_at": p.date}
     p1 = f" AND {predicate_clause('f', '$predicate', anchored=True)}" if p.predicate else ""
@@ -342,7 +372,7 @@ FACT_COLUMNS = ("subject", "predicate", "object", "object_caption", "value", "va
 AS_OF = register(QuerySpec(
     "as-of", "What was true on DATE, according to what was known at --known-at (default: now).",
     AsOfParams, FactRow, lambda p: facts_as_of_cypher(p.date, p.subject, p.predicate, p.known_at, p.limit),
-    columns=FACT_COLUMNS, tags=frozenset({"cli", "tool", "answer-key"}),
+    columns=FACT_COLUMNS, tags=frozenset({"cli", "tool", "answer-key"}), direct=_as_of_direct,
 ))
 TIMELINE = register(QuerySpec(
     "timeline", "Every version of a subject's facts, in valid-time order.", TimelineParams, FactRow,
@@ -352,6 +382,7 @@ TIMELINE = register(QuerySpec(
 CHANGED_BETWEEN = register(QuerySpec(
     "changed-between", "(subject, predicate) pairs whose values on --to differ from those on --from.",
     ChangedParams, ChangeRow, _changed_cypher, post=_changed_only, tags=frozenset({"cli", "tool"}),
+    direct=_changed_direct,
 ))
 TWO_HOP = register(QuerySpec(
     "two-hop", "Follow object links two steps from a subject, each hop valid on DATE.", TwoHopParams, HopRow,

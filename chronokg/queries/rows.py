@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 
 class Row(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+R = TypeVar("R", bound=Row)
 
 
 class FactRow(Row):
@@ -90,3 +95,19 @@ class StatsRow(Row):
     source_kind: str | None = None
     version: str | None = None
     release_date: dt.date | None = None
+
+
+def trusted_rows(cls: type[R], fields: tuple[str, ...], rows: Iterable[Sequence[object]]) -> list[R]:
+    """Rows of `cls` from values that already have their fields' exact types (our own sidecar index built
+    them), without running validation: at ~80k rows, validation alone cost more than the query
+    (benchmarks/README.md, issue 20). tests/test_interval_index.py compares them to validated Cypher rows."""
+    new, put, known = object.__new__, object.__setattr__, set(fields)
+    out = []
+    for values in rows:
+        row = new(cls)
+        put(row, "__dict__", dict(zip(fields, values, strict=True)))
+        put(row, "__pydantic_fields_set__", known)
+        put(row, "__pydantic_extra__", None)
+        put(row, "__pydantic_private__", None)
+        out.append(row)
+    return out

@@ -1,0 +1,387 @@
+"""A columnar interval index of the current facts, kept beside an embedded store's file.
+
+Why: `changed_between` over a whole store is a scan of every version in Cypher (seconds at a
+million facts); over sorted numpy columns it is a few vectorised passes. The index is a
+sidecar (`<store>.kgl.intervals.npz`) written after each checkpoint of a writer, stamped with
+the checkpoint file's identity (inode, size, mtime); a reader uses it only when the stamp
+matches the file it loaded, so a stale or missing sidecar (an older store, a writer killed
+between its checkpoint and the sidecar) is never used: the query falls back to its Cypher.
+
+Each row is one fact known now (`known_to IS NULL`): subject, predicate and value
+(`coalesce(object_id, toString(value))`, computed by the engine so the text is the Cypher's)
+as codes into sorted string tables, and the valid interval as day ordinals. Rows are sorted
+by (subject, predicate, value), so codes order as the strings do and every answer comes out
+in the Cypher's `ORDER BY subject, predicate` with sorted value lists.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import os
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+FORMAT = 2
+SUFFIX = ".intervals.npz"
+NO_START = -(2**31) + 1  # an open start: before every day
+NO_END = 2**31 - 1  # an open end: after every day
+FACTS = (
+    "MATCH (f:Fact) WHERE f.known_to IS NULL AND f.subject_id IS NOT NULL AND f.predicate IS NOT NULL "
+    "RETURN f.subject_id AS s, f.predicate AS p, coalesce(f.object_id, toString(f.value)) AS v, "
+    "f.valid_from AS a, f.valid_to AS b, f.id AS id, f.object_id AS o, f.value AS lit, f.precision AS prec, "
+    "f.known_from AS k, f.source_id AS src"
+)
+CAPTIONS = "MATCH (e:Entity) RETURN e.id AS id, e.caption AS c"
+LITERAL_KINDS = (str, int, float, bool)
+
+Fingerprint = tuple[int, int, int]
+Change = tuple[str, str, list[str], list[str]]
+
+
+def sidecar(path: str | Path) -> Path:
+    return Path(str(path) + SUFFIX)
+
+
+def fingerprint(path: str | Path) -> Fingerprint | None:
+    """Which checkpoint file is at `path` now: (inode, size, mtime ns); a save renames a new file in."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _days(values: list[Any], missing: int) -> npt.NDArray[np.int32] | None:
+    """Day ordinals (`missing` for None), converting each distinct day once; None if any is not a date."""
+    import numpy as np
+    import pandas as pd
+
+    codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
+    if any(type(d) is not dt.date for d in uniques):
+        return None  # a time or text where a day belongs: not ours to interpret; Cypher answers
+    days = np.array([d.toordinal() for d in uniques] + [missing], dtype=np.int32)
+    out: npt.NDArray[np.int32] = days[codes]  # code -1 (None) picks the last entry: `missing`
+    return out
+
+
+def _strings(values: Any) -> dict[str, Any]:
+    """A sorted string table as one UTF-8 blob and character offsets (no pickled objects on disk)."""
+    import numpy as np
+
+    texts = [str(v) for v in values]
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum([len(t) for t in texts], out=offsets[1:])
+    return {"blob": np.frombuffer("".join(texts).encode(), dtype=np.uint8), "offsets": offsets}
+
+
+def build_columns(graph: Any) -> dict[str, Any] | None:
+    """The index's arrays from a kglite graph, or None when its facts hold something it cannot index."""
+    import numpy as np
+
+    result = graph.cypher(FACTS)
+    if isinstance(result, str):
+        return None
+    # One column at a time, each turned into codes and dropped: the rows as Python objects all at once
+    # would more than double a million-fact load's peak memory.
+    vf, vt = _days(result.column("a"), NO_START), _days(result.column("b"), NO_END)
+    if vf is None or vt is None:
+        return None
+    s_codes, s_names = _factor(result.column("s"))
+    p_codes, p_names = _factor(result.column("p"))
+    v_codes, v_names = _factor(result.column("v"))
+    if any(not isinstance(x, str) for names in (s_names, p_names, v_names) for x in names):
+        return None  # ids or values that are not text: the Cypher answers
+    order = np.lexsort((vf, v_codes, p_codes, s_codes))
+    cols: dict[str, Any] = {
+        "format": np.array([FORMAT], dtype=np.int64),
+        "s": s_codes[order].astype(np.int32), "p": p_codes[order].astype(np.int32),
+        "v": v_codes[order].astype(np.int32), "vf": vf[order], "vt": vt[order],
+    }
+    del s_codes, p_codes, v_codes, vf, vt
+    rows = _fact_rows(graph, result, order, s_names, v_names)
+    if rows is None:
+        return None
+    cols.update(rows)
+    for name, table in (("subjects", s_names), ("predicates", p_names), ("values", v_names)):
+        for part, arr in _strings(table).items():
+            cols[f"{name}_{part}"] = arr
+    return cols
+
+
+def _factor(values: list[Any]) -> tuple[Any, list[Any]]:
+    """Codes (-1 for None) into the sorted distinct values."""
+    import pandas as pd
+
+    codes, uniques = pd.factorize(pd.Series(values, dtype=object), sort=True, use_na_sentinel=True)
+    return codes, list(uniques)
+
+
+def _fact_rows(graph: Any, result: Any, order: Any, s_names: Any, v_names: Any) -> dict[str, Any] | None:
+    """What `facts_as_of` returns beyond the interval: ids, object or literal, precision, known_from,
+    source, and the entities' captions (of each subject, and of each value that is an entity)."""
+    import numpy as np
+
+    known = _days(result.column("k"), NO_START)
+    if known is None:
+        return None
+    lit_codes, lit_names = _factor([None if x is None else (type(x).__name__, x) for x in result.column("lit")])
+    if any(type(x[1]) not in LITERAL_KINDS for x in lit_names):
+        return None
+    prec_codes, prec_names = _factor(result.column("prec"))
+    src_codes, src_names = _factor(result.column("src"))
+    if any(not isinstance(x, str) for x in (*prec_names, *src_names)):
+        return None
+    positions = order.tolist()
+    out: dict[str, Any] = {
+        "is_object": np.array([x is not None for x in result.column("o")], dtype=bool)[order],
+        "lit": lit_codes[order].astype(np.int32), "lit_kind": np.array(
+            [LITERAL_KINDS.index(type(x[1])) for x in lit_names], dtype=np.int8),
+        "prec": prec_codes[order].astype(np.int32), "src": src_codes[order].astype(np.int32),
+        "known_from": known[order],
+    }
+    ids = result.column("id")
+    if any(not isinstance(x, str) for x in ids):
+        return None
+    ordered_ids = [ids[i] for i in positions]
+    del ids, positions
+    for name, table in (("ids", ordered_ids), ("literals", [str(x[1]) if type(x[1]) is not float else repr(x[1])
+                                                            for x in lit_names]),
+                        ("precisions", list(prec_names)), ("sources", list(src_names))):
+        for part, arr in _strings(table).items():
+            out[f"{name}_{part}"] = arr
+    del ordered_ids
+    captions = {r["id"]: r["c"] for r in graph.cypher(CAPTIONS).to_list()}
+    for name, keys in (("subject_captions", s_names), ("value_captions", v_names)):
+        found = [captions.get(k) for k in keys]
+        out[f"{name}_has"] = np.array([c is not None for c in found], dtype=bool)
+        for part, arr in _strings(["" if c is None else c for c in found]).items():
+            out[f"{name}_{part}"] = arr
+    return out
+
+
+def write(path: str | Path, cols: dict[str, Any] | None, stamp: Fingerprint | None) -> None:
+    """Write the sidecar of the checkpoint `stamp` whole (temp name, then rename); with nothing to write,
+    remove any sidecar there (it describes an older checkpoint)."""
+    import numpy as np
+
+    target = sidecar(path)
+    if cols is None or stamp is None:
+        target.unlink(missing_ok=True)
+        return
+    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, stamp=np.array(stamp, dtype=np.int64), **cols)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def refresh(graph: Any, path: str | Path) -> None:
+    """After `graph` was saved as the checkpoint at `path`: the matching sidecar (or none, if it fails)."""
+    try:
+        write(path, build_columns(graph), fingerprint(path))
+    except Exception:
+        sidecar(path).unlink(missing_ok=True)  # never leave one that might pass for this checkpoint
+
+
+def load(path: str | Path, stamp: Fingerprint | None) -> IntervalIndex | None:
+    """The sidecar of the checkpoint `stamp` (as the reader loaded it), or None (missing, stale, damaged)."""
+    import numpy as np
+
+    if stamp is None:
+        return None
+    try:
+        # Read whole and closed: an open file handle shared with forked read workers (serve) would
+        # interleave their seeks and reads.
+        with np.load(sidecar(path), allow_pickle=False) as data:
+            if tuple(int(x) for x in data["stamp"]) != stamp or int(data["format"][0]) != FORMAT:
+                return None
+            return IntervalIndex({k: data[k] for k in data.files})
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        return None
+
+
+def _table(cols: dict[str, Any], name: str) -> list[str]:
+    text = cols[f"{name}_blob"].tobytes().decode()
+    offsets = cols[f"{name}_offsets"].tolist()
+    return [text[a:b] for a, b in itertools.pairwise(offsets)]
+
+
+@dataclass
+class _Groups:
+    """Row ranges of each (subject, predicate, value) and each (subject, predicate), precomputed once."""
+
+    starts: Any  # first row of each value group
+    skey: Any  # subject code of each group
+    pkey: Any  # predicate code of each group
+    val: Any  # value code of each group (-1: no value)
+    key_starts: Any  # first group of each (subject, predicate)
+    key_sizes: Any  # groups per (subject, predicate)
+
+
+class IntervalIndex:
+    """The loaded sidecar: answers `changed_between` as the catalog's Cypher does."""
+
+    def __init__(self, cols: dict[str, Any]) -> None:
+        import numpy as np
+
+        self.s, self.p, self.v, self.vf, self.vt = (cols[k] for k in ("s", "p", "v", "vf", "vt"))
+        self._cols = cols
+        self._names: dict[str, list[str]] = {}
+        self._as_of: AsOfIndex | None = None
+        n = len(self.s)
+        new = np.ones(n, dtype=bool)
+        if n:
+            new[1:] = (self.s[1:] != self.s[:-1]) | (self.p[1:] != self.p[:-1]) | (self.v[1:] != self.v[:-1])
+        starts = np.flatnonzero(new)
+        skey, pkey = self.s[starts], self.p[starts]
+        knew = np.ones(len(starts), dtype=bool)
+        if len(starts):
+            knew[1:] = (skey[1:] != skey[:-1]) | (pkey[1:] != pkey[:-1])
+        key_starts = np.flatnonzero(knew)
+        self._g = _Groups(starts, skey, pkey, self.v[starts], key_starts,
+                          np.diff(np.append(key_starts, len(starts))))
+
+    def as_of(self) -> AsOfIndex:
+        """The per-subject `facts_as_of` view (decodes its string tables on first use)."""
+        if self._as_of is None:
+            self._as_of = AsOfIndex(self)
+        return self._as_of
+
+    def names(self, table: str) -> list[str]:
+        if table not in self._names:
+            self._names[table] = _table(self._cols, table)
+        return self._names[table]
+
+    def _code(self, table: str, text: str) -> int:
+        import bisect
+
+        names = self.names(table)
+        i = bisect.bisect_left(names, text)
+        return i if i < len(names) and names[i] == text else -2  # -2: matches nothing
+
+    def changed_between(self, t1: dt.date, t2: dt.date, subject: str | None = None,
+                        predicate: str | None = None) -> list[Change]:
+        """(subject, predicate, values at the earlier day, values at the later day) where the sets differ,
+        ordered by subject and predicate, each list sorted."""
+        import numpy as np
+
+        g = self._g
+        if not len(g.starts):
+            return []
+        a, b = sorted((t1.toordinal(), t2.toordinal()))
+        has = self.v >= 0
+        at_a = np.logical_or.reduceat((self.vf <= a) & (self.vt > a) & has, g.starts)
+        at_b = np.logical_or.reduceat((self.vf <= b) & (self.vt > b) & has, g.starts)
+        changed = np.logical_or.reduceat(at_a != at_b, g.key_starts)
+        if subject is not None:
+            changed &= g.skey[g.key_starts] == self._code("subjects", subject)
+        if predicate is not None:
+            changed &= g.pkey[g.key_starts] == self._code("predicates", predicate)
+        if not changed.any():
+            return []
+        in_changed = np.repeat(changed, g.key_sizes)
+        subjects, predicates, values = self.names("subjects"), self.names("predicates"), self.names("values")
+        firsts = g.key_starts[changed]
+        names_s = [subjects[c] for c in g.skey[firsts].tolist()]
+        names_p = [predicates[c] for c in g.pkey[firsts].tolist()]
+        lists = []
+        for at in (at_a, at_b):  # each changed pair's values on that day, as slices of one list
+            mask = in_changed & at
+            texts = [values[c] for c in g.val[mask].tolist()]
+            bounds = np.zeros(int(changed.sum()) + 1, dtype=np.int64)
+            np.cumsum(np.add.reduceat(mask.astype(np.int64), g.key_starts)[changed], out=bounds[1:])
+            edges = bounds.tolist()
+            lists.append([texts[lo:hi] for lo, hi in itertools.pairwise(edges)])
+        return list(zip(names_s, names_p, lists[0], lists[1], strict=True))
+
+
+def _literal(kind: int, text: str) -> str | int | float | bool:
+    if kind == 1:
+        return int(text)
+    if kind == 2:
+        return float(text)
+    if kind == 3:
+        return text == "True"
+    return text
+
+
+class _Text:
+    """One string table, decoded once, sliced per entry (for tables too large to turn into a list)."""
+
+    def __init__(self, cols: dict[str, Any], name: str) -> None:
+        self.text: str = cols[f"{name}_blob"].tobytes().decode()
+        self.offsets = cols[f"{name}_offsets"]
+
+    def __getitem__(self, i: int) -> str:
+        a, b = self.offsets[i : i + 2].tolist()
+        return self.text[a:b]
+
+
+class AsOfIndex:
+    """`facts_as_of` for one subject from the sidecar: the same rows, in the same order, as the catalog's
+    Cypher with the latest releases (no known_at), as plain dicts of the row's fields."""
+
+    def __init__(self, index: IntervalIndex) -> None:
+        import numpy as np
+
+        cols = index._cols
+        self.index = index
+        self.ids, self.literals = _Text(cols, "ids"), index.names("literals") if "literals_blob" in cols else []
+        self.precisions, self.sources = index.names("precisions"), index.names("sources")
+        self.subject_has, self.value_has = cols["subject_captions_has"].tolist(), cols["value_captions_has"].tolist()
+        self.subject_captions, self.value_captions = _Text(cols, "subject_captions"), _Text(cols, "value_captions")
+        self.lit_kind = cols["lit_kind"].tolist()
+        # First row of each subject code (and the end): a point lookup is then two list reads.
+        self.rows_of: list[int] = np.searchsorted(
+            index.s, np.arange(len(index.names("subjects")) + 1, dtype=index.s.dtype)).tolist()
+        self.cols = cols
+
+    def facts_as_of(self, subject: str, day: dt.date, predicate: str | None = None) -> list[dict[str, Any]]:
+        ix = self.index
+        code = ix._code("subjects", subject)
+        if code < 0:
+            return []
+        lo, hi = self.rows_of[code], self.rows_of[code + 1]
+        t = day.toordinal()
+        vf, vt, preds = ix.vf[lo:hi].tolist(), ix.vt[lo:hi].tolist(), ix.p[lo:hi].tolist()
+        want = -1 if predicate is None else ix._code("predicates", predicate)
+        if want == -2:
+            return []
+        hits = [i for i in range(hi - lo) if vf[i] <= t < vt[i] and (want < 0 or preds[i] == want)]
+        if not hits:
+            return []
+        c = self.cols
+        vals, lits, objs, precs, srcs, known = (c[k][lo:hi].tolist()
+                                                for k in ("v", "lit", "is_object", "prec", "src", "known_from"))
+        caption = self.subject_captions[code] if self.subject_has[code] else None
+        names_p, names_v = ix.names("predicates"), ix.names("values")
+        out = []
+        for i in hits:
+            start, end, vcode, lcode, is_obj = vf[i], vt[i], vals[i], lits[i], objs[i]
+            out.append({
+                "id": self.ids[lo + i], "subject": subject, "subject_caption": caption,
+                "predicate": names_p[preds[i]],
+                "object": names_v[vcode] if is_obj else None,
+                "object_caption": self.value_captions[vcode] if is_obj and self.value_has[vcode] else None,
+                "value": None if lcode < 0 else _literal(self.lit_kind[lcode], self.literals[lcode]),
+                "valid_from": None if start == NO_START else dt.date.fromordinal(start),
+                "valid_to": None if end == NO_END else dt.date.fromordinal(end),
+                "precision": self.precisions[precs[i]],
+                "known_from": None if known[i] == NO_START else dt.date.fromordinal(known[i]),
+                "known_to": None, "source_id": self.sources[srcs[i]],
+            })
+        # The Cypher's ORDER BY subject, predicate, valid_from, id: an open start sorts last.
+        out.sort(key=lambda row: (row["predicate"], row["valid_from"] is None, row["valid_from"] or dt.date.min,
+                                  row["id"]))
+        return out

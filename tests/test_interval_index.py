@@ -1,0 +1,192 @@
+"""The interval index beside an embedded store: the same `changed_between` answers as the Cypher, and used
+only when it belongs to the checkpoint a reader loaded (after a second load, a dropped release, a stale or
+missing sidecar it is rebuilt or ignored); plus the quick open of one-shot CLI queries."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chronokg.errors import StoreError
+from chronokg.graph import interval_index
+from chronokg.graph.batch import GraphBatch
+from chronokg.graph.kglite_store import KgliteStore
+from chronokg.graph.lifecycle import drop_release
+from chronokg.graph.model import Fact, Source
+from chronokg.graph.store import GraphStore
+from chronokg.graph.writer import write_batch
+from chronokg.queries import catalog
+from chronokg.queries.catalog import CHANGED_BETWEEN, ChangedParams
+from chronokg.queries.rows import ChangeRow, FactRow
+from tests.conformance.fixture import build
+from tests.conformance.suite import CatalogConformance
+
+D = dt.date
+
+
+class ReaderConformance(CatalogConformance):
+    def test_catalog_queries_are_read_only_and_writes_are_refused(self, graph: GraphStore) -> None:
+        """A reader refuses every write outright (the guard's layers are the writer classes' test)."""
+        before = catalog.stats(graph)
+        for write in ("MATCH (f:Fact) SET f.valid_to = date('2000-01-01')", "CREATE (:Entity {id: 'x'})"):
+            with pytest.raises(StoreError):
+                graph.run(write)
+            with pytest.raises(StoreError):
+                graph.write([(write, {})])
+        assert catalog.stats(graph) == before
+
+
+class TestKgliteReaderConformance(ReaderConformance):
+    """Every catalog answer from a reader of a closed file store: `changed_between` from the interval index."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def graph(cls, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GraphStore]:
+        path = tmp_path_factory.mktemp("conf") / "store.kgl"
+        with KgliteStore(path) as store:
+            build(store)
+        with KgliteStore(path, read_only=True) as reader:
+            assert reader.intervals() is not None
+            yield reader
+
+
+class TestKgliteQuickReaderConformance(ReaderConformance):
+    """The same answers from a quick-opened reader (mapped, property indexes left unbuilt), as the CLI opens."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def graph(cls, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GraphStore]:
+        path = tmp_path_factory.mktemp("conf") / "store.kgl"
+        with KgliteStore(path) as store:
+            build(store)
+        with KgliteStore(path, read_only=True, quick_open=True) as reader:
+            yield reader
+
+
+def by_cypher(store: GraphStore, start: dt.date, end: dt.date, subject: str | None = None,
+              predicate: str | None = None) -> list[ChangeRow]:
+    """`changed_between` through its Cypher only (the answer the index must give)."""
+    params = ChangedParams.model_validate({"from": start, "to": end, "subject": subject, "predicate": predicate})
+    text, args = CHANGED_BETWEEN.cypher(params)
+    rows = [ChangeRow.model_validate(r) for r in store.run(text, args)]
+    assert CHANGED_BETWEEN.post is not None
+    return CHANGED_BETWEEN.post(rows, params)
+
+
+SRC = Source(id="syn:1", kind="syn", caption="synthetic", version="1", release_date=D(2024, 1, 1))
+SRC2 = Source(id="syn:2", kind="syn", caption="synthetic, later", version="2", release_date=D(2025, 1, 1))
+
+
+def synthetic(seed: int, n_subjects: int, src: Source = SRC) -> GraphBatch:
+    """Version chains with open starts and ends, literal values of several types, shared values, gaps,
+    two versions of one value back to back, and retracted facts (known_to set)."""
+    rng = random.Random(seed)
+    batch = GraphBatch()
+    batch.source(src)
+    for i in range(n_subjects):
+        for pred in rng.sample(["p1", "p2", "p3", "über"], 2):
+            days = sorted(rng.sample(range(D(1995, 1, 1).toordinal(), D(2024, 1, 1).toordinal()), 4))
+            for j in range(3):
+                start = None if j == 0 and rng.random() < 0.2 else D.fromordinal(days[j])
+                end = None if j == 2 and rng.random() < 0.5 else D.fromordinal(days[j + 1] - rng.choice([0, 0, 5]))
+                kind = rng.random()
+                obj = value = None
+                if kind < 0.6:
+                    obj = f"o{rng.randrange(8)}"
+                else:
+                    value = rng.choice([1, 2.5, True, "text", "Zürich"])
+                batch.fact(Fact(subject=f"s{i:03d}", predicate=pred, object=obj, value=value, valid_from=start,
+                                valid_to=end, known_from=src.release_date, source_id=src.id, source_kind="syn",
+                                known_to=D(2025, 6, 1) if rng.random() < 0.05 else None))
+    return batch
+
+
+def windows(seed: int, n: int) -> list[tuple[dt.date, dt.date]]:
+    rng = random.Random(seed)
+    lo, hi = D(1994, 1, 1).toordinal(), D(2025, 1, 1).toordinal()
+    return [(D.fromordinal(rng.randrange(lo, hi)), D.fromordinal(rng.randrange(lo, hi))) for _ in range(n)]
+
+
+def assert_index_agrees(path: Path, seed: int) -> None:
+    with KgliteStore(path, read_only=True) as reader:
+        assert reader.intervals() is not None, "the sidecar of this checkpoint was not used"
+        checked = 0
+        for start, end in windows(seed, 40):
+            expected = by_cypher(reader, start, end)
+            assert catalog.changed_between(reader, start, end) == expected
+            checked += len(expected)
+            for row in expected[:3]:
+                assert catalog.changed_between(reader, start, end, subject=row.subject) == by_cypher(
+                    reader, start, end, subject=row.subject)
+                assert catalog.changed_between(reader, start, end, predicate=row.predicate) == by_cypher(
+                    reader, start, end, predicate=row.predicate)
+        assert checked > 100  # the windows found changes to compare
+        rng, found = random.Random(seed), 0
+        for start, _ in windows(seed, 60):
+            subject = f"s{rng.randrange(100):03d}"
+            expected_facts = [FactRow.model_validate(r)
+                              for r in reader.run(*catalog.facts_as_of_cypher(start, subject=subject))]
+            assert catalog.facts_as_of(reader, start, subject=subject) == expected_facts
+            found += len(expected_facts)
+            for pred in ("p1", "über", "nothing"):
+                assert catalog.facts_as_of(reader, start, subject=subject, predicate=pred) == [
+                    FactRow.model_validate(r)
+                    for r in reader.run(*catalog.facts_as_of_cypher(start, subject=subject, predicate=pred))]
+        assert found > 30
+        assert catalog.changed_between(reader, D(2000, 1, 1), D(2010, 1, 1), subject="nobody") == []
+
+
+def test_the_index_answers_as_the_cypher_after_loads_and_a_dropped_release(tmp_path: Path) -> None:
+    path = tmp_path / "store.kgl"
+    with KgliteStore(path) as store:
+        write_batch(store, synthetic(1, 60))
+    assert_index_agrees(path, 10)
+    with KgliteStore(path) as store:  # a second load: new subjects and new versions of old ones
+        write_batch(store, synthetic(2, 90, SRC2))
+    assert_index_agrees(path, 11)
+    with KgliteStore(path) as store:
+        drop_release(store, "syn:2")
+    assert_index_agrees(path, 12)
+
+
+def test_a_stale_or_missing_sidecar_is_never_used(tmp_path: Path) -> None:
+    path = tmp_path / "store.kgl"
+    with KgliteStore(path) as store:
+        write_batch(store, synthetic(3, 40))
+    side = interval_index.sidecar(path)
+    old = side.read_bytes()
+    with KgliteStore(path) as store:
+        write_batch(store, synthetic(4, 40, SRC2))
+    side.write_bytes(old)  # as if the writer had been killed between its checkpoint and the sidecar
+    with KgliteStore(path, read_only=True) as reader:
+        assert reader.intervals() is None
+        start, end = D(2000, 1, 1), D(2020, 1, 1)
+        rows = catalog.changed_between(reader, start, end)
+        assert rows == by_cypher(reader, start, end) and rows
+    side.unlink()  # an older store, from before the index
+    with KgliteStore(path, read_only=True, quick_open=True) as reader:
+        assert reader.intervals() is None
+        assert catalog.changed_between(reader, start, end) == rows
+    for damaged in (b"not an index", b"PK\x03\x04" + b"\x00" * 40):  # text; a zip cut short
+        side.write_bytes(damaged)
+        with KgliteStore(path, read_only=True) as reader:
+            assert reader.intervals() is None
+            assert catalog.changed_between(reader, start, end) == rows
+    with KgliteStore(path) as store:  # the next checkpoint writes a current one again
+        write_batch(store, synthetic(5, 5, SRC2))
+    assert_index_agrees(path, 13)
+
+
+def test_writers_and_stores_in_memory_answer_from_cypher(tmp_path: Path) -> None:
+    path = tmp_path / "store.kgl"
+    with KgliteStore(path) as store:
+        write_batch(store, synthetic(6, 20))
+        assert store.intervals() is None  # a writer's graph runs ahead of any sidecar
+        assert catalog.changed_between(store, D(2000, 1, 1), D(2020, 1, 1)) == by_cypher(
+            store, D(2000, 1, 1), D(2020, 1, 1))
+    with KgliteStore(":memory:") as memory:
+        assert memory.intervals() is None
