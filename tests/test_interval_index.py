@@ -190,3 +190,23 @@ def test_writers_and_stores_in_memory_answer_from_cypher(tmp_path: Path) -> None
             store, D(2000, 1, 1), D(2020, 1, 1))
     with KgliteStore(":memory:") as memory:
         assert memory.intervals() is None
+
+
+def test_a_checkpoint_that_changed_no_fact_carries_the_sidecar_over(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writes of other things (a run's predictions) re-stamp the sidecar without reading every fact again;
+    a write that names facts rebuilds it, and both leave the same answers as the Cypher."""
+    path = tmp_path / "store.kgl"
+    with KgliteStore(path) as store:
+        write_batch(store, synthetic(7, 50))
+    built: list[int] = []
+    real = interval_index.build_columns
+    monkeypatch.setattr(interval_index, "build_columns", lambda g: built.append(1) or real(g))
+    with KgliteStore(path) as store:
+        store.write([("CREATE (:Run {id: 'r1', model: 'm'})", {})])
+    assert built == []  # carried over, not rebuilt
+    assert_index_agrees(path, 14)
+    with KgliteStore(path) as store:
+        store.write([("MATCH (f:Fact) WITH f LIMIT 3 SET f.valid_to = date('1990-01-01')", {})])
+    assert built == [1]
+    assert_index_agrees(path, 15)

@@ -59,6 +59,10 @@ class KgliteStore:
         self._quick = quick_open and read_only
         self._stamp: interval_index.Fingerprint | None = None  # the checkpoint a reader loaded
         self._intervals: interval_index.IntervalIndex | bool | None = False  # False: not looked for yet
+        # A writer's checkpoint rebuilds the interval sidecar only when a fact or a caption may have changed;
+        # otherwise (a run's predictions, a benchmark's questions) the sidecar of `_base` is re-stamped.
+        self._facts_touched = False
+        self._base: interval_index.Fingerprint | None = None
         self.notices: list[str] = []
         # kglite announces advisory query warnings on stderr; callers get clean output.
         kglite.set_query_warning_policy("silent")
@@ -73,6 +77,8 @@ class KgliteStore:
                 self._new = not Path(self._path).exists()
                 self._dirty = self._new
                 self._g = self._open_waiting(durable, lock_timeout, on_wait)
+                self._base = interval_index.fingerprint(self._path)
+                self._facts_touched = self._dirty  # new, or commits replayed from the log
         except (kglite.KgError, ValueError) as exc:
             raise StoreError(f"cannot open embedded store {self._path}: {exc}") from exc
         if read_only:
@@ -226,11 +232,13 @@ class KgliteStore:
             raise StoreError(f"{self.uri} is open read-only: writes go through a writer (chronokg ingest, init)")
         tx = self._g.begin()
         ran = 0
+        touches = False
         try:
             # Errors raised while producing statements (bad input) pass through unchanged;
             # errors from the engine are reported as a failed write. Either way nothing is kept.
             for cypher, params in statements:
                 ran += 1
+                touches = touches or "Fact" in cypher or "Entity" in cypher  # labels are never parameters
                 try:
                     tx.cypher(cypher, params=dict(params))
                 except (kglite.KgError, ValueError) as exc:
@@ -246,6 +254,16 @@ class KgliteStore:
         except kglite.KgError as exc:
             raise StoreError(f"commit failed on {self.uri}, nothing was changed: {exc}") from exc
         self._dirty = self._committed = True
+        self._facts_touched = self._facts_touched or touches
+
+    def _sidecar(self, graph: Any) -> None:
+        """After `graph` was saved as the checkpoint: its interval sidecar, rebuilt or carried over."""
+        if self._facts_touched:
+            interval_index.refresh(graph, self._path)
+        else:
+            interval_index.carry(self._path, self._base)
+        self._base = interval_index.fingerprint(self._path)
+        self._facts_touched = False
 
     def declare_properties(self, label: str, keys: Sequence[str]) -> None:
         known = self._declared.setdefault(label, set())
@@ -297,7 +315,8 @@ class KgliteStore:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", kglite.MappedFallbackWarning)
                 graph.save(self._path)
-            interval_index.refresh(graph, self._path)
+            self._facts_touched = True  # a bulk load: facts, most often
+            self._sidecar(graph)
         if self._lease is None and self._path != MEMORY:
             self._lease = self._g
         self._g = graph
@@ -318,7 +337,7 @@ class KgliteStore:
         if self._path != MEMORY and not self._read_only:
             self._g.save()
             self._dirty = False
-            interval_index.refresh(self._g, self._path)
+            self._sidecar(self._g)
 
     def close(self) -> None:
         """A writer checkpoints what it changed; a reader, or a writer that changed nothing, writes nothing."""
@@ -332,10 +351,15 @@ class KgliteStore:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", kglite.MappedFallbackWarning)
                     graph.save(self._path)
-                interval_index.refresh(graph, self._path)
+                self._sidecar(graph)
             del lease
             return
-        if self._dirty:
+        if self._dirty and not self._facts_touched:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", kglite.MappedFallbackWarning)
+                graph.close()
+            interval_index.carry(self._path, self._base)
+        elif self._dirty:
             try:  # read before close (the graph is gone after it): what the checkpoint will hold
                 cols = interval_index.build_columns(graph)
             except Exception:
