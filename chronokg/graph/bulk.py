@@ -35,6 +35,7 @@ from chronokg.graph.merge import ORIGIN, Conflict, Policy, merge
 from chronokg.graph.store import GraphStore, Params, Row
 from chronokg.graph.writer import (
     CHUNK,
+    ENGINE_KEYS,
     WriteReport,
     _gc_paused,
     _stored_conflict,
@@ -118,6 +119,119 @@ class GraphReader:
         return int(self.graph.node_type_counts().get(label, 0))
 
 
+_NO_PROPS: dict[str, Any] = {}  # shared by the rows of `LoadState.rows` that hold no property: never changed
+
+
+class SeenIds:
+    """64-bit hashes of the ids one load created, as a few sorted arrays (merged as they grow, LSM-style).
+
+    Membership is a hint: a hit is looked up in the graph, so a collision costs one lookup,
+    never a wrong answer. At 10M facts this is 80 MB where a set of the id strings is ~1 GB.
+    """
+
+    def __init__(self) -> None:
+        self.runs: list[Any] = []
+
+    @staticmethod
+    def _hashes(ids: Sequence[str]) -> Any:
+        import numpy as np
+
+        return np.fromiter(map(hash, ids), dtype=np.int64, count=len(ids))
+
+    def add(self, ids: Sequence[str]) -> None:
+        import numpy as np
+
+        if not ids:
+            return
+        self.runs.append(np.sort(self._hashes(ids)))
+        while len(self.runs) > 1 and len(self.runs[-2]) <= 2 * len(self.runs[-1]):
+            last = self.runs.pop()
+            self.runs[-1] = np.sort(np.concatenate([self.runs[-1], last]), kind="stable")
+
+    def maybe(self, ids: Sequence[str]) -> list[str]:
+        """Those of `ids` whose hash this load has seen (a superset of those it created)."""
+        import numpy as np
+
+        if not self.runs or not ids:
+            return []
+        h = self._hashes(ids)
+        hit = np.zeros(len(ids), dtype=bool)
+        for run in self.runs:
+            pos = np.minimum(np.searchsorted(run, h), len(run) - 1)
+            hit |= run[pos] == h
+        return [ids[i] for i in np.flatnonzero(hit).tolist()]
+
+
+@dataclass
+class LoadState:
+    """What one `write_bulk` call knows beyond the graph, so its parts need not read back what it wrote.
+
+    A label with no node when the load first meets it ("fresh") holds only what this
+    load created: its stored rows are those kept here (`rows`), or for facts, the few
+    ids whose hash was seen (`fact_ids`) are looked up; labels the store already held
+    are looked up whole, as before. Indexes of a label dropped for the native loader
+    stay dropped until the end of the load and are rebuilt once (`rebuild`).
+    """
+
+    fresh: dict[str, bool] = field(default_factory=dict)
+    rows: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # fresh label -> id -> props
+    fact_ids: SeenIds = field(default_factory=SeenIds)
+    dropped: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # label -> (name, DDL) to rebuild
+
+    def is_fresh(self, reader: GraphReader, label: str) -> bool:
+        fresh = self.fresh.get(label)
+        if fresh is None:
+            fresh = self.fresh[label] = reader.count(label) == 0
+        return fresh
+
+    def stored(self, reader: GraphReader, label: str, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The stored properties of those of `ids` that exist (as `writer.stored_nodes` reads them)."""
+        if not self.is_fresh(reader, label):
+            return stored_nodes(reader, label, ids) if reader.count(label) else {}
+        if label == schema.FACT:
+            maybe = self.fact_ids.maybe(ids)
+            return stored_nodes(reader, label, maybe) if maybe else {}
+        rows = self.rows.get(label)
+        if not rows:
+            return {}
+        return {i: rows[i] for i in ids if i in rows}  # read only: merge never changes `old`
+
+    def written(self, plan: Plan) -> None:
+        """Remember what a plan wrote to fresh labels (called once it is applied)."""
+        for frame in plan.frames:
+            if not self.fresh.get(frame.label):
+                continue
+            if frame.label == schema.FACT:
+                self.fact_ids.add(frame.ids)
+                continue
+            rows = self.rows.setdefault(frame.label, {})
+            cols = [(k, c) for k, c in frame.columns.items() if k not in ENGINE_KEYS]
+            if not cols:  # ids only (a million entities named by facts): one shared empty row, copied on update
+                rows.update(dict.fromkeys(frame.ids, _NO_PROPS))
+                continue
+            for i, nid in enumerate(frame.ids):
+                rows[nid] = {k: c[i] for k, c in cols if c[i] is not None}
+        for label, updates in plan.updates:
+            mirror = self.rows.get(label) if self.fresh.get(label) else None
+            if mirror is None:
+                continue
+            for u in updates:
+                row = mirror[u["id"]] = dict(mirror[u["id"]])
+                for k, v in u["props"].items():
+                    if k in ENGINE_KEYS:
+                        continue
+                    if v is None:
+                        row.pop(k, None)
+                    else:
+                        row[k] = v
+
+    def rebuild(self, graph: Any) -> None:
+        """Build the indexes dropped during the load, once, over everything loaded."""
+        for label in list(self.dropped):
+            for _, ddl in self.dropped.pop(label):
+                graph.cypher(ddl)
+
+
 # --- parts as frames -------------------------------------------------------------------------------------
 
 
@@ -159,24 +273,28 @@ def table_frames(table: FactTable) -> tuple[list[Frame], list[Edges]]:
 
 
 def plan_part(reader: GraphReader, frames: list[Frame], edges: list[Edges], policy: Policy,
-              report: WriteReport) -> Plan:
+              report: WriteReport, state: LoadState | None = None) -> Plan:
     """Merge a part's frames into what the graph holds; conflicts raise before anything is written."""
     plan = Plan()
+    state = state or LoadState()
     events: Counter[str] = Counter()
     staged_ids: dict[str, set[str]] = {}
     fresh_ids: dict[str, set[str]] = {}
     for frame in frames:
         n = len(frame.ids)
-        stored = stored_nodes(reader, frame.label, frame.ids) if reader.count(frame.label) else {}
+        stored = state.stored(reader, frame.label, frame.ids)
         keep = list(range(n))
         updates = []
         if stored:
             keep = []
+            cols = list(frame.columns.values())
             for i, nid in enumerate(frame.ids):
                 old = stored.get(nid)
                 if old is None:
                     keep.append(i)
                     continue
+                if not any(c[i] is not None for c in cols):
+                    continue  # only an id: merging it changes nothing (an entity named again by a later fact)
                 row = frame.row(i)
                 outcome = merge(frame.label, nid, old, row, policy)
                 if outcome.conflicts:
@@ -255,7 +373,7 @@ def _check_endpoints(reader: GraphReader, e: Edges, staged_ids: dict[str, set[st
 
 def _native(col: Sequence[Any]) -> bool:
     """Whether the native loader stores this column exactly as Cypher would: one Python type throughout."""
-    kinds = {type(v) for v in col if v is not None}
+    kinds = set(map(type, col)) - {type(None)}
     return len(kinds) == 1 and next(iter(kinds)) in NATIVE
 
 
@@ -265,7 +383,7 @@ def _frame(columns: dict[str, Sequence[Any]]) -> Any:
     import pandas as pd
 
     def series(values: Sequence[Any]) -> Any:
-        kinds = {type(v) for v in values if v is not None}
+        kinds = set(map(type, values)) - {type(None)}
         return pd.Series(values, dtype="string[python]" if kinds == {str} else object)
 
     return pd.DataFrame({k: series(v) for k, v in columns.items()})
@@ -279,35 +397,41 @@ def _label_ddl(label: str) -> list[tuple[str, str]]:
             if f":{label})" in ddl]
 
 
-def _add_nodes(graph: Any, frame: Frame, columns: dict[str, Sequence[Any]], existing: int) -> None:
-    """`add_nodes`, with the label's indexes dropped and rebuilt around it when the frame is the larger part.
+def _add_nodes(graph: Any, frame: Frame, columns: dict[str, Sequence[Any]], existing: int,
+               dropped: dict[str, list[tuple[str, str]]]) -> None:
+    """`add_nodes`, with the label's indexes dropped when the frame is the larger part (rebuilt once, at the
+    end of the load: `LoadState.rebuild`).
 
     Maintaining five indexes and a uniqueness constraint row by row made the loader
-    2-3 times slower than building them once afterwards (benchmarks/README.md).
+    2-3 times slower than building them once afterwards (benchmarks/README.md). Lookups
+    by `id` during the load do not need them (kglite keeps its own id map per label).
     """
-    rebuild = []
-    if len(frame.ids) > existing:
+    if frame.label not in dropped and len(frame.ids) > existing:
         present = {r["name"] for r in [*graph.cypher("SHOW INDEXES").to_list(),
                                        *graph.cypher("SHOW CONSTRAINTS").to_list()]}
         rebuild = [(name, ddl) for name, ddl in _label_ddl(frame.label) if name in present]
         for name, ddl in rebuild:
             kind = "CONSTRAINT" if ddl.startswith("CREATE CONSTRAINT") else "INDEX"
             graph.cypher(f"DROP {kind} {name} IF EXISTS")
+        dropped[frame.label] = rebuild
     report = graph.add_nodes(_frame(columns), frame.label, "id", "id", on_invalid="error")
     if report.get("nodes_created") != len(frame.ids):
         raise StoreError(f"bulk load of {frame.label}: {report.get('nodes_created')} of {len(frame.ids)} "
                          f"nodes created ({report.get('errors')})")
-    for _, ddl in rebuild:
-        graph.cypher(ddl)
 
 
-def apply_plan(reader: GraphReader, plan: Plan, declare: Any, progress: Progress | None) -> None:
-    """Write a validated plan into the staged graph with the native loaders (Cypher for the odd rest)."""
+def apply_plan(reader: GraphReader, plan: Plan, declare: Any, progress: Progress | None,
+               state: LoadState | None = None) -> None:
+    """Write a validated plan into the staged graph with the native loaders (Cypher for the odd rest).
+
+    Without a `state` (one plan on its own) the indexes dropped for it are rebuilt before returning."""
     graph = reader.graph
+    own = state is None
+    state = state or LoadState()
     for frame in plan.frames:
         declare(frame.label, sorted(frame.columns))
         native = {k: v for k, v in frame.columns.items() if _native(v)}
-        _add_nodes(graph, frame, {"id": frame.ids, **native}, reader.count(frame.label))
+        _add_nodes(graph, frame, {"id": frame.ids, **native}, reader.count(frame.label), state.dropped)
         for key, col in frame.columns.items():  # a property of mixed types: set row by row, as Cypher stores it
             if key in native:
                 continue
@@ -350,6 +474,9 @@ def apply_plan(reader: GraphReader, plan: Plan, declare: Any, progress: Progress
                          "{id: r.d}) SET x += r.p", params={"rows": rows[part: part + CHUNK]})
         if progress is not None:
             progress.advance(len(rows))
+    state.written(plan)
+    if own:
+        state.rebuild(graph)
 
 
 # --- entry point -----------------------------------------------------------------------------------------
@@ -373,15 +500,20 @@ def write_bulk(store: GraphStore, parts: Iterable[Part], progress: Progress | No
     try:
         with _gc_paused(), kg.staged() as graph:
             reader = GraphReader(graph)
+            state = LoadState()
             for part in parts:
                 frames, edges = table_frames(part) if isinstance(part, FactTable) else batch_frames(part)
-                plan = plan_part(reader, frames, edges, part.policy, report)
+                plan = plan_part(reader, frames, edges, part.policy, report, state)
+                del frames, edges
                 if progress is not None:
                     progress.start(plan.size(), "writing")
                 if plan.size():
-                    apply_plan(reader, plan, lambda label, keys: kg.declare_staged(graph, label, keys), progress)
+                    apply_plan(reader, plan, lambda label, keys: kg.declare_staged(graph, label, keys), progress,
+                               state)
+                del plan, part  # the next part is built without this one alive
             if not report.changed:
                 raise _Unchanged
+            state.rebuild(graph)
     except _Unchanged:
         pass
     return report
