@@ -779,6 +779,8 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.load_only:
             print(json.dumps(res.load, indent=2))
+            if args.out:
+                args.out.write_text(json.dumps(asdict(res), indent=2, default=str))
             return 0
         res.open_variants = measure_opens(path)
         t0 = time.perf_counter()
