@@ -156,9 +156,15 @@ def load_bulk(path: Path, n_facts: int, seed: int, batch_facts: int) -> LoadStat
     stats = LoadStats(facts=n_facts, batches=0)
     store = KgliteStore(path, durable="off")  # as `chronokg ingest` opens it
 
+    start = time.perf_counter()
+
     def parts() -> Iterator[FactTable]:
         rows = chunked(synthetic_rows(n_facts, seed), batch_facts)
         while True:
+            if stats.batches:  # how far a long load got (a scale run that is stopped keeps its last line)
+                print(f"  {stats.batches * batch_facts:,} facts staged and written after "
+                      f"{time.perf_counter() - start:.0f} s (generation {stats.gen_s:.0f} s), RSS "
+                      f"{current_rss_mib():,.0f} MiB, peak {peak_rss_mib():,.0f} MiB", file=sys.stderr, flush=True)
             t0 = time.perf_counter()
             part = next(rows, None)
             stats.gen_s += time.perf_counter() - t0
