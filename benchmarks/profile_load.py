@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kglite
 from bench_store import RELEASE, SOURCE, chunked, peak_rss_mib, synthetic_rows
 
-from chronokg.graph import bulk
+from chronokg.graph import bulk, bulk_state
 from chronokg.graph.facts import FactTable
 from chronokg.graph.kglite_store import KgliteStore
 
@@ -98,6 +98,7 @@ def main() -> int:
     for attr, name in (("table_frames", "table_frames (columns -> frames)"), ("stored_nodes", "lookups of stored ids"),
                        ("_frame", "pandas frames"), ("plan_part", "plan_part (validation)")):
         wrap(bulk, attr, name)
+    wrap(bulk_state, "stored_nodes", "lookups of stored ids")
     original: Callable[..., Any] = KgliteStore.staged
 
     @contextmanager

@@ -220,7 +220,7 @@ def test_parts_that_repeat_earlier_parts_merge_without_reading_back(tmp_path: Pa
         assert (got.created, got.edges_created) == (expected.created, expected.edges_created)
         assert got.updated == {"Source": 0, "Fact": 0, "Entity": 1} and got.unchanged["Fact"] == 100
         with monkeypatch.context() as m, KgliteStore(tmp_path / "c.kgl") as c:
-            m.setattr("chronokg.graph.bulk.LoadState.is_fresh", lambda self, reader, label: False)
+            m.setattr("chronokg.graph.bulk_state.LoadState.is_fresh", lambda self, reader, label: False)
             read_back = write_bulk(c, parts())
             assert content_digest(c) == content_digest(b)
         assert read_back.model_dump() == got.model_dump()
