@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 from chronokg.errors import StoreError
 from chronokg.graph import prior, schema
 from chronokg.graph.batch import GraphBatch, conflict_error
+from chronokg.graph.bulk_state import LoadState
 from chronokg.graph.facts import FactTable
 from chronokg.graph.merge import ORIGIN, Conflict, Policy, merge
 from chronokg.graph.store import GraphStore, Params, Row
@@ -159,11 +160,13 @@ def table_frames(table: FactTable) -> tuple[list[Frame], list[Edges]]:
 
 
 def plan_part(reader: GraphReader, frames: list[Frame], edges: list[Edges], policy: Policy,
-              report: WriteReport, sources: dict[str, Any] | None = None) -> Plan:
+              report: WriteReport, sources: dict[str, Any] | None = None,
+              state: LoadState | None = None) -> Plan:
     """Merge a part's frames into what the graph holds; conflicts raise before anything is written. `sources`:
     the releases the load stages (this part's are added), for what a release overwrites (`graph.prior`)."""
     plan = Plan()
     sources = {} if sources is None else sources
+    state = state or LoadState()
     for frame in frames:
         if frame.label == schema.SOURCE:
             sources.update(prior.sources_of(frame.row(i) for i in range(len(frame.ids))))
@@ -172,16 +175,19 @@ def plan_part(reader: GraphReader, frames: list[Frame], edges: list[Edges], poli
     fresh_ids: dict[str, set[str]] = {}
     for frame in frames:
         n = len(frame.ids)
-        stored = stored_nodes(reader, frame.label, frame.ids) if reader.count(frame.label) else {}
+        stored = state.stored(reader, frame.label, frame.ids)
         keep = list(range(n))
         updates = []
         if stored:
             keep = []
+            cols = list(frame.columns.values())
             for i, nid in enumerate(frame.ids):
                 old = stored.get(nid)
                 if old is None:
                     keep.append(i)
                     continue
+                if not any(c[i] is not None for c in cols):
+                    continue  # only an id: merging it changes nothing (an entity named again by a later fact)
                 row = frame.row(i)
                 outcome = merge(frame.label, nid, old, row, policy)
                 if outcome.conflicts:
@@ -261,7 +267,7 @@ def _check_endpoints(reader: GraphReader, e: Edges, staged_ids: dict[str, set[st
 
 def _native(col: Sequence[Any]) -> bool:
     """Whether the native loader stores this column exactly as Cypher would: one Python type throughout."""
-    kinds = {type(v) for v in col if v is not None}
+    kinds = set(map(type, col)) - {type(None)}
     return len(kinds) == 1 and next(iter(kinds)) in NATIVE
 
 
@@ -271,7 +277,7 @@ def _frame(columns: dict[str, Sequence[Any]]) -> Any:
     import pandas as pd
 
     def series(values: Sequence[Any]) -> Any:
-        kinds = {type(v) for v in values if v is not None}
+        kinds = set(map(type, values)) - {type(None)}
         return pd.Series(values, dtype="string[python]" if kinds == {str} else object)
 
     return pd.DataFrame({k: series(v) for k, v in columns.items()})
@@ -285,35 +291,41 @@ def _label_ddl(label: str) -> list[tuple[str, str]]:
             if f":{label})" in ddl]
 
 
-def _add_nodes(graph: Any, frame: Frame, columns: dict[str, Sequence[Any]], existing: int) -> None:
-    """`add_nodes`, with the label's indexes dropped and rebuilt around it when the frame is the larger part.
+def _add_nodes(graph: Any, frame: Frame, columns: dict[str, Sequence[Any]], existing: int,
+               dropped: dict[str, list[tuple[str, str]]]) -> None:
+    """`add_nodes`, with the label's indexes dropped when the frame is the larger part (rebuilt once, at the
+    end of the load: `LoadState.rebuild`).
 
     Maintaining five indexes and a uniqueness constraint row by row made the loader
-    2-3 times slower than building them once afterwards (benchmarks/README.md).
+    2-3 times slower than building them once afterwards (benchmarks/README.md). Lookups
+    by `id` during the load do not need them (kglite keeps its own id map per label).
     """
-    rebuild = []
-    if len(frame.ids) > existing:
+    if frame.label not in dropped and len(frame.ids) > existing:
         present = {r["name"] for r in [*graph.cypher("SHOW INDEXES").to_list(),
                                        *graph.cypher("SHOW CONSTRAINTS").to_list()]}
         rebuild = [(name, ddl) for name, ddl in _label_ddl(frame.label) if name in present]
         for name, ddl in rebuild:
             kind = "CONSTRAINT" if ddl.startswith("CREATE CONSTRAINT") else "INDEX"
             graph.cypher(f"DROP {kind} {name} IF EXISTS")
+        dropped[frame.label] = rebuild
     report = graph.add_nodes(_frame(columns), frame.label, "id", "id", on_invalid="error")
     if report.get("nodes_created") != len(frame.ids):
         raise StoreError(f"bulk load of {frame.label}: {report.get('nodes_created')} of {len(frame.ids)} "
                          f"nodes created ({report.get('errors')})")
-    for _, ddl in rebuild:
-        graph.cypher(ddl)
 
 
-def apply_plan(reader: GraphReader, plan: Plan, declare: Any, progress: Progress | None) -> None:
-    """Write a validated plan into the staged graph with the native loaders (Cypher for the odd rest)."""
+def apply_plan(reader: GraphReader, plan: Plan, declare: Any, progress: Progress | None,
+               state: LoadState | None = None) -> None:
+    """Write a validated plan into the staged graph with the native loaders (Cypher for the odd rest).
+
+    Without a `state` (one plan on its own) the indexes dropped for it are rebuilt before returning."""
     graph = reader.graph
+    own = state is None
+    state = state or LoadState()
     for frame in plan.frames:
         declare(frame.label, sorted(frame.columns))
         native = {k: v for k, v in frame.columns.items() if _native(v)}
-        _add_nodes(graph, frame, {"id": frame.ids, **native}, reader.count(frame.label))
+        _add_nodes(graph, frame, {"id": frame.ids, **native}, reader.count(frame.label), state.dropped)
         for key, col in frame.columns.items():  # a property of mixed types: set row by row, as Cypher stores it
             if key in native:
                 continue
@@ -356,6 +368,9 @@ def apply_plan(reader: GraphReader, plan: Plan, declare: Any, progress: Progress
                          "{id: r.d}) SET x += r.p", params={"rows": rows[part: part + CHUNK]})
         if progress is not None:
             progress.advance(len(rows))
+    state.written(plan)
+    if own:
+        state.rebuild(graph)
 
 
 # --- entry point -----------------------------------------------------------------------------------------
@@ -380,15 +395,20 @@ def write_bulk(store: GraphStore, parts: Iterable[Part], progress: Progress | No
         with _gc_paused(), kg.staged() as graph:
             reader = GraphReader(graph)
             sources: dict[str, Any] = {}
+            state = LoadState()
             for part in parts:
                 frames, edges = table_frames(part) if isinstance(part, FactTable) else batch_frames(part)
-                plan = plan_part(reader, frames, edges, part.policy, report, sources)
+                plan = plan_part(reader, frames, edges, part.policy, report, sources, state)
+                del frames, edges
                 if progress is not None:
                     progress.start(plan.size(), "writing")
                 if plan.size():
-                    apply_plan(reader, plan, lambda label, keys: kg.declare_staged(graph, label, keys), progress)
+                    apply_plan(reader, plan, lambda label, keys: kg.declare_staged(graph, label, keys), progress,
+                               state)
+                del plan, part  # the next part is built without this one alive
             if not report.changed:
                 raise _Unchanged
+            state.rebuild(graph)
     except _Unchanged:
         pass
     return report

@@ -1,0 +1,158 @@
+"""Where a bulk load's time goes: `bench_store.py`'s synthetic load, timed stage by stage.
+
+Wraps the stages of `graph.bulk.write_bulk` (and the staged kglite graph's methods) with
+timers, runs one load of N synthetic facts into a fresh file-backed store, and prints a
+table: stage, wall seconds, CPU seconds, share of the load's wall time. Generating the
+synthetic rows is timed apart and is not part of the load.
+
+    python benchmarks/profile_load.py --facts 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import kglite
+from bench_store import RELEASE, SOURCE, chunked, peak_rss_mib, synthetic_rows
+
+from chronokg.graph import bulk, bulk_state
+from chronokg.graph.facts import FactTable
+from chronokg.graph.kglite_store import KgliteStore
+
+WALL: dict[str, float] = defaultdict(float)  # each stage's own time: what ran inside a nested stage is its own
+CPU: dict[str, float] = defaultdict(float)
+STACK: list[str] = []
+
+
+@contextmanager
+def stage(name: str) -> Iterator[None]:
+    w, c = time.perf_counter(), time.process_time()
+    STACK.append(name)
+    try:
+        yield
+    finally:
+        STACK.pop()
+        dw, dc = time.perf_counter() - w, time.process_time() - c
+        WALL[name] += dw
+        CPU[name] += dc
+        if STACK:
+            WALL[STACK[-1]] -= dw
+            CPU[STACK[-1]] -= dc
+
+
+def wrap(module: Any, attr: str, name: str) -> None:
+    fn = getattr(module, attr)
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        with stage(name):
+            return fn(*args, **kwargs)
+
+    setattr(module, attr, timed)
+
+
+class TimedGraph:
+    """The staged kglite graph, each engine call timed under a stage named for what it does."""
+
+    def __init__(self, graph: Any) -> None:
+        self._g = graph
+
+    def __getattr__(self, attr: str) -> Any:
+        fn = getattr(self._g, attr)
+        if not callable(fn):
+            return fn
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            name = f"kglite {attr}"
+            if attr == "cypher":
+                text = str(args[0]).lstrip().upper()
+                name = ("kglite index DDL (drop + rebuild)" if text.startswith(("CREATE", "DROP", "SHOW"))
+                        else "kglite cypher (lookups, updates)")
+            with stage(name):
+                return fn(*args, **kwargs)
+
+        return timed
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--facts", type=int, default=1_000_000)
+    ap.add_argument("--batch-facts", type=int, default=100_000)
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--dir", type=Path, default=None)
+    ap.add_argument("--per-fact", action="store_true", help="stage with FactTable.add per fact (not add_many)")
+    args = ap.parse_args()
+    warnings.filterwarnings("ignore", category=kglite.MappedFallbackWarning)
+    for attr, name in (("table_frames", "table_frames (columns -> frames)"), ("stored_nodes", "lookups of stored ids"),
+                       ("_frame", "pandas frames"), ("plan_part", "plan_part (validation)")):
+        wrap(bulk, attr, name)
+    wrap(bulk_state, "stored_nodes", "lookups of stored ids")
+    original: Callable[..., Any] = KgliteStore.staged
+
+    @contextmanager
+    def staged(self: KgliteStore) -> Iterator[Any]:
+        with stage("copy + save + publish"), original(self) as graph:
+            yield TimedGraph(graph)
+
+    KgliteStore.staged = staged  # type: ignore[method-assign,assignment]
+
+    workdir = Path(tempfile.mkdtemp(prefix="profile_load_", dir=args.dir))
+    path = workdir / "bench.kgl"
+    try:
+        store = KgliteStore(path, durable="off")
+
+        def parts() -> Iterator[FactTable]:
+            rows = chunked(synthetic_rows(args.facts, args.seed), args.batch_facts)
+            while True:
+                with stage("generate synthetic rows (not load)"):
+                    part = next(rows, None)
+                if part is None:
+                    return
+                with stage("FactTable staging"):
+                    table = FactTable()
+                    table.source(SOURCE)
+                    if args.per_fact:
+                        for s, p, o, vf, vt in part:
+                            table.add(s, p, object=o, valid_from=vf, valid_to=vt, known_from=RELEASE,
+                                      source_id=SOURCE.id, source_kind=SOURCE.kind)
+                    else:
+                        subjects, predicates, objects, starts, ends = (list(c) for c in zip(*part, strict=True))
+                        table.add_many(subjects, predicates, objects=objects, valid_from=starts, valid_to=ends,
+                                       known_from=RELEASE, source_id=SOURCE.id, source_kind=SOURCE.kind)
+                yield table
+
+        w0, c0 = time.perf_counter(), time.process_time()
+        bulk.write_bulk(store, parts())
+        with stage("close"):
+            store.close()
+        total_w, total_c = time.perf_counter() - w0, time.process_time() - c0
+        gen = "generate synthetic rows (not load)"
+        load_w, load_c = total_w - WALL[gen], total_c - CPU[gen]
+        own, own_c = WALL, CPU
+        print(f"{args.facts:,} facts, batches of {args.batch_facts:,}; load average at the end "
+              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        print(f"load end to end {load_w:.1f} s wall ({args.facts / load_w:,.0f} facts/s), {load_c:.1f} s CPU "
+              f"({args.facts / load_c:,.0f} facts/s of CPU); peak RSS {peak_rss_mib():,.0f} MiB")
+        print(f"{'stage':<40} {'wall s':>8} {'CPU s':>8} {'share':>7}")
+        for name in sorted(own, key=lambda k: -own[k]):
+            share = "" if name == gen else f"{own[name] / load_w:7.1%}"
+            print(f"{name:<40} {own[name]:8.2f} {own_c[name]:8.2f} {share:>7}")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
