@@ -34,6 +34,7 @@ with KgliteStore(path, durable="off", lock_timeout=60) as store:
     for i in range(n):
         batch.fact(Fact(subject=f"{release}-s{i}", predicate="p", value=i, source_id=release, source_kind="test"))
     write_batch(store, batch)
+    print("holding", flush=True)  # the lease is this process's now
     time.sleep(hold)  # keep the lease a while: readers start meanwhile
 print("written", release)
 """
@@ -94,7 +95,8 @@ def test_a_second_writer_waits_then_fails_naming_the_first(tmp_path: Path) -> No
     path = tmp_path / "busy.kgl"
     _seed(path)
     holder = _start(WRITER, path, "long", 10, 4.0)
-    time.sleep(1.5)  # the first writer holds the lease now
+    assert holder.stdout is not None
+    assert holder.stdout.readline().strip() == "holding"  # the first writer holds the lease now (no fixed wait)
     waited: list[str] = []
     start = time.monotonic()
     with pytest.raises(StoreBusy, match=rf"being written by process {holder.pid} .*after waiting 1 s"):
