@@ -8,13 +8,38 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from chronokg.graph import schema
 from chronokg.graph.writer import ENGINE_KEYS, stored_nodes
 
 if TYPE_CHECKING:
-    from chronokg.graph.bulk import GraphReader, Plan
+    from chronokg.graph.store import Params, Row
+
+
+class GraphReader(Protocol):
+    """The read side of a staged graph (`graph.bulk.GraphReader`), as this module needs it: declared here
+    so that `bulk` imports this module and not the other way round (no import circle)."""
+
+    def run(self, cypher: str, params: Params | None = None) -> list[Row]: ...
+
+    def count(self, label: str) -> int: ...
+
+
+class _Frame(Protocol):
+    label: str
+    ids: list[str]
+    columns: dict[str, list[Any]]
+
+
+class Plan(Protocol):
+    """What `write` needs of a part's plan (`graph.bulk.Plan`)."""
+
+    @property
+    def frames(self) -> Sequence[_Frame]: ...
+
+    @property
+    def updates(self) -> Sequence[tuple[str, list[dict[str, Any]]]]: ...
 
 _NO_PROPS: dict[str, Any] = {}  # shared by the rows of `LoadState.rows` that hold no property: never changed
 
