@@ -51,7 +51,7 @@ class VLLMServer:
         self.args = list(args or [])
         self.executable = executable
         self.port = port or _free_port()
-        self.api_key = secrets.token_urlsafe(24)
+        self.api_key = secrets.token_hex(24)  # never starts with "-", which argparse would read as an option
         self.start_timeout_s = start_timeout_s or settings.vllm_start_timeout_s
         self.log_path = Path(tempfile.gettempdir()) / f"chronokg-vllm-{os.getpid()}-{self.port}.log"
         self.process: subprocess.Popen[bytes] | None = None
