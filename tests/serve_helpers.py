@@ -84,9 +84,10 @@ def hostile(secret_file: Path) -> list[str]:
 
 def server_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHRONOKG_")}
-    # a work budget so large that the time limit is what stops the cartesian product
+    # a work budget so large that the time limit is what stops the cartesian product; 2048 MB as the servers
+    # default (at 1024 MB the cartesian read ran out of memory before its 2 s in CI, as in test_serve_tools)
     return {**env, "PYTHONPATH": str(REPO), "CHRONOKG_READ_TIMEOUT_S": str(READ_TIMEOUT_S),
-            "CHRONOKG_READ_MAX_WORK": str(10**12), "CHRONOKG_READ_MEMORY_MB": "1024",
+            "CHRONOKG_READ_MAX_WORK": str(10**12), "CHRONOKG_READ_MEMORY_MB": "2048",
             "CHRONOKG_READ_MAX_RESULT_MB": "1", "CHRONOKG_READ_MAX_ROWS": "1000", **extra}
 
 
