@@ -6,6 +6,11 @@ table: stage, wall seconds, CPU seconds, share of the load's wall time. Generati
 synthetic rows is timed apart and is not part of the load.
 
     python benchmarks/profile_load.py --facts 1000000
+    python benchmarks/profile_load.py --facts 1000000 --sidecar cypher   # the interval sidecar as before stop 25
+
+Peak RSS is the process's: compare `--sidecar columns` (the default: built from the
+load's own columns) and `--sidecar cypher` (a read of every current fact after the save)
+as two runs, one after the other.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kglite
 from bench_store import RELEASE, SOURCE, chunked, peak_rss_mib, synthetic_rows
 
-from chronokg.graph import bulk, bulk_state
+from chronokg.graph import bulk, bulk_state, interval_index
 from chronokg.graph.facts import FactTable
 from chronokg.graph.kglite_store import KgliteStore
 
@@ -93,11 +98,17 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--dir", type=Path, default=None)
     ap.add_argument("--per-fact", action="store_true", help="stage with FactTable.add per fact (not add_many)")
+    ap.add_argument("--sidecar", choices=("columns", "cypher"), default="columns",
+                    help="build the interval sidecar from the load's columns, or by a Cypher read (the baseline)")
     args = ap.parse_args()
     warnings.filterwarnings("ignore", category=kglite.MappedFallbackWarning)
     for attr, name in (("table_frames", "table_frames (columns -> frames)"), ("stored_nodes", "lookups of stored ids"),
                        ("_frame", "pandas frames"), ("plan_part", "plan_part (validation)")):
         wrap(bulk, attr, name)
+    if args.sidecar == "cypher":
+        bulk._sidecar = lambda feed, graph: None  # type: ignore[assignment]
+    wrap(bulk, "_sidecar", "interval sidecar (from load columns)")
+    wrap(interval_index, "refresh", "interval sidecar (Cypher read)")
     wrap(bulk_state, "stored_nodes", "lookups of stored ids")
     original: Callable[..., Any] = KgliteStore.staged
 
@@ -141,7 +152,7 @@ def main() -> int:
         gen = "generate synthetic rows (not load)"
         load_w, load_c = total_w - WALL[gen], total_c - CPU[gen]
         own, own_c = WALL, CPU
-        print(f"{args.facts:,} facts, batches of {args.batch_facts:,}; load average at the end "
+        print(f"{args.facts:,} facts, batches of {args.batch_facts:,}, sidecar by {args.sidecar}; load average at the end "
               f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         print(f"load end to end {load_w:.1f} s wall ({args.facts / load_w:,.0f} facts/s), {load_c:.1f} s CPU "
               f"({args.facts / load_c:,.0f} facts/s of CPU); peak RSS {peak_rss_mib():,.0f} MiB")

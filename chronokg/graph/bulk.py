@@ -32,6 +32,7 @@ from chronokg.graph import prior, schema
 from chronokg.graph.batch import GraphBatch, conflict_error
 from chronokg.graph.bulk_state import LoadState
 from chronokg.graph.facts import FactTable
+from chronokg.graph.interval_feed import SidecarFeed
 from chronokg.graph.merge import ORIGIN, Conflict, Policy, merge
 from chronokg.graph.store import GraphStore, Params, Row
 from chronokg.graph.writer import (
@@ -396,10 +397,12 @@ def write_bulk(store: GraphStore, parts: Iterable[Part], progress: Progress | No
             reader = GraphReader(graph)
             sources: dict[str, Any] = {}
             state = LoadState()
+            feed = SidecarFeed(kg.sidecar_before(graph))
             for part in parts:
                 frames, edges = table_frames(part) if isinstance(part, FactTable) else batch_frames(part)
                 plan = plan_part(reader, frames, edges, part.policy, report, sources, state)
                 del frames, edges
+                feed.plan(plan)
                 if progress is not None:
                     progress.start(plan.size(), "writing")
                 if plan.size():
@@ -409,9 +412,18 @@ def write_bulk(store: GraphStore, parts: Iterable[Part], progress: Progress | No
             if not report.changed:
                 raise _Unchanged
             state.rebuild(graph)
+            kg.publish_sidecar(_sidecar(feed, graph))
     except _Unchanged:
         pass
     return report
+
+
+def _sidecar(feed: SidecarFeed, graph: Any) -> dict[str, Any] | None:
+    """The interval sidecar from the load's own columns, or None (the store builds it by Cypher)."""
+    try:
+        return feed.finish(graph)
+    except Exception:  # the Cypher build is always there to fall back on
+        return None
 
 
 class _Unchanged(Exception):

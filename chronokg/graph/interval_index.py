@@ -21,6 +21,7 @@ import itertools
 import os
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,11 +60,14 @@ def fingerprint(path: str | Path) -> Fingerprint | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _days(values: list[Any], missing: int) -> npt.NDArray[np.int32] | None:
-    """Day ordinals (`missing` for None), converting each distinct day once; None if any is not a date."""
+def _days(values: Any, missing: int) -> npt.NDArray[np.int32] | None:
+    """Day ordinals (`missing` for None), converting each distinct day once; None if any is not a date.
+    An int32 array is taken as ordinals already (the bulk loader converts each part as it goes)."""
     import numpy as np
     import pandas as pd
 
+    if isinstance(values, np.ndarray):
+        return values.astype(np.int32, copy=False)
     codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
     if any(type(d) is not dt.date for d in uniques):
         return None  # a time or text where a day belongs: not ours to interpret; Cypher answers
@@ -82,31 +86,46 @@ def _strings(values: Any) -> dict[str, Any]:
     return {"blob": np.frombuffer("".join(texts).encode(), dtype=np.uint8), "offsets": offsets}
 
 
-def build_columns(graph: Any) -> dict[str, Any] | None:
-    """The index's arrays from a kglite graph, or None when its facts hold something it cannot index."""
-    import numpy as np
+Column = Callable[[str], Any]  # a column of the FACTS query by its name ("s", "p", ...): a list (or day ordinals)
 
+
+def build_columns(graph: Any) -> dict[str, Any] | None:
+    """The index's arrays from a kglite graph (a read of every current fact), or None when its facts hold
+    something it cannot index."""
     result = graph.cypher(FACTS)
     if isinstance(result, str):
         return None
+    return assemble(result.column, graph)
+
+
+def assemble(column: Column, graph: Any) -> dict[str, Any] | None:
+    """The index's arrays from the current facts as columns (`column(name)`, named as the FACTS query's
+    fields), with the captions read from `graph`; None when the facts hold something it cannot index.
+    Rows are sorted by (subject, predicate, value, valid_from, id): a total order, so the arrays do not
+    depend on the order the rows came in (a Cypher read, or the bulk loader's own columns)."""
+    import numpy as np
+
     # One column at a time, each turned into codes and dropped: the rows as Python objects all at once
     # would more than double a million-fact load's peak memory.
-    vf, vt = _days(result.column("a"), NO_START), _days(result.column("b"), NO_END)
+    vf, vt = _days(column("a"), NO_START), _days(column("b"), NO_END)
     if vf is None or vt is None:
         return None
-    s_codes, s_names = _factor(result.column("s"))
-    p_codes, p_names = _factor(result.column("p"))
-    v_codes, v_names = _factor(result.column("v"))
+    s_codes, s_names = _factor(column("s"))
+    p_codes, p_names = _factor(column("p"))
+    v_codes, v_names = _factor(column("v"))
     if any(not isinstance(x, str) for names in (s_names, p_names, v_names) for x in names):
         return None  # ids or values that are not text: the Cypher answers
-    order = np.lexsort((vf, v_codes, p_codes, s_codes))
+    ids = column("id")
+    if any(not isinstance(x, str) for x in ids):
+        return None
+    order = _order(s_codes, p_codes, v_codes, vf, ids)
     cols: dict[str, Any] = {
         "format": np.array([FORMAT], dtype=np.int64),
         "s": s_codes[order].astype(np.int32), "p": p_codes[order].astype(np.int32),
         "v": v_codes[order].astype(np.int32), "vf": vf[order], "vt": vt[order],
     }
     del s_codes, p_codes, v_codes, vf, vt
-    rows = _fact_rows(graph, result, order, s_names, v_names)
+    rows = _fact_rows(graph, column, ids, order, s_names, v_names)
     if rows is None:
         return None
     cols.update(rows)
@@ -114,6 +133,33 @@ def build_columns(graph: Any) -> dict[str, Any] | None:
         for part, arr in _strings(table).items():
             cols[f"{name}_{part}"] = arr
     return cols
+
+
+def _order(s: Any, p: Any, v: Any, vf: Any, ids: list[str]) -> Any:
+    """Row order by (subject, predicate, value, valid_from), ties (rare: versions alike but for their id)
+    by id."""
+    import numpy as np
+
+    order = np.lexsort((vf, v, p, s))
+    n = len(order)
+    if n < 2:
+        return order
+    keys = [k[order] for k in (s, p, v, vf)]
+    same = np.ones(n - 1, dtype=bool)
+    for k in keys:
+        same &= k[1:] == k[:-1]
+    if not same.any():
+        return order
+    pos = np.flatnonzero(same)  # row i+1 ties with row i
+    lo = 0
+    while lo < len(pos):  # each run of ties: rows pos[lo] .. pos[hi]+1
+        hi = lo
+        while hi + 1 < len(pos) and pos[hi + 1] == pos[hi] + 1:
+            hi += 1
+        a, b = int(pos[lo]), int(pos[hi]) + 2
+        order[a:b] = sorted(order[a:b].tolist(), key=ids.__getitem__)
+        lo = hi + 1
+    return order
 
 
 def _factor(values: list[Any]) -> tuple[Any, list[Any]]:
@@ -124,32 +170,30 @@ def _factor(values: list[Any]) -> tuple[Any, list[Any]]:
     return codes, list(uniques)
 
 
-def _fact_rows(graph: Any, result: Any, order: Any, s_names: Any, v_names: Any) -> dict[str, Any] | None:
+def _fact_rows(graph: Any, column: Column, ids: list[str], order: Any, s_names: Any,
+               v_names: Any) -> dict[str, Any] | None:
     """What `facts_as_of` returns beyond the interval: ids, object or literal, precision, known_from,
     source, and the entities' captions (of each subject, and of each value that is an entity)."""
     import numpy as np
 
-    known = _days(result.column("k"), NO_START)
+    known = _days(column("k"), NO_START)
     if known is None:
         return None
-    lit_codes, lit_names = _factor([None if x is None else (type(x).__name__, x) for x in result.column("lit")])
+    lit_codes, lit_names = _factor([None if x is None else (type(x).__name__, x) for x in column("lit")])
     if any(type(x[1]) not in LITERAL_KINDS for x in lit_names):
         return None
-    prec_codes, prec_names = _factor(result.column("prec"))
-    src_codes, src_names = _factor(result.column("src"))
+    prec_codes, prec_names = _factor(column("prec"))
+    src_codes, src_names = _factor(column("src"))
     if any(not isinstance(x, str) for x in (*prec_names, *src_names)):
         return None
     positions = order.tolist()
     out: dict[str, Any] = {
-        "is_object": np.array([x is not None for x in result.column("o")], dtype=bool)[order],
+        "is_object": np.array([x is not None for x in column("o")], dtype=bool)[order],
         "lit": lit_codes[order].astype(np.int32), "lit_kind": np.array(
             [LITERAL_KINDS.index(type(x[1])) for x in lit_names], dtype=np.int8),
         "prec": prec_codes[order].astype(np.int32), "src": src_codes[order].astype(np.int32),
         "known_from": known[order],
     }
-    ids = result.column("id")
-    if any(not isinstance(x, str) for x in ids):
-        return None
     ordered_ids = [ids[i] for i in positions]
     del ids, positions
     for name, table in (("ids", ordered_ids), ("literals", [str(x[1]) if type(x[1]) is not float else repr(x[1])

@@ -63,6 +63,7 @@ class KgliteStore:
         # otherwise (a run's predictions, a benchmark's questions) the sidecar of `_base` is re-stamped.
         self._facts_touched = False
         self._base: interval_index.Fingerprint | None = None
+        self._ready: dict[str, Any] | None = None  # a bulk load's sidecar, built from its own columns
         self.notices: list[str] = []
         # kglite announces advisory query warnings on stderr; callers get clean output.
         kglite.set_query_warning_policy("silent")
@@ -309,14 +310,25 @@ class KgliteStore:
         if self._dirty and self._durable != "off" and self._path != MEMORY and self._lease is None:
             self._g.save()  # fold the log in: a checkpoint saved over a log that runs ahead of it is refused
             self._dirty = False
+        self._ready = None
         graph = self._g.copy()
         yield graph
         if self._path != MEMORY:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", kglite.MappedFallbackWarning)
                 graph.save(self._path)
-            self._facts_touched = True  # a bulk load: facts, most often
-            self._sidecar(graph)
+            ready, self._ready = self._ready, None
+            if ready is None:
+                self._facts_touched = True  # a bulk load: facts, most often
+                self._sidecar(graph)
+            else:
+                try:
+                    interval_index.write(self._path, ready, interval_index.fingerprint(self._path))
+                except Exception:
+                    interval_index.sidecar(self._path).unlink(missing_ok=True)
+                    raise
+                self._base = interval_index.fingerprint(self._path)
+                self._facts_touched = False
         if self._lease is None and self._path != MEMORY:
             self._lease = self._g
         self._g = graph
@@ -324,6 +336,25 @@ class KgliteStore:
         self._committed = True
         for label, decl in ((graph.schema_definition() or {}).get("nodes", {})).items():
             self._declared.setdefault(label, set()).update(decl.get("optional", []))
+
+    def sidecar_before(self, graph: Any) -> dict[str, Any] | None:
+        """The interval sidecar's arrays of the store as a bulk load starts (`graph`: its staged copy):
+        `{}` when it holds no fact, None when no sidecar describes it (an older store, writes since)."""
+        import numpy as np
+
+        if not int(graph.node_type_counts().get(schema.FACT, 0)):
+            return {}
+        if self._path == MEMORY or self._facts_touched or not interval_index.describes(self._path, self._base):
+            return None
+        try:
+            with np.load(interval_index.sidecar(self._path), allow_pickle=False) as data:
+                return {k: data[k] for k in data.files if k != "stamp"}
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def publish_sidecar(self, cols: dict[str, Any] | None) -> None:
+        """The sidecar of the staged copy about to be saved, built by the bulk load (None: build it by Cypher)."""
+        self._ready = cols
 
     def declare_staged(self, graph: Any, label: str, keys: Sequence[str]) -> None:
         """Declare `keys` of `label` on a staged copy (the store's own declarations follow on publish)."""

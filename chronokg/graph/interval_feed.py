@@ -1,0 +1,173 @@
+"""The interval sidecar of a bulk load, built from the columns the load already holds.
+
+Why: building it by a Cypher read of every current fact after the save cost 6.9 s and
+~1.5 GB at a million facts (the whole of the load's peak-memory miss, benchmarks/README.md,
+issue 20). The loader has every new fact's columns in hand, and every change to a stored
+fact passes through it as an update; with the sidecar of the store before the load, that
+is the whole state.
+
+What "current" means is the FACTS query's: `known_to IS NULL` and a subject and predicate.
+A superseded or corrected fact is an update setting `known_to` (its row leaves); a second
+release's facts are new rows; `releases drop` and other Cypher writes go through
+`KgliteStore.write`, whose checkpoint rebuilds the sidecar by Cypher, so a load after them
+starts from an exact sidecar again.
+
+Where the merge cannot be exact, `finish` returns None and the store falls back to the
+Cypher build (`interval_index.refresh`): the store held facts but no sidecar describing
+them (an older store, writes since its last one); an update of a stored fact that was not
+current that touches `known_to`, `subject_id` or `predicate` (it might become current); a
+day that is not a date. Captions are read from the graph (entities with one only).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Protocol
+
+from chronokg.graph import interval_index, schema
+from chronokg.graph.interval_index import NO_END, NO_START
+
+DAYS = {"valid_from": ("a", NO_START), "valid_to": ("b", NO_END), "known_from": ("k", NO_START)}
+TEXT = {"subject_id": "s", "predicate": "p", "object_id": "o", "value": "lit", "precision": "prec",
+        "source_id": "src"}
+
+
+class _Frame(Protocol):
+    label: str
+    ids: list[str]
+    columns: dict[str, list[Any]]
+
+
+class _Plan(Protocol):
+    @property
+    def frames(self) -> Any: ...
+
+    @property
+    def updates(self) -> Any: ...
+
+
+class SidecarFeed:
+    """Collects what each part's plan adds to and changes in the facts; `finish` gives the sidecar's arrays.
+
+    `previous`: the arrays of the sidecar of the store before the load (`{}` when it held no fact),
+    or None when there is none to trust (then `finish` returns None: the Cypher build).
+    """
+
+    def __init__(self, previous: dict[str, Any] | None) -> None:
+        self.previous = previous
+        self.exact = previous is not None
+        self.parts: list[dict[str, Any]] = []
+        self.updates: list[dict[str, Any]] = []
+
+    def plan(self, plan: _Plan) -> None:
+        """Note a part's validated plan (before it is applied)."""
+        if not self.exact:
+            return
+        for frame in plan.frames:
+            if frame.label != schema.FACT or not frame.ids:
+                continue
+            n = len(frame.ids)
+            cols: dict[str, Any] = {"id": frame.ids}
+            for key, name in TEXT.items():
+                cols[name] = frame.columns.get(key) or [None] * n
+            for key, (name, missing) in DAYS.items():
+                days = interval_index._days(frame.columns.get(key) or [None] * n, missing)
+                if days is None:
+                    self.exact = False
+                    return
+                cols[name] = days
+            cols["gone"] = [x is not None for x in frame.columns.get("known_to") or [None] * n]
+            self.parts.append(cols)
+        for label, updates in plan.updates:
+            if label == schema.FACT:
+                self.updates.extend(updates)
+
+    def finish(self, graph: Any) -> dict[str, Any] | None:
+        """The sidecar's arrays for the graph after the load, or None (the Cypher build must answer)."""
+        import numpy as np
+
+        if not self.exact or self.previous is None:
+            return None
+        rows = _previous_rows(self.previous) if self.previous else _empty()
+        for name in list(rows):
+            cols = [rows[name], *(part[name] for part in self.parts)]
+            if isinstance(rows[name], np.ndarray):
+                rows[name] = np.concatenate(cols)
+            else:
+                rows[name] = [x for col in cols for x in col]
+        self.parts.clear()
+        if self.updates and not _apply(rows, self.updates):
+            return None
+        keep = [i for i, (gone, s, p) in enumerate(zip(rows["gone"], rows["s"], rows["p"], strict=True))
+                if not gone and s is not None and p is not None]
+        if len(keep) < len(rows["id"]):
+            rows = {k: (v[keep] if isinstance(v, np.ndarray) else [v[i] for i in keep]) for k, v in rows.items()}
+        rows["v"] = _values(graph, rows["o"], rows["lit"])
+        return interval_index.assemble(rows.__getitem__, graph)
+
+
+def _empty() -> dict[str, Any]:
+    import numpy as np
+
+    out: dict[str, Any] = {name: [] for name in ("id", *TEXT.values(), "gone")}
+    out.update({name: np.zeros(0, dtype=np.int32) for name, _ in DAYS.values()})
+    return out
+
+
+def _previous_rows(cols: dict[str, Any]) -> dict[str, Any]:
+    """The previous sidecar's rows as the columns `plan` collects (all of them current)."""
+    names = {t: interval_index._table(cols, t) for t in ("subjects", "predicates", "values", "ids",
+                                                           "precisions", "sources")}
+    literals = interval_index._table(cols, "literals") if "literals_blob" in cols else []
+    kinds = cols["lit_kind"].tolist()
+    typed = [interval_index._literal(k, t) for k, t in zip(kinds, literals, strict=True)]
+    values = names["values"]
+    return {
+        "id": names["ids"], "s": [names["subjects"][c] for c in cols["s"].tolist()],
+        "p": [names["predicates"][c] for c in cols["p"].tolist()],
+        "o": [values[c] if obj else None for c, obj in zip(cols["v"].tolist(), cols["is_object"].tolist(),
+                                                           strict=True)],
+        "lit": [None if c < 0 else typed[c] for c in cols["lit"].tolist()],
+        "prec": [names["precisions"][c] for c in cols["prec"].tolist()],
+        "src": [names["sources"][c] for c in cols["src"].tolist()],
+        "a": cols["vf"].copy(), "b": cols["vt"].copy(), "k": cols["known_from"].copy(),
+        "gone": [False] * len(cols["s"]),
+    }
+
+
+def _apply(rows: dict[str, Any], updates: list[dict[str, Any]]) -> bool:
+    """Apply the load's fact updates in order; False where one cannot be followed exactly."""
+    wanted = {u["id"] for u in updates}
+    where = {fid: i for i, fid in enumerate(rows["id"]) if fid in wanted}
+    for u in updates:
+        i = where.get(u["id"])
+        props = u["props"]
+        if i is None:
+            if props.keys() & {"known_to", "subject_id", "predicate"}:
+                return False  # a stored fact that was not current, and might be now
+            continue
+        for key, value in props.items():
+            if key == "known_to":
+                rows["gone"][i] = value is not None
+            elif key in TEXT:
+                rows[TEXT[key]][i] = value
+            elif key in DAYS:
+                name, missing = DAYS[key]
+                if value is not None and type(value) is not dt.date:
+                    return False
+                rows[name][i] = missing if value is None else value.toordinal()
+    return True
+
+
+def _values(graph: Any, objects: list[Any], literals: list[Any]) -> list[Any]:
+    """`coalesce(object_id, toString(value))`, with toString done by the engine (its text, exactly)."""
+    odd = list({(type(x), x): x for x in literals if x is not None and type(x) is not str}.values())
+    text: dict[tuple[type, Any], Any] = {}
+    if odd:
+        got = graph.cypher("UNWIND $xs AS x RETURN toString(x) AS t", params={"xs": odd}).to_list()
+        text = {(type(x), x): r["t"] for x, r in zip(odd, got, strict=True)}
+    return [o if o is not None else (None if x is None else x if type(x) is str else text[(type(x), x)])
+            for o, x in zip(objects, literals, strict=True)]
+
+
+__all__ = ["SidecarFeed"]
