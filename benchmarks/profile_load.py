@@ -152,8 +152,8 @@ def main() -> int:
         gen = "generate synthetic rows (not load)"
         load_w, load_c = total_w - WALL[gen], total_c - CPU[gen]
         own, own_c = WALL, CPU
-        print(f"{args.facts:,} facts, batches of {args.batch_facts:,}, sidecar by {args.sidecar}; load average at the end "
-              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        print(f"{args.facts:,} facts, batches of {args.batch_facts:,}, sidecar by {args.sidecar}; "
+              f"load average at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         print(f"load end to end {load_w:.1f} s wall ({args.facts / load_w:,.0f} facts/s), {load_c:.1f} s CPU "
               f"({args.facts / load_c:,.0f} facts/s of CPU); peak RSS {peak_rss_mib():,.0f} MiB")
         print(f"{'stage':<40} {'wall s':>8} {'CPU s':>8} {'share':>7}")
