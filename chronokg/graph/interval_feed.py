@@ -67,9 +67,10 @@ class SidecarFeed:
             if frame.label != schema.FACT or not frame.ids:
                 continue
             n = len(frame.ids)
-            cols: dict[str, Any] = {"id": frame.ids}
+            cols: dict[str, Any] = {"id": frame.ids, "lit": frame.columns.get("value") or [None] * n}
             for key, name in TEXT.items():
-                cols[name] = frame.columns.get(key) or [None] * n
+                if name != "lit":  # text columns as codes into their distinct values: one string per value,
+                    cols[name] = _Coded(frame.columns.get(key) or [None] * n)  # not one per row (10M rows)
             for key, (name, missing) in DAYS.items():
                 days = interval_index._days(frame.columns.get(key) or [None] * n, missing)
                 if days is None:
@@ -94,7 +95,9 @@ class SidecarFeed:
             if isinstance(rows[name], np.ndarray):
                 rows[name] = np.concatenate(cols)
             else:
-                rows[name] = [x for col in cols for x in col]
+                rows[name] = [x for col in cols for x in (col.values() if isinstance(col, _Coded) else col)]
+            for part in self.parts:
+                del part[name]  # each column's parts go as soon as it is joined
         self.parts.clear()
         if self.updates and not _apply(rows, self.updates):
             return None
@@ -104,6 +107,21 @@ class SidecarFeed:
             rows = {k: (v[keep] if isinstance(v, np.ndarray) else [v[i] for i in keep]) for k, v in rows.items()}
         rows["v"] = _values(graph, rows["o"], rows["lit"])
         return interval_index.assemble(rows.__getitem__, graph)
+
+
+class _Coded:
+    """A text column as int32 codes into its distinct values."""
+
+    def __init__(self, values: list[Any]) -> None:
+        import pandas as pd
+
+        codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
+        self.codes = codes.astype("int32")
+        self.table = [*uniques.tolist(), None]  # code -1 picks the last: None
+
+    def values(self) -> list[Any]:
+        table = self.table
+        return [table[c] for c in self.codes.tolist()]
 
 
 def _empty() -> dict[str, Any]:
