@@ -40,16 +40,21 @@ from chronokg.graph.kglite_store import KgliteStore
 WALL: dict[str, float] = defaultdict(float)  # each stage's own time: what ran inside a nested stage is its own
 CPU: dict[str, float] = defaultdict(float)
 STACK: list[str] = []
+PEAK: dict[str, float] = {}  # the process's peak RSS (MiB) when a stage raised it, by the innermost stage
 
 
 @contextmanager
 def stage(name: str) -> Iterator[None]:
     w, c = time.perf_counter(), time.process_time()
     STACK.append(name)
+    before = peak_rss_mib()
     try:
         yield
     finally:
         STACK.pop()
+        after = peak_rss_mib()
+        if after > before and not any(v >= after for v in PEAK.values()):  # an inner stage has it already
+            PEAK[name] = after
         dw, dc = time.perf_counter() - w, time.process_time() - c
         WALL[name] += dw
         CPU[name] += dc
@@ -156,10 +161,11 @@ def main() -> int:
               f"load average at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         print(f"load end to end {load_w:.1f} s wall ({args.facts / load_w:,.0f} facts/s), {load_c:.1f} s CPU "
               f"({args.facts / load_c:,.0f} facts/s of CPU); peak RSS {peak_rss_mib():,.0f} MiB")
-        print(f"{'stage':<40} {'wall s':>8} {'CPU s':>8} {'share':>7}")
+        print(f"{'stage':<40} {'wall s':>8} {'CPU s':>8} {'share':>7} {'peak RSS raised to':>19}")
         for name in sorted(own, key=lambda k: -own[k]):
             share = "" if name == gen else f"{own[name] / load_w:7.1%}"
-            print(f"{name:<40} {own[name]:8.2f} {own_c[name]:8.2f} {share:>7}")
+            peak = f"{PEAK[name]:,.0f} MiB" if name in PEAK else ""
+            print(f"{name:<40} {own[name]:8.2f} {own_c[name]:8.2f} {share:>7} {peak:>19}")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return 0
