@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Generator, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -398,17 +400,17 @@ def write_bulk(store: GraphStore, parts: Iterable[Part], progress: Progress | No
             sources: dict[str, Any] = {}
             state = LoadState()
             feed = SidecarFeed(kg.sidecar_before(graph))
-            for part in parts:
-                frames, edges = table_frames(part) if isinstance(part, FactTable) else batch_frames(part)
-                plan = plan_part(reader, frames, edges, part.policy, report, sources, state)
-                del frames, edges
-                feed.plan(plan)
-                if progress is not None:
-                    progress.start(plan.size(), "writing")
-                if plan.size():
-                    apply_plan(reader, plan, lambda label, keys: kg.declare_staged(graph, label, keys), progress,
-                               state)
-                del plan, part  # the next part is built without this one alive
+            with closing(_staged_ahead(parts)) as ahead:  # closed (its thread joined) on any exit
+                for part, (frames, edges) in ahead:
+                    plan = plan_part(reader, frames, edges, part.policy, report, sources, state)
+                    del frames, edges
+                    feed.plan(plan)
+                    if progress is not None:
+                        progress.start(plan.size(), "writing")
+                    if plan.size():
+                        apply_plan(reader, plan, lambda label, keys: kg.declare_staged(graph, label, keys), progress,
+                                   state)
+                    del plan, part  # gone before the part after next is built
             if not report.changed:
                 raise _Unchanged
             state.rebuild(graph)
@@ -416,6 +418,39 @@ def write_bulk(store: GraphStore, parts: Iterable[Part], progress: Progress | No
     except _Unchanged:
         pass
     return report
+
+
+PREFETCH = True  # stage part N+1 in a thread while the engine loads part N (benchmarks/profile_load.py toggles it)
+
+
+def _frames(part: Part) -> tuple[list[Frame], list[Edges]]:
+    return table_frames(part) if isinstance(part, FactTable) else batch_frames(part)
+
+
+def _staged_ahead(parts: Iterable[Part]) -> Generator[tuple[Part, tuple[list[Frame], list[Edges]]], None, None]:
+    """Each part with its frames; with `PREFETCH`, the next part is built (the caller's generator: parsing,
+    `FactTable` staging) and framed in a second thread meanwhile. kglite's add_nodes, add_relationships,
+    index builds and save release the GIL (benchmarks/README.md, issue 20 stop 25), so that work overlaps
+    the engine's. Only one thread touches the generator at a time; its errors surface here, in order."""
+    it = iter(parts)
+    if not PREFETCH:
+        for part in it:
+            yield part, _frames(part)
+        return
+
+    def fetch() -> tuple[Part, tuple[list[Frame], list[Edges]]] | None:
+        part = next(it, None)
+        return None if part is None else (part, _frames(part))
+
+    with ThreadPoolExecutor(1, thread_name_prefix="chronokg-bulk-stage") as pool:
+        ahead = pool.submit(fetch)
+        while True:
+            item = ahead.result()
+            if item is None:
+                return
+            ahead = pool.submit(fetch)
+            yield item
+            del item
 
 
 def _sidecar(feed: SidecarFeed, graph: Any) -> dict[str, Any] | None:
