@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -226,3 +227,27 @@ def test_parts_that_repeat_earlier_parts_merge_without_reading_back(tmp_path: Pa
         assert read_back.model_dump() == got.model_dump()
         ddl = "SHOW INDEXES", "SHOW CONSTRAINTS"  # dropped for the native loader, rebuilt once at the end
         assert [sorted(r["name"] for r in b.run(q)) for q in ddl] == [sorted(r["name"] for r in a.run(q)) for q in ddl]
+
+
+def test_parts_built_ahead_in_a_thread_fail_in_order_and_write_nothing(tmp_path: Path) -> None:
+    """The next part is built in a second thread while the engine loads the current one: an error from the
+    caller's parts surfaces from write_bulk as it was raised, nothing is published, and the parts are closed."""
+    items = facts(120)
+    closed: list[bool] = []
+
+    def parts() -> Iterator[FactTable]:
+        try:
+            yield table_of(items[:60])
+            raise InputError("input.jsonl", 61, "broken")
+        finally:
+            closed.append(True)
+
+    with KgliteStore(tmp_path / "a.kgl") as store:
+        write_bulk(store, [table_of(items[60:], first=61)])
+        before = content_digest(store)
+        with pytest.raises(InputError, match="broken"):
+            write_bulk(store, parts())
+        assert closed == [True]
+        assert content_digest(store) == before
+    with KgliteStore(tmp_path / "a.kgl", read_only=True) as reader:
+        assert content_digest(reader) == before
