@@ -165,10 +165,14 @@ def test_a_killed_bulk_load_leaves_the_store_as_it_was(tmp_path: Path, durable: 
     child.wait(30)
     with KgliteStore(path, read_only=True) as reader:
         assert content_digest(reader) == before
+        assert reader.intervals() is not None  # the interval sidecar still describes the checkpoint
     with KgliteStore(path) as writer:  # the lease went with the process; the log holds nothing of the load
         assert content_digest(writer) == before
         write_bulk(writer, [table_of(facts(20, offset=900))])
         assert content_digest(writer) != before
+    with KgliteStore(path, read_only=True) as reader:  # the next load's sidecar, built from its columns
+        assert reader.intervals() is not None
+    assert not list(tmp_path.glob("*.tmp"))  # no unstamped sidecar left by the load that completed
 
 
 def test_add_many_stages_what_add_stages_row_by_row() -> None:

@@ -414,7 +414,8 @@ def write_bulk(store: GraphStore, parts: Iterable[Part], progress: Progress | No
             if not report.changed:
                 raise _Unchanged
             state.rebuild(graph)
-            kg.publish_sidecar(_sidecar(feed, graph))
+            kg.publish_sidecar(_sidecar(feed, graph))  # written (unstamped) and dropped before the save
+            del feed, state, sources  # nor is what the load kept alive through the save
     except _Unchanged:
         pass
     return report

@@ -230,6 +230,43 @@ def write(path: str | Path, cols: dict[str, Any] | None, stamp: Fingerprint | No
         raise
 
 
+def write_unstamped(path: str | Path, cols: dict[str, Any]) -> Path:
+    """Write the arrays of a sidecar not yet stamped to a temp file beside it (a bulk load does this before
+    its save, so they are not held in memory through it); `stamp_and_publish` finishes it."""
+    import numpy as np
+
+    target = sidecar(path)
+    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, **cols)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
+
+
+def stamp_and_publish(path: str | Path, tmp: Path, stamp: Fingerprint | None) -> None:
+    """Add the stamp of the checkpoint now at `path` to `tmp` (from `write_unstamped`) and rename it in; on
+    any failure neither it nor an older sidecar stays."""
+    import io
+
+    import numpy as np
+
+    try:
+        if stamp is None:
+            raise OSError(f"no checkpoint at {path}")
+        buf = io.BytesIO()
+        np.lib.format.write_array(buf, np.array(stamp, dtype=np.int64))
+        with zipfile.ZipFile(tmp, "a") as z:
+            z.writestr("stamp.npy", buf.getvalue())
+        os.replace(tmp, sidecar(path))
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        sidecar(path).unlink(missing_ok=True)
+        raise
+
+
 def refresh(graph: Any, path: str | Path) -> None:
     """After `graph` was saved as the checkpoint at `path`: the matching sidecar (or none, if it fails)."""
     try:

@@ -63,7 +63,7 @@ class KgliteStore:
         # otherwise (a run's predictions, a benchmark's questions) the sidecar of `_base` is re-stamped.
         self._facts_touched = False
         self._base: interval_index.Fingerprint | None = None
-        self._ready: dict[str, Any] | None = None  # a bulk load's sidecar, built from its own columns
+        self._ready: Path | None = None  # a bulk load's sidecar, built from its own columns, not yet stamped
         self.notices: list[str] = []
         # kglite announces advisory query warnings on stderr; callers get clean output.
         kglite.set_query_warning_policy("silent")
@@ -310,23 +310,24 @@ class KgliteStore:
         if self._dirty and self._durable != "off" and self._path != MEMORY and self._lease is None:
             self._g.save()  # fold the log in: a checkpoint saved over a log that runs ahead of it is refused
             self._dirty = False
-        self._ready = None
+        self._drop_ready()
         graph = self._g.copy()
-        yield graph
+        try:
+            yield graph
+            if self._path != MEMORY:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", kglite.MappedFallbackWarning)
+                    graph.save(self._path)
+        except BaseException:
+            self._drop_ready()
+            raise
         if self._path != MEMORY:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", kglite.MappedFallbackWarning)
-                graph.save(self._path)
             ready, self._ready = self._ready, None
             if ready is None:
                 self._facts_touched = True  # a bulk load: facts, most often
                 self._sidecar(graph)
             else:
-                try:
-                    interval_index.write(self._path, ready, interval_index.fingerprint(self._path))
-                except Exception:
-                    interval_index.sidecar(self._path).unlink(missing_ok=True)
-                    raise
+                interval_index.stamp_and_publish(self._path, ready, interval_index.fingerprint(self._path))
                 self._base = interval_index.fingerprint(self._path)
                 self._facts_touched = False
         if self._lease is None and self._path != MEMORY:
@@ -353,8 +354,17 @@ class KgliteStore:
             return None
 
     def publish_sidecar(self, cols: dict[str, Any] | None) -> None:
-        """The sidecar of the staged copy about to be saved, built by the bulk load (None: build it by Cypher)."""
-        self._ready = cols
+        """The sidecar of the staged copy about to be saved, built by the bulk load (None: build it by Cypher
+        after the save). Written unstamped now, so its arrays are not held through the save (the load's peak
+        memory); stamped and renamed in once the save is done."""
+        self._drop_ready()
+        if cols is not None and self._path != MEMORY:
+            self._ready = interval_index.write_unstamped(self._path, cols)
+
+    def _drop_ready(self) -> None:
+        ready, self._ready = self._ready, None
+        if ready is not None:
+            ready.unlink(missing_ok=True)
 
     def declare_staged(self, graph: Any, label: str, keys: Sequence[str]) -> None:
         """Declare `keys` of `label` on a staged copy (the store's own declarations follow on publish)."""
