@@ -67,7 +67,9 @@ class SidecarFeed:
             if frame.label != schema.FACT or not frame.ids:
                 continue
             n = len(frame.ids)
-            cols: dict[str, Any] = {"id": frame.ids, "lit": frame.columns.get("value") or [None] * n}
+            # Held until the end of the load (10M facts): ids as one UTF-8 blob, no literal column when none.
+            lits = frame.columns.get("value")
+            cols: dict[str, Any] = {"id": _Texts(frame.ids), "lit": lits if lits else _Nones(n)}
             for key, name in TEXT.items():
                 if name != "lit":  # text columns as codes into their distinct values: one string per value,
                     cols[name] = _Coded(frame.columns.get(key) or [None] * n)  # not one per row (10M rows)
@@ -77,7 +79,8 @@ class SidecarFeed:
                     self.exact = False
                     return
                 cols[name] = days
-            cols["gone"] = [x is not None for x in frame.columns.get("known_to") or [None] * n]
+            retracted = frame.columns.get("known_to")
+            cols["gone"] = _Nones(n, False) if not retracted else [x is not None for x in retracted]
             self.parts.append(cols)
         for label, updates in plan.updates:
             if label == schema.FACT:
@@ -95,7 +98,7 @@ class SidecarFeed:
             if isinstance(rows[name], np.ndarray):
                 rows[name] = np.concatenate(cols)
             else:
-                rows[name] = [x for col in cols for x in (col.values() if isinstance(col, _Coded) else col)]
+                rows[name] = [x for col in cols for x in (col.values() if isinstance(col, _Packed) else col)]
             for part in self.parts:
                 del part[name]  # each column's parts go as soon as it is joined
         self.parts.clear()
@@ -109,7 +112,35 @@ class SidecarFeed:
         return interval_index.assemble(rows.__getitem__, graph)
 
 
-class _Coded:
+class _Packed:
+    """A column held compactly through the load, expanded by `values` at its end."""
+
+    def values(self) -> list[Any]:
+        raise NotImplementedError
+
+
+class _Nones(_Packed):
+    """A column of one value throughout (no literal, no retraction): only its length."""
+
+    def __init__(self, n: int, value: Any = None) -> None:
+        self.n, self.value = n, value
+
+    def values(self) -> list[Any]:
+        return [self.value] * self.n
+
+
+class _Texts(_Packed):
+    """Distinct texts (fact ids) as one UTF-8 blob and character offsets."""
+
+    def __init__(self, texts: list[str]) -> None:
+        packed = interval_index._strings(texts)
+        self.blob, self.offsets = packed["blob"], packed["offsets"]
+
+    def values(self) -> list[Any]:
+        return interval_index._table({"t_blob": self.blob, "t_offsets": self.offsets}, "t")
+
+
+class _Coded(_Packed):
     """A text column as int32 codes into its distinct values."""
 
     def __init__(self, values: list[Any]) -> None:
