@@ -46,6 +46,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -185,24 +186,36 @@ async def in_process_concurrent(host: ToolHost, subjects: int, clients: int, sec
     return phase
 
 
+async def caller_loop(url: str, headers: dict[str, str], end: float, phase: Phase,
+                      next_call: Callable[[], tuple[str, dict[str, Any], int]], *, timeout: float,
+                      limit_ok: bool = False) -> None:
+    """One closed-loop HTTP caller (no think time) until `end`: each call timed into `phase` and checked; with
+    `limit_ok`, a 422 limit_exceeded is counted apart (`statuses[422]`), not as an error."""
+    async with httpx.AsyncClient(base_url=url, timeout=timeout, headers=headers) as http:
+        while time.perf_counter() < end:
+            tool, args, expected = next_call()
+            t0 = time.perf_counter()
+            try:
+                response = await http.post(f"/tools/{tool}", json=args)
+            except httpx.HTTPError as exc:
+                phase.errors.append(f"{tool}: {type(exc).__name__}: {exc}")
+                continue
+            phase.latencies.append(time.perf_counter() - t0)
+            body = response.json()
+            if limit_ok and response.status_code == 422 and body.get("error", {}).get("type") == "limit_exceeded":
+                phase.statuses[422] += 1
+                continue
+            check(phase, response.status_code, expected, body, tool)
+
+
 async def over_http(url: str, tokens: list[str], subjects: int, seconds: float, seed: int, name: str) -> Phase:
     phase = Phase(name)
     end = time.perf_counter() + seconds
 
     async def one(k: int) -> None:
         rng = random.Random(seed + k)
-        async with httpx.AsyncClient(base_url=url, timeout=60,
-                                     headers={"Authorization": f"Bearer {tokens[k]}"}) as http:
-            while time.perf_counter() < end:
-                tool, args, expected = workload(rng, subjects)
-                t0 = time.perf_counter()
-                try:
-                    response = await http.post(f"/tools/{tool}", json=args)
-                except httpx.HTTPError as exc:
-                    phase.errors.append(f"{tool}: {type(exc).__name__}: {exc}")
-                    continue
-                phase.latencies.append(time.perf_counter() - t0)
-                check(phase, response.status_code, expected, response.json(), tool)
+        await caller_loop(url, {"Authorization": f"Bearer {tokens[k]}"}, end, phase,
+                          lambda: workload(rng, subjects), timeout=60)
 
     start = time.perf_counter()
     await asyncio.gather(*(one(k) for k in range(len(tokens))))
@@ -228,24 +241,11 @@ async def heavy_mix(url: str, tokens: list[str], heavy: int, subjects: int, seco
         phase = costly if is_heavy else cheap
         who = f"{'heavy' if is_heavy else 'cheap'}-{k}"
         headers = {"Authorization": f"Bearer {tokens[k]}", "x-chronokg-client": who}
-        async with httpx.AsyncClient(base_url=url, timeout=120, headers=headers) as http:
-            while time.perf_counter() < end:
-                if is_heavy:
-                    tool, args, expected = "cypher", {"query": HEAVY}, 200
-                else:
-                    tool, args, expected = workload(rng, subjects)
-                t0 = time.perf_counter()
-                try:
-                    response = await http.post(f"/tools/{tool}", json=args)
-                except httpx.HTTPError as exc:
-                    phase.errors.append(f"{tool}: {type(exc).__name__}: {exc}")
-                    continue
-                phase.latencies.append(time.perf_counter() - t0)
-                body = response.json()
-                if is_heavy and response.status_code == 422 and body.get("error", {}).get("type") == "limit_exceeded":
-                    phase.statuses[422] += 1  # a heavy read stopped by a read limit or the memory budget: by design
-                    continue
-                check(phase, response.status_code, expected, body, tool)
+        heavy_call: tuple[str, dict[str, Any], int] = ("cypher", {"query": HEAVY}, 200)
+        # a heavy read stopped by a read limit or the memory budget (422 limit_exceeded) is by design, not an error
+        await caller_loop(url, headers, end, phase,
+                          (lambda: heavy_call) if is_heavy else lambda: workload(rng, subjects),
+                          timeout=120, limit_ok=is_heavy)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
