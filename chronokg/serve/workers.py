@@ -111,7 +111,11 @@ class WorkerPool:
         self.heavy_slots = max(1, n // 2) if heavy_slots is None else max(1, heavy_slots)
         self.memory_budget_mb = memory_budget_mb if scheduling == "fair" else None
         self.scheduler = Scheduler(self.heavy_slots, slice_s, mode=scheduling)
-        self._cond = threading.Condition()
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)  # the pool's lock: every method below takes it
+        # one wake-up per waiting call, woken alone when it gets a worker (notify_all woke every waiting thread at
+        # each dispatch: 45 waiting callers, ~80 dispatches a second in the heavy-caller mix)
+        self._waiting: dict[Ticket, threading.Condition] = {}
         self.restarts = 0
         self.budget_stops = 0
         self.limit_kills = 0  # workers killed because a read run in them outlived its `limit_s`
@@ -167,7 +171,9 @@ class WorkerPool:
                 break
             worker = self._idle.pop()
             self.scheduler.start(ticket, worker.id, now)
-            self._cond.notify_all()
+            wake = self._waiting.pop(ticket, None)
+            if wake is not None:
+                wake.notify()
 
     def _worker(self, ticket: Ticket) -> _Worker | None:
         return next((w for w in self._workers if w.id == ticket.worker), None)
@@ -189,13 +195,16 @@ class WorkerPool:
                    limit_s: float | None = None) -> ToolResult | _Preempted:
         with self._cond:
             ticket = self.scheduler.submit(caller, pinned)
+            self._waiting[ticket] = wake = threading.Condition(self._lock)  # the pool's lock, its own wake-up
             self._dispatch()
             try:
                 while ticket.worker is None:
-                    self._cond.wait()
+                    wake.wait()
             except BaseException:
                 self.scheduler.withdraw(ticket)
                 raise
+            finally:
+                self._waiting.pop(ticket, None)
             worker = self._worker(ticket)
         assert worker is not None  # dispatched to a worker of the pool; only this call gives it back
         try:
