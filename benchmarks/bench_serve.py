@@ -46,6 +46,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -125,6 +126,8 @@ class Phase:
     statuses: Counter[int] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    by_tool: dict[str, list[float]] = field(default_factory=dict)  # latencies per tool (cypher: read or write)
+    notes: str = ""
 
     def row(self) -> str:
         lat = sorted(self.latencies)
@@ -185,24 +188,38 @@ async def in_process_concurrent(host: ToolHost, subjects: int, clients: int, sec
     return phase
 
 
+async def caller_loop(url: str, headers: dict[str, str], end: float, phase: Phase,
+                      next_call: Callable[[], tuple[str, dict[str, Any], int]], *, timeout: float,
+                      limit_ok: bool = False) -> None:
+    """One closed-loop HTTP caller (no think time) until `end`: each call timed into `phase` and checked; with
+    `limit_ok`, a 422 limit_exceeded is counted apart (`statuses[422]`), not as an error."""
+    async with httpx.AsyncClient(base_url=url, timeout=timeout, headers=headers) as http:
+        while time.perf_counter() < end:
+            tool, args, expected = next_call()
+            t0 = time.perf_counter()
+            try:
+                response = await http.post(f"/tools/{tool}", json=args)
+            except httpx.HTTPError as exc:
+                phase.errors.append(f"{tool}: {type(exc).__name__}: {exc}")
+                continue
+            phase.latencies.append(time.perf_counter() - t0)
+            label = tool if tool != "cypher" else "cypher (refused write)" if expected == 403 else "cypher (read)"
+            phase.by_tool.setdefault(label, []).append(phase.latencies[-1])
+            body = response.json()
+            if limit_ok and response.status_code == 422 and body.get("error", {}).get("type") == "limit_exceeded":
+                phase.statuses[422] += 1
+                continue
+            check(phase, response.status_code, expected, body, tool)
+
+
 async def over_http(url: str, tokens: list[str], subjects: int, seconds: float, seed: int, name: str) -> Phase:
     phase = Phase(name)
     end = time.perf_counter() + seconds
 
     async def one(k: int) -> None:
         rng = random.Random(seed + k)
-        async with httpx.AsyncClient(base_url=url, timeout=60,
-                                     headers={"Authorization": f"Bearer {tokens[k]}"}) as http:
-            while time.perf_counter() < end:
-                tool, args, expected = workload(rng, subjects)
-                t0 = time.perf_counter()
-                try:
-                    response = await http.post(f"/tools/{tool}", json=args)
-                except httpx.HTTPError as exc:
-                    phase.errors.append(f"{tool}: {type(exc).__name__}: {exc}")
-                    continue
-                phase.latencies.append(time.perf_counter() - t0)
-                check(phase, response.status_code, expected, response.json(), tool)
+        await caller_loop(url, {"Authorization": f"Bearer {tokens[k]}"}, end, phase,
+                          lambda: workload(rng, subjects), timeout=60)
 
     start = time.perf_counter()
     await asyncio.gather(*(one(k) for k in range(len(tokens))))
@@ -228,24 +245,11 @@ async def heavy_mix(url: str, tokens: list[str], heavy: int, subjects: int, seco
         phase = costly if is_heavy else cheap
         who = f"{'heavy' if is_heavy else 'cheap'}-{k}"
         headers = {"Authorization": f"Bearer {tokens[k]}", "x-chronokg-client": who}
-        async with httpx.AsyncClient(base_url=url, timeout=120, headers=headers) as http:
-            while time.perf_counter() < end:
-                if is_heavy:
-                    tool, args, expected = "cypher", {"query": HEAVY}, 200
-                else:
-                    tool, args, expected = workload(rng, subjects)
-                t0 = time.perf_counter()
-                try:
-                    response = await http.post(f"/tools/{tool}", json=args)
-                except httpx.HTTPError as exc:
-                    phase.errors.append(f"{tool}: {type(exc).__name__}: {exc}")
-                    continue
-                phase.latencies.append(time.perf_counter() - t0)
-                body = response.json()
-                if is_heavy and response.status_code == 422 and body.get("error", {}).get("type") == "limit_exceeded":
-                    phase.statuses[422] += 1  # a heavy read stopped by a read limit or the memory budget: by design
-                    continue
-                check(phase, response.status_code, expected, body, tool)
+        heavy_call: tuple[str, dict[str, Any], int] = ("cypher", {"query": HEAVY}, 200)
+        # a heavy read stopped by a read limit or the memory budget (422 limit_exceeded) is by design, not an error
+        await caller_loop(url, headers, end, phase,
+                          (lambda: heavy_call) if is_heavy else lambda: workload(rng, subjects),
+                          timeout=120, limit_ok=is_heavy)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -266,18 +270,24 @@ def run_mix(path: Path, tmp: Path, args: argparse.Namespace, subjects: int) -> l
     token_file = tmp / "mix-tokens.txt"
     token_file.write_text("\n".join(tokens))
     out = []
-    runs = [(s, args.heavy) for s in args.scheduling.split(",")]
+    runs = [(s, args.heavy, None) for s in args.scheduling.split(",")]
     if args.heavy and not args.no_cheap_alone:
-        runs.append(("fair", 0))  # what the machine gives the cheap callers with nobody heavy: the floor
-    for scheduling, heavy in runs:
-        proc, url = start_server(path, args.workers, token_file, args.rate, {"CHRONOKG_SERVE_SCHEDULING": scheduling})
+        runs.append(("fair", 0, None))  # what the machine gives the cheap callers with nobody heavy: the floor
+    if args.baseline_repo is not None:  # the same mix against another checkout's server code, in the same run
+        runs += [("fair", args.heavy, args.baseline_repo), ("fair", 0, args.baseline_repo)]
+    for scheduling, heavy, repo in runs:
+        proc, url = start_server(path, args.workers, token_file, args.rate, {"CHRONOKG_SERVE_SCHEDULING": scheduling},
+                                 repo=repo)
         try:
             cheap, costly, peak = asyncio.run(heavy_mix(url, tokens[args.heavy - heavy:], heavy, subjects,
                                                         args.mix_seconds, args.seed, scheduling, proc.pid))
+            health = httpx.get(f"{url}/health", timeout=30).json()
+            cheap.notes = (f"reads past their first slice {health.get('reads_outgrown', '?')}, stopped and queued "
+                           f"again {health.get('reads_preempted', '?')}, worker restarts {health['worker_restarts']}")
         finally:
             proc.terminate()
             proc.wait(30)
-        out.append((scheduling if heavy else "alone", cheap, costly, peak))
+        out.append((("baseline " if repo else "") + (scheduling if heavy else "alone"), cheap, costly, peak))
     return out
 
 
@@ -292,10 +302,17 @@ def print_mix(rows: list[tuple[str, Phase, Phase, float]], args: argparse.Namesp
             lat = sorted(p.latencies)
             return lat[min(len(lat) - 1, int(len(lat) * f))] * 1000 if lat else float("nan")
         label = {"fair": "fair (per caller, heavy lane, memory budget)", "fifo": "first come, first served (old)",
-                 "alone": "fair, the cheap callers alone (no heavy caller): the machine's floor"}[name]
+                 "alone": "fair, the cheap callers alone (no heavy caller): the machine's floor",
+                 "baseline fair": f"baseline code ({args.baseline_repo}): fair",
+                 "baseline alone": f"baseline code ({args.baseline_repo}): the cheap callers alone"}[name]
         print(f"| {label} | {len(cheap.latencies):,} | {q(cheap, 0.5):,.0f} | {q(cheap, 0.99):,.0f} | "
               f"{len(costly.latencies):,} | {q(costly, 0.5):,.0f} | {costly.statuses[422]:,} | {peak:,.0f} | "
               f"{len(cheap.errors) + len(costly.errors)} |")
+    for name, cheap, _, _ in rows:  # where a cheap caller's tail is: per tool
+        print(f"cheap calls by tool, {name}: " + "; ".join(
+            f"{tool} {len(lat):,} calls p50 {statistics.median(lat) * 1000:,.0f} p99 "
+            f"{sorted(lat)[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000:,.0f} ms"
+            for tool, lat in sorted(cheap.by_tool.items())) + (f"; server: {cheap.notes}" if cheap.notes else ""))
     fair = next((r for r in rows if r[0] == "fair"), None)
     if fair is not None:
         lat = sorted(fair[1].latencies)
@@ -331,14 +348,15 @@ def unserialised(path: Path, subjects: int, seconds: float, threads: int) -> tup
     return counts["ok"] + counts["limit"], counts["limit"], worst[0]
 
 
-def start_server(store: Path, workers: int, token_file: Path, rate: float,
-                 extra_env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
+def start_server(store: Path, workers: int, token_file: Path, rate: float, extra_env: dict[str, str] | None = None,
+                 repo: Path | None = None) -> tuple[subprocess.Popen[str], str]:
+    """`chronokg serve http` on a free loopback port, from this checkout or `repo` (another one, to compare)."""
     cmd = [sys.executable, "-m", "chronokg.cli", "--store", f"kglite://{store}", "serve", "http", "--port", "0",
            "--workers", str(workers), "--rate", str(rate), "--burst", str(int(rate * 2)),
            "--token-file", str(token_file)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHRONOKG_")}
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env={**env, "PYTHONPATH": str(REPO), **(extra_env or {})})
+                            env={**env, "PYTHONPATH": str(repo or REPO), **(extra_env or {})}, cwd=repo or REPO)
     found: list[str] = []
     ready = threading.Event()
 
@@ -407,6 +425,8 @@ def main() -> None:
     ap.add_argument("--heavy", type=int, default=5, help="heavy callers among --mix-clients")
     ap.add_argument("--scheduling", default="fair,fifo", help="which schedulings the mix runs: fair, fifo or both")
     ap.add_argument("--no-cheap-alone", action="store_true", help="skip the run of the cheap callers alone")
+    ap.add_argument("--baseline-repo", type=Path, help="also run the mix (fair, and the cheap callers alone) against "
+                    "the server code of this checkout (e.g. `git archive main | tar -x -C DIR`), beside this one's")
     args = ap.parse_args()
     if args.quick:
         args.facts, args.clients, args.seconds, args.baseline_seconds, args.unsafe_seconds = 10_000, 20, 5.0, 3.0, 3.0

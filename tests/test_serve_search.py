@@ -70,3 +70,44 @@ def test_search_over_http(indexed: Path) -> None:
         assert response.status_code == 200, response.text
         assert [r["text"] for r in response.json()["rows"]] == [r["text"] for r in expected]
         assert http.get("/health").json()["search"] == "passages: ready"
+
+
+WARMS = """
+import json, sys, time
+from chronokg.retrieval.embed import model_loads
+from chronokg.serve.launch import open_host
+from chronokg.settings import Settings
+
+start = time.monotonic()
+host = open_host(Settings(), sys.argv[1], workers=1, max_rows=None, timeout_s=None)  # as `chronokg serve` opens
+opened = time.monotonic() - start
+assert host.search_warm is not None
+host.search_warm.join(600)
+warmed = time.monotonic() - start
+loads_warm = model_loads()
+results = [host.call_tool("search", {"query": sys.argv[2], "k": 3}) for _ in range(3)]
+print("REPORT " + json.dumps({"opened": opened, "warmed": warmed, "loads_warm": loads_warm,
+                              "loads_after": model_loads(), "ok": [r.ok and bool(r.rows) for r in results]}))
+host.close()
+"""
+
+
+def test_a_server_loads_the_search_model_at_start_in_the_background(indexed: Path) -> None:
+    """`chronokg serve`'s host starts loading the model when search is served, without waiting for it: the host is
+    open before the model is loaded, the model is loaded (once) before any search, and searches load nothing more.
+    A fresh process, so the count starts cold."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers import REPO
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHRONOKG_")}
+    done = subprocess.run([sys.executable, "-c", WARMS, f"kglite://{indexed}", DEPTH], capture_output=True,
+                          text=True, timeout=900, cwd=REPO, env={**env, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(next(x for x in done.stdout.splitlines() if x.startswith("REPORT ")).removeprefix("REPORT "))
+    assert report["loads_warm"] == 1 and report["loads_after"] == 1, report
+    assert report["ok"] == [True, True, True]
+    assert report["opened"] < report["warmed"], report  # start-up did not wait for the model

@@ -25,6 +25,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 MAX_BUCKETS = 10_000  # distinct callers remembered by the rate limiter
+SCOPE_CALLER = "chronokg.caller"  # the request scope's copy of the caller key the gate set
 
 
 def is_loopback(host: str) -> bool:
@@ -95,7 +96,9 @@ class Gate:
                          f"(bursts of {self.limiter.burst}); retry in {wait:.2f} s",
                          [(b"retry-after", str(max(1, math.ceil(wait))).encode())])
             return
-        CALLER.set(caller_key(scope, caller))  # who the read workers share by (chronokg.serve.fair)
+        key = caller_key(scope, caller)
+        CALLER.set(key)  # who the read workers share by (chronokg.serve.fair)
+        scope[SCOPE_CALLER] = key  # and for a handler that runs outside this request's context (MCP)
         declared = _content_length(scope)
         if declared is not None and declared > self.max_body:
             await _error(send, 413, "too_large", f"the request body is {declared:,} bytes (at most "

@@ -32,7 +32,8 @@ from chronokg.graph.store import GraphStore
 from chronokg.models.types import ToolSpec
 from chronokg.queries.spec import QUERIES, QueryError, all_queries
 from chronokg.serve.fair import CALLER, Scheduling
-from chronokg.serve.search import SEARCH_TOOL, SearchBackend, SearchParams, find_search
+from chronokg.serve.reads import GuardVerdicts, read_here
+from chronokg.serve.search import SEARCH_TOOL, SearchBackend, SearchParams, find_search, warm
 from chronokg.serve.tools import (
     CYPHER,
     CypherParams,
@@ -48,19 +49,29 @@ from chronokg.settings import Settings
 
 
 def run_tool(store: GraphStore, tool: Tool, args: BaseModel, limits: ReadLimits,
-             search: SearchBackend | None = None) -> ToolResult:
-    """Run one validated call; every read goes through `guarded_read` (the query tools' Cypher too)."""
+             search: SearchBackend | None = None, verdicts: GuardVerdicts | None = None,
+             here: bool = False) -> ToolResult:
+    """Run one validated call; every read goes through the guard (the query tools' Cypher too). In a read
+    worker, `verdicts` remembers the guard's checks per text and `here` runs catalog reads in the worker itself
+    (`chronokg.serve.reads`)."""
     start = time.monotonic()
     truncated, total = False, None
     try:
         if tool.kind == "cypher":
             cypher = cast(CypherParams, args)
-            result = guarded_read(store, cypher.query, cypher.params, limits)
+            result = (verdicts.guarded_read(store, cypher.query, cypher.params, limits) if verdicts is not None
+                      else guarded_read(store, cypher.query, cypher.params, limits))
             rows, truncated, total = jsonable(result.rows), result.truncated, result.total_rows
         elif tool.kind == "query":
             spec = QUERIES.get(str(tool.query))
             text, params = spec.build(args)
-            result = guarded_read(store, text, params, limits)
+            if verdicts is not None and here:
+                verdicts.check(store, text, params)
+                result = read_here(store, text, params, limits)
+            elif verdicts is not None:
+                result = verdicts.guarded_read(store, text, params, limits)
+            else:
+                result = guarded_read(store, text, params, limits)
             typed = [spec.row.model_validate(r) for r in result.rows]
             rows = jsonable(spec.post(typed, args) if spec.post is not None else typed)
             truncated, total = result.truncated, result.total_rows
@@ -88,6 +99,7 @@ def run_tool(store: GraphStore, tool: Tool, args: BaseModel, limits: ReadLimits,
 
 
 CALLS_IN_FLIGHT = 512  # tool calls a server runs or queues at once (uvicorn's limit_concurrency is 1024)
+HERE_GRACE_S = 2.0  # past the engine's own deadline, a catalog read's worker is killed (`chronokg.serve.reads`)
 CATALOG_PREFIX = "catalog__"  # the name a catalog query runs under in `call_query` (never a tool's name)
 
 
@@ -124,12 +136,16 @@ class ToolHost:
         self._serial = store.engine == "kglite"  # Neo4j reads fork nothing: its driver is thread-safe
         self._pool: WorkerPool | None = None
         self._threads: Any = None  # anyio.CapacityLimiter, made in the event loop on the first async call
+        self.search_warm: threading.Thread | None = None  # loading the search model in the background
+        self._verdicts = GuardVerdicts()  # used in the forked workers only: each has its own copy
 
     @classmethod
     def open(cls, uri: str | None = None, settings: Settings | None = None, *,
-             limits: ReadLimits | None = None, workers: int = 0) -> ToolHost:
+             limits: ReadLimits | None = None, workers: int = 0, warm_search: bool = False) -> ToolHost:
         """Open the store at `uri` (default: the settings' store) read-only, once, with the settings' limits;
-        fork `workers` read workers (see `start_workers`), then look for a search backend."""
+        fork `workers` read workers (see `start_workers`), then look for a search backend; with `warm_search`
+        (a server), load its model in the background now (`search_warm`), so start-up does not wait for it and
+        the first search does not pay for it."""
         from chronokg.graph.open import open_store
 
         settings = settings or Settings()
@@ -139,6 +155,10 @@ class ToolHost:
             host.start_workers(workers, scheduling=settings.serve_scheduling, slice_s=settings.serve_slice_s,
                                heavy_slots=settings.serve_heavy_slots, memory_budget_mb=settings.serve_memory_mb)
             host.attach_search(*find_search(store, settings))
+            if warm_search and host.search is not None:
+                host.search_warm = threading.Thread(target=warm, args=(host.search,), daemon=True,
+                                                    name="chronokg-search-warm")
+                host.search_warm.start()
         except BaseException:
             host.close()
             raise
@@ -179,7 +199,7 @@ class ToolHost:
         except ToolError as exc:
             return ToolResult.failed(name, exc)
         if self._pool is not None and tool.kind != "search":
-            return self._pool.call(tool.name, args, caller)
+            return self._pool.call(tool.name, args, caller, self._here_limit(tool))
         with self._local if self._serial else contextlib.nullcontext():
             try:
                 return run_tool(self.store, tool, args, self.limits, self.search)
@@ -197,9 +217,13 @@ class ToolHost:
         except ToolError as exc:  # named as the caller named it, not by the internal tool name
             return ToolResult.failed(query, ToolError(exc.type, exc.message.replace(_catalog_name(query), query)))
         if self._pool is not None:
-            return self._pool.call(tool.name, args, caller)
+            return self._pool.call(tool.name, args, caller, self._here_limit(tool))
         with self._local if self._serial else contextlib.nullcontext():
             return run_tool(self.store, tool, args, self.limits, None)
+
+    def _here_limit(self, tool: Tool) -> float | None:
+        """When the pool kills a worker whose own read (a catalog query, `serve.reads`) outlived its time limit."""
+        return self.limits.timeout_s + HERE_GRACE_S if tool.kind == "query" else None
 
     async def acall_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> ToolResult:
         """`call_tool` from async code: it runs in a thread, so the event loop never blocks. Threads come from
@@ -214,9 +238,9 @@ class ToolHost:
         return await anyio.to_thread.run_sync(self.call_tool, name, arguments, caller, limiter=self._threads)
 
     def _run_local(self, name: str, args: BaseModel) -> ToolResult:
-        """What a forked worker runs (it has the store to itself)."""
+        """What a forked worker runs (it has the store to itself, so catalog reads run in it: `serve.reads`)."""
         tool = self._tools.get(name) or catalog_tool(name)
-        return run_tool(self.store, tool, args, self.limits, None)
+        return run_tool(self.store, tool, args, self.limits, None, verdicts=self._verdicts, here=True)
 
     def start_workers(self, n: int, *, call_timeout_s: float | None = None, scheduling: Scheduling = "fair",
                       slice_s: float = 0.5, heavy_slots: int | None = None,

@@ -45,6 +45,8 @@ class Health(BaseModel):
     workers: int | None = None
     workers_alive: int | None = None
     worker_restarts: int | None = None
+    reads_outgrown: int | None = None  # reads that ran past their first slice (their caller counts as heavy)
+    reads_preempted: int | None = None  # of those, reads stopped and queued again in the heavy lane
 
 
 def result_response(result: ToolResult) -> JSONResponse:
@@ -73,7 +75,9 @@ def create_app(host: ToolHost, *, tokens: list[str] | None = None, rate: float =
         return Health(status="ok" if pool is None or pool.alive() == pool.size else "degraded",
                       engine=host.store.engine, tools=[t.name for t in host.tools()], search=host.search_note,
                       workers=pool.size if pool else None, workers_alive=pool.alive() if pool else None,
-                      worker_restarts=pool.restarts if pool else None)
+                      worker_restarts=pool.restarts if pool else None,
+                      reads_outgrown=pool.scheduler.outgrown if pool else None,
+                      reads_preempted=pool.scheduler.preempted if pool else None)
 
     @app.get("/tools", tags=["server"])
     async def list_tools() -> list[dict[str, Any]]:

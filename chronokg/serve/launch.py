@@ -87,10 +87,11 @@ def run_uvicorn(app: ASGIApp, sock: socket.socket, *, lifespan: Literal["auto", 
 
 def open_host(settings: Settings, uri: str, *, workers: int, max_rows: int | None,
               timeout_s: float | None) -> ToolHost:
-    """The store opened read-only once, with the read limits, and `workers` forked read workers (0: none)."""
+    """The store opened read-only once, with the read limits, and `workers` forked read workers (0: none); the
+    search model, where search is served, starts loading in the background."""
     from chronokg.graph.guard import ReadLimits
 
     limits = ReadLimits.from_settings(settings)
     limits = limits.model_copy(update={k: v for k, v in (("max_rows", max_rows), ("timeout_s", timeout_s))
                                        if v is not None})
-    return ToolHost.open(uri, settings, limits=limits, workers=workers)
+    return ToolHost.open(uri, settings, limits=limits, workers=workers, warm_search=True)

@@ -18,7 +18,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
 from chronokg.serve.fair import CALLER
-from chronokg.serve.gate import ASGIApp, Gate, is_loopback
+from chronokg.serve.gate import SCOPE_CALLER, ASGIApp, Gate, is_loopback
 from chronokg.serve.host import ToolHost
 
 INSTRUCTIONS = (
@@ -41,9 +41,9 @@ def build_server(host: ToolHost) -> Server[Any]:
         ])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        session = getattr(ctx, "session", None)  # the MCP session is the caller the workers are shared by
-        if session is not None:
-            CALLER.set(f"mcp:{id(session):x}")
+        caller = mcp_caller(ctx)
+        if caller is not None:
+            CALLER.set(caller)
         result = await host.acall_tool(params.name, params.arguments or {})
         if result.error is not None and result.error.type == "unknown_tool":
             raise MCPError(types.INVALID_PARAMS, result.error.message)
@@ -52,6 +52,24 @@ def build_server(host: ToolHost) -> Server[Any]:
 
     return Server("chronokg", version="1", instructions=INSTRUCTIONS, on_list_tools=list_tools,
                   on_call_tool=call_tool)
+
+
+def mcp_caller(ctx: Any) -> str | None:
+    """Whom an MCP tool call counts against in the read workers' fair share.
+
+    Over streamable HTTP: the key the gate gave the HTTP request that carried the call (its token and its MCP
+    session id, else its client id header or peer address: `gate.caller_key`); the handler may run in the
+    session's own task, outside that request's context, so the key is read from the request's scope. Otherwise
+    (stdio, in process): the client's connection. Not the request's `ctx.session`: the SDK makes one per request,
+    so keying by it made every call a caller of its own (issue 20, stop 25).
+    """
+    scope = getattr(getattr(ctx, "request", None), "scope", None)
+    if isinstance(scope, dict) and isinstance(scope.get(SCOPE_CALLER), str):
+        return str(scope[SCOPE_CALLER])
+    session = getattr(ctx, "session", None)
+    if session is None:
+        return None
+    return f"mcp:{id(getattr(session, '_connection', session)):x}"
 
 
 async def run_stdio(host: ToolHost) -> None:

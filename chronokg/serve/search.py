@@ -10,6 +10,7 @@ imported, or the store has no index, the `search` tool is simply absent, and
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import importlib
 from collections.abc import Callable, Mapping, Sequence
@@ -55,6 +56,18 @@ SEARCH_TOOL = Tool(
 )
 
 
+WARM_TEXT = "warm up"
+
+
+def warm(search: SearchBackend) -> None:
+    """Load what `search` needs before its first call, where it says how (`warm()`); a failure is left to that
+    first call to report."""
+    warm_up = getattr(search, "warm", None)
+    if callable(warm_up):
+        with contextlib.suppress(Exception):
+            warm_up()
+
+
 class _Passages:
     """`chronokg.retrieval`'s Retriever as a search backend (it already returns `RetrievalResult`s)."""
 
@@ -64,6 +77,10 @@ class _Passages:
     def search(self, query: str, as_of: dt.date | None, k: int) -> Sequence[BaseModel | Mapping[str, Any]]:
         hits: Sequence[BaseModel] = self.retriever.retrieve(query, as_of, k)
         return hits
+
+    def warm(self) -> None:
+        """Load the embedding model now (one short text through it), so the first search does not pay for it."""
+        self.retriever.embedder.encode([WARM_TEXT])
 
 
 def passage_search(store: GraphStore, settings: Settings) -> SearchBackend | None:
