@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import Field
 
 from chronokg.graph.counts import label_counts, relationship_counts
+from chronokg.graph.interval_index import AsOfIndex
 from chronokg.graph.store import GraphStore
 from chronokg.queries.rows import (
     ChangePairRow,
@@ -25,6 +26,7 @@ from chronokg.queries.rows import (
     RecommendationRow,
     StatsRow,
     VersionRow,
+    trusted_dict_rows,
     trusted_rows,
 )
 from chronokg.queries.spec import MAX_COUNT, QueryParams, QuerySpec, register
@@ -243,16 +245,41 @@ def _changed_direct(store: GraphStore, p: ChangedParams) -> list[ChangeRow] | No
     return trusted_rows(ChangeRow, CHANGE_FIELDS, index.changed_between(p.start, p.end, p.subject, p.predicate))
 
 
+def _intervals(store: GraphStore) -> AsOfIndex | None:
+    """The store's point-read view of its interval index, when it has a current one (embedded readers), else
+    None. Not on a quick (one-shot) reader: one point query costs less than reading the sidecar."""
+    if getattr(store, "quick", False):
+        return None
+    intervals = getattr(store, "intervals", None)
+    index = intervals() if callable(intervals) else None
+    return None if index is None else index.as_of()
+
+
+def fact_rows(values: list[dict[str, Any]]) -> list[FactRow]:
+    """FactRows from the interval index's dicts without re-validating them: every value comes from our own
+    typed columns (ids and names decoded from the sidecar's string tables, days from ordinals, literals
+    through their recorded kind), so it already has its field's exact type; tests/test_interval_index.py
+    and the conformance suite compare these rows to validated Cypher rows. Validation was ~3 us a row,
+    most of a point read (benchmarks/README.md, issue 20 stop 25)."""
+    return trusted_dict_rows(FactRow, values)
+
+
 def _as_of_direct(store: GraphStore, p: AsOfParams) -> list[FactRow] | None:
     """One subject's facts on a day by the latest releases, from the store's interval index when it has a
     current one (embedded readers; the conformance suite runs on one), else None: the Cypher answers."""
-    if p.subject is None or p.known_at is not None or p.limit is not None or getattr(store, "quick", False):
-        return None  # a quick (one-shot) reader: one point query costs less than reading the sidecar
-    intervals = getattr(store, "intervals", None)
-    index = intervals() if callable(intervals) else None
-    if index is None:
+    if p.subject is None or p.known_at is not None or p.limit is not None:
         return None
-    return [FactRow.model_validate(r) for r in index.as_of().facts_as_of(p.subject, p.date, p.predicate)]
+    index = _intervals(store)
+    return None if index is None else fact_rows(index.facts_as_of(p.subject, p.date, p.predicate))
+
+
+def _timeline_direct(store: GraphStore, p: TimelineParams) -> list[FactRow] | None:
+    """A subject's versions known now, from the interval index like `_as_of_direct` (which holds exactly the
+    facts known now); with known_at or retracted versions asked for, None: the Cypher answers."""
+    if p.known_at is not None or p.include_retracted:
+        return None
+    index = _intervals(store)
+    return None if index is None else fact_rows(index.timeline(p.subject, p.predicate))
 
 
 def _two_hop_cypher(p: TwoHopParams) -> tuple[str, dict[str, Any]]:
@@ -376,7 +403,7 @@ AS_OF = register(QuerySpec(
 ))
 TIMELINE = register(QuerySpec(
     "timeline", "Every version of a subject's facts, in valid-time order.", TimelineParams, FactRow,
-    _timeline_cypher, tags=frozenset({"cli", "tool", "answer-key"}),
+    _timeline_cypher, tags=frozenset({"cli", "tool", "answer-key"}), direct=_timeline_direct,
     columns=("predicate", "object", "object_caption", "value", "valid_from", "valid_to", "known_from", "known_to"),
 ))
 CHANGED_BETWEEN = register(QuerySpec(
@@ -415,8 +442,8 @@ def facts_as_of(
     known_at: dt.date | None = None, limit: int | None = None,
 ) -> list[FactRow]:
     """What was true at `valid_at`, according to what was known at `known_at` (default: now)."""
-    return AS_OF.run(store, AsOfParams(date=valid_at, subject=subject, predicate=predicate, known_at=known_at,
-                                       limit=limit))
+    return AS_OF.run(store, {"date": valid_at, "subject": subject, "predicate": predicate, "known_at": known_at,
+                             "limit": limit})
 
 
 def timeline(
@@ -424,8 +451,8 @@ def timeline(
     include_retracted: bool = False,
 ) -> list[FactRow]:
     """Every version of a subject's facts in valid-time order, with their intervals."""
-    return TIMELINE.run(store, TimelineParams(subject=subject, predicate=predicate, known_at=known_at,
-                                              include_retracted=include_retracted))
+    return TIMELINE.run(store, {"subject": subject, "predicate": predicate, "known_at": known_at,
+                                "include_retracted": include_retracted})
 
 
 def changed_between(
@@ -440,8 +467,8 @@ def two_hop_as_of(
     predicate2: str | None = None,
 ) -> list[HopRow]:
     """Follow object links two steps from `subject`, each hop valid at `valid_at`."""
-    return TWO_HOP.run(store, TwoHopParams(subject=subject, date=valid_at, predicate=predicate,
-                                           predicate2=predicate2))
+    return TWO_HOP.run(store, {"subject": subject, "date": valid_at, "predicate": predicate,
+                               "predicate2": predicate2})
 
 
 def recommended_on(
