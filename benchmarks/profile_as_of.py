@@ -31,7 +31,7 @@ import bench_store
 
 from chronokg.graph import interval_index
 from chronokg.graph.kglite_store import KgliteStore
-from chronokg.queries import catalog
+from chronokg.queries import catalog, direct
 from chronokg.queries.catalog import AS_OF, AsOfParams
 from chronokg.queries.rows import FactRow
 
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         ("  now: subject lookup (dict)", lambda q: a.subject_code.get(q[0])),
         ("  now: direct hook, rows as tuples", lambda q: a.facts_as_of(q[0], q[1])),
         ("  now: + trusted FactRow construction",
-         lambda q: catalog.fact_rows(a.facts_as_of(q[0], q[1]))),
+         lambda q: direct.fact_rows(a.facts_as_of(q[0], q[1]))),
     ]
     pred_steps: list[tuple[str, Callable[[Any], object]]] = [
         ("py floor", lambda q: py.facts_as_of(q[0], q[1], q[2])),

@@ -21,7 +21,7 @@ from chronokg.graph.store import GraphStore
 from chronokg.graph.writer import write_batch
 from chronokg.queries import catalog
 from chronokg.queries.catalog import CHANGED_BETWEEN, ChangedParams
-from chronokg.queries.rows import ChangeRow, FactRow
+from chronokg.queries.rows import ChangeRow, FactRow, HopRow
 from tests.conformance.fixture import build
 from tests.conformance.suite import CatalogConformance
 
@@ -222,7 +222,7 @@ def overlapping(src: Source = SRC) -> GraphBatch:
         for n in range(6):
             start = None if n == 0 and i % 3 == 0 else D(2000 + rng.randrange(4), 1 + n % 2, 1)
             end = None if n % 3 == 2 else D(2006 + rng.randrange(4), 1, 1)
-            obj = f"o{rng.randrange(5)}" if n % 2 == 0 else None
+            obj = f"x{rng.randrange(12):02d}" if n % 2 == 0 else None  # links back: two hops
             batch.fact(Fact(subject=f"x{i:02d}", predicate=rng.choice(["q1", "q2"]), object=obj,
                             value=None if obj else rng.choice([3, 4.5, False, "ü"]), valid_from=start,
                             valid_to=end, known_from=src.release_date, source_id=src.id, source_kind="syn"))
@@ -230,8 +230,9 @@ def overlapping(src: Source = SRC) -> GraphBatch:
 
 
 def test_point_reads_from_the_index_answer_as_the_cypher(tmp_path: Path) -> None:
-    """`facts_as_of` and `timeline` from the index (typed rows built without validation) equal the Cypher's
-    validated rows, field by field and in order, including overlapping versions and open starts."""
+    """`facts_as_of`, `timeline` and `two_hop_as_of` from the index (typed rows built without validation)
+    equal the Cypher's validated rows, field by field and in order, including overlapping versions, open
+    starts and links between subjects."""
     path = tmp_path / "store.kgl"
     with KgliteStore(path) as store:
         write_batch(store, synthetic(21, 40))
@@ -258,6 +259,17 @@ def test_point_reads_from_the_index_answer_as_the_cypher(tmp_path: Path) -> None
                     assert [type(r.value) for r in rows] == [type(r.value) for r in want]
                     compared += len(want)
         assert compared > 300
+        hops = 0
+        for subject in subjects:
+            for day in (D(1999, 6, 1), D(2002, 3, 1), D(2007, 1, 1)):
+                for p1, p2 in ((None, None), ("q1", None), (None, "q2"), ("p1", "nothing")):
+                    params = catalog.TwoHopParams(subject=subject, date=day, predicate=p1, predicate2=p2)
+                    assert catalog.TWO_HOP.direct is not None and catalog.TWO_HOP.direct(reader, params) is not None
+                    want = [HopRow.model_validate(r) for r in reader.run(*catalog.TWO_HOP.cypher(params))]
+                    got = catalog.two_hop_as_of(reader, subject, day, predicate=p1, predicate2=p2)
+                    assert [r.model_dump() for r in got] == [r.model_dump() for r in want]
+                    hops += len(want)
+        assert hops > 100
         # Asked for what the index does not hold (retracted versions, another release's view): the Cypher.
         assert catalog.TIMELINE.direct is not None
         assert catalog.TIMELINE.direct(reader, catalog.TimelineParams(subject="x01", include_retracted=True)) is None

@@ -434,6 +434,29 @@ class AsOfIndex:
         hits.sort(key=lambda i: (p[i], vf[i], vt[i], known[i] == NO_START, known[i], ids[i]))
         return self._rows(subject, code, hits)
 
+    def two_hop(self, subject: str, day: dt.date, predicate: str | None = None,
+                predicate2: str | None = None) -> list[tuple[str, str, str, str, str]]:
+        """(subject, predicate, middle, predicate2, target): object links two steps from `subject`, each fact
+        valid on `day` and known now, in the Cypher's ORDER BY predicate, middle, predicate2, target. Every
+        writer stages a fact's object as an Entity with an OBJECT edge (graph/batch.py, graph/bulk.py), so the
+        object id is the Cypher's `m.id`; the conformance suite compares the two."""
+        out = [(subject, names_p, middle, p2, target)
+               for names_p, middle in self._links(subject, day.toordinal(), predicate)
+               for p2, target in self._links(middle, day.toordinal(), predicate2)]
+        out.sort()
+        return out
+
+    def _links(self, subject: str, t: int, predicate: str | None) -> list[tuple[str, str]]:
+        """(predicate, object id) of the subject's object facts valid at day ordinal `t`."""
+        code = self.subject_code.get(subject)
+        want = -1 if predicate is None else self.predicate_code.get(predicate, -2)
+        if code is None or want == -2:
+            return []
+        vf, vt, p, v, is_obj, names_p, names_v = self.vf, self.vt, self.p, self.v, self.is_object, \
+            self.predicates, self.values
+        return [(names_p[p[i]], names_v[v[i]]) for i in range(self.rows_of[code], self.rows_of[code + 1])
+                if vf[i] <= t < vt[i] and is_obj[i] and (want < 0 or p[i] == want)]
+
     def _rows(self, subject: str, code: int, hits: list[int]) -> list[FactDict]:
         if not hits:
             return []

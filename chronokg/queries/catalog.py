@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import Field
 
 from chronokg.graph.counts import label_counts, relationship_counts
-from chronokg.graph.interval_index import AsOfIndex
 from chronokg.graph.store import GraphStore
+from chronokg.queries import direct
 from chronokg.queries.rows import (
     ChangePairRow,
     ChangeRow,
@@ -26,8 +26,6 @@ from chronokg.queries.rows import (
     RecommendationRow,
     StatsRow,
     VersionRow,
-    trusted_dict_rows,
-    trusted_rows,
 )
 from chronokg.queries.spec import MAX_COUNT, QueryParams, QuerySpec, register
 
@@ -228,60 +226,6 @@ def _changed_only(rows: list[ChangeRow], _: ChangedParams) -> list[ChangeRow]:
     return out
 
 
-CHANGE_FIELDS = ("subject", "predicate", "before", "after")  # the order of the index's tuples
-
-
-def _changed_direct(store: GraphStore, p: ChangedParams) -> list[ChangeRow] | None:
-    """From the store's interval index, when it has a current one (embedded readers; conformance tests
-    check it against the Cypher), else None. A quick-opened reader without one builds its property
-    indexes first: the Cypher looks up every touched pair by subject."""
-    intervals = getattr(store, "intervals", None)
-    index = intervals() if callable(intervals) else None
-    if index is None:
-        ensure = getattr(store, "ensure_indexes", None)
-        if callable(ensure):
-            ensure()
-        return None
-    return trusted_rows(ChangeRow, CHANGE_FIELDS, index.changed_between(p.start, p.end, p.subject, p.predicate))
-
-
-def _intervals(store: GraphStore) -> AsOfIndex | None:
-    """The store's point-read view of its interval index, when it has a current one (embedded readers), else
-    None. Not on a quick (one-shot) reader: one point query costs less than reading the sidecar."""
-    if getattr(store, "quick", False):
-        return None
-    intervals = getattr(store, "intervals", None)
-    index = intervals() if callable(intervals) else None
-    return None if index is None else index.as_of()
-
-
-def fact_rows(values: list[dict[str, Any]]) -> list[FactRow]:
-    """FactRows from the interval index's dicts without re-validating them: every value comes from our own
-    typed columns (ids and names decoded from the sidecar's string tables, days from ordinals, literals
-    through their recorded kind), so it already has its field's exact type; tests/test_interval_index.py
-    and the conformance suite compare these rows to validated Cypher rows. Validation was ~3 us a row,
-    most of a point read (benchmarks/README.md, issue 20 stop 25)."""
-    return trusted_dict_rows(FactRow, values)
-
-
-def _as_of_direct(store: GraphStore, p: AsOfParams) -> list[FactRow] | None:
-    """One subject's facts on a day by the latest releases, from the store's interval index when it has a
-    current one (embedded readers; the conformance suite runs on one), else None: the Cypher answers."""
-    if p.subject is None or p.known_at is not None or p.limit is not None:
-        return None
-    index = _intervals(store)
-    return None if index is None else fact_rows(index.facts_as_of(p.subject, p.date, p.predicate))
-
-
-def _timeline_direct(store: GraphStore, p: TimelineParams) -> list[FactRow] | None:
-    """A subject's versions known now, from the interval index like `_as_of_direct` (which holds exactly the
-    facts known now); with known_at or retracted versions asked for, None: the Cypher answers."""
-    if p.known_at is not None or p.include_retracted:
-        return None
-    index = _intervals(store)
-    return None if index is None else fact_rows(index.timeline(p.subject, p.predicate))
-
-
 def _two_hop_cypher(p: TwoHopParams) -> tuple[str, dict[str, Any]]:
     params: dict[str, Any] = {"subject": p.subject, "valid_at": p.date}
     p1 = f" AND {predicate_clause('f', '$predicate', anchored=True)}" if p.predicate else ""
@@ -399,21 +343,21 @@ FACT_COLUMNS = ("subject", "predicate", "object", "object_caption", "value", "va
 AS_OF = register(QuerySpec(
     "as-of", "What was true on DATE, according to what was known at --known-at (default: now).",
     AsOfParams, FactRow, lambda p: facts_as_of_cypher(p.date, p.subject, p.predicate, p.known_at, p.limit),
-    columns=FACT_COLUMNS, tags=frozenset({"cli", "tool", "answer-key"}), direct=_as_of_direct,
+    columns=FACT_COLUMNS, tags=frozenset({"cli", "tool", "answer-key"}), direct=direct.facts_as_of,
 ))
 TIMELINE = register(QuerySpec(
     "timeline", "Every version of a subject's facts, in valid-time order.", TimelineParams, FactRow,
-    _timeline_cypher, tags=frozenset({"cli", "tool", "answer-key"}), direct=_timeline_direct,
+    _timeline_cypher, tags=frozenset({"cli", "tool", "answer-key"}), direct=direct.timeline,
     columns=("predicate", "object", "object_caption", "value", "valid_from", "valid_to", "known_from", "known_to"),
 ))
 CHANGED_BETWEEN = register(QuerySpec(
     "changed-between", "(subject, predicate) pairs whose values on --to differ from those on --from.",
     ChangedParams, ChangeRow, _changed_cypher, post=_changed_only, tags=frozenset({"cli", "tool"}),
-    direct=_changed_direct,
+    direct=direct.changed_between,
 ))
 TWO_HOP = register(QuerySpec(
     "two-hop", "Follow object links two steps from a subject, each hop valid on DATE.", TwoHopParams, HopRow,
-    _two_hop_cypher, tags=frozenset({"cli", "tool"}),
+    _two_hop_cypher, tags=frozenset({"cli", "tool"}), direct=direct.two_hop,
 ))
 RECOMMENDED_ON = register(QuerySpec(
     "recommended-on", "What was recommended on DATE, answered from the guideline version in force then.",
