@@ -6,14 +6,61 @@ or missing sidecar, another release's view): then the Cypher answers."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import datetime as dt
+from typing import Any, Protocol
 
 from chronokg.graph.interval_index import AsOfIndex
 from chronokg.graph.store import GraphStore
 from chronokg.queries.rows import ChangeRow, FactRow, HopRow, trusted_dict_rows, trusted_rows
 
-if TYPE_CHECKING:
-    from chronokg.queries.catalog import AsOfParams, ChangedParams, TimelineParams, TwoHopParams
+# What each path reads of its query's parameters (catalog.py's models; named here as protocols because
+# catalog.py imports this module).
+
+
+class ChangedParams(Protocol):
+    @property
+    def start(self) -> dt.date: ...
+    @property
+    def end(self) -> dt.date: ...
+    @property
+    def subject(self) -> str | None: ...
+    @property
+    def predicate(self) -> str | None: ...
+
+
+class AsOfParams(Protocol):
+    @property
+    def date(self) -> dt.date: ...
+    @property
+    def subject(self) -> str | None: ...
+    @property
+    def predicate(self) -> str | None: ...
+    @property
+    def known_at(self) -> dt.date | None: ...
+    @property
+    def limit(self) -> int | None: ...
+
+
+class TimelineParams(Protocol):
+    @property
+    def subject(self) -> str: ...
+    @property
+    def predicate(self) -> str | None: ...
+    @property
+    def known_at(self) -> dt.date | None: ...
+    @property
+    def include_retracted(self) -> bool: ...
+
+
+class TwoHopParams(Protocol):
+    @property
+    def subject(self) -> str: ...
+    @property
+    def date(self) -> dt.date: ...
+    @property
+    def predicate(self) -> str | None: ...
+    @property
+    def predicate2(self) -> str | None: ...
 
 
 CHANGE_FIELDS = ("subject", "predicate", "before", "after")  # the order of the index's tuples
