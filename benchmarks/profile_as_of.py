@@ -218,6 +218,12 @@ def main(argv: list[str] | None = None) -> int:
         us = p50_us(fn, qs)
         floor = floor or us
         print(f"{name:66s} {us:8.2f} {us / floor:8.2f}")
+    # Memory locality: the same calls on random subjects, and on one subject repeated (everything it
+    # touches stays in cache). The gap is what the size of the store costs each call.
+    same = [qs[0]] * len(qs)
+    print(f"\n{'caches: random subjects vs one subject repeated (us/call)':66s} {'random':>8s} {'repeat':>8s}")
+    for name, fn in (*steps[:3], steps[8], steps[9]):
+        print(f"{name:66s} {per_call_us(fn, qs):8.2f} {per_call_us(fn, same):8.2f}")
     for label, fn in (("now", lambda q: catalog.facts_as_of(store, q[1], subject=q[0])),
                       ("stop-24 path", lambda q: stop24_catalog(store, q[1], q[0]))):
         prof = cProfile.Profile()
