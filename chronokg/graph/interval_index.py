@@ -412,10 +412,15 @@ class AsOfIndex:
             if want == -2:
                 return []
         t, vf, vt, p = day.toordinal(), self.vf, self.vt, self.p
-        hits = [i for i in range(self.rows_of[code], self.rows_of[code + 1])
-                if vf[i] <= t < vt[i] and (want < 0 or p[i] == want)]
+        lo, hi = self.rows_of[code], self.rows_of[code + 1]
+        # Zipped slices of the views: iterated in C, where indexing each row's value costs a call per read.
+        if want < 0:
+            hits = [i for i, a, b in zip(range(lo, hi), vf[lo:hi], vt[lo:hi], strict=True) if a <= t < b]
+        else:
+            hits = [i for i, a, b, q in zip(range(lo, hi), vf[lo:hi], vt[lo:hi], p[lo:hi], strict=True)
+                    if q == want and a <= t < b]
         # Rows run in (predicate, value, valid_from) order: with one hit per predicate, already the answer's.
-        if any(p[a] == p[b] for a, b in itertools.pairwise(hits)):
+        if len(hits) > 1 and any(p[a] == p[b] for a, b in itertools.pairwise(hits)):
             ids = self.ids
             hits.sort(key=lambda i: (p[i], vf[i] == NO_START, vf[i], ids[i]))
         return self._rows(subject, code, hits)
@@ -463,8 +468,9 @@ class AsOfIndex:
         caption = self.subject_captions[code] if self.subject_has[code] else None
         names_p, names_v, kinds, literals = self.predicates, self.values, self.lit_kind, self.literals
         vf, vt, p, v, lit, is_obj, known = self.vf, self.vt, self.p, self.v, self.lit, self.is_object, self.known
-        day, precisions, sources, prec, src, ids = dt.date.fromordinal, self.precisions, self.sources, self.prec, \
-            self.src, self.ids
+        day, precisions, sources, prec, src = dt.date.fromordinal, self.precisions, self.sources, self.prec, self.src
+        ids, at = self.ids.text, self.ids.offsets  # `_Text` inlined: a method call per string costs more
+        captions, cap_at, has = self.value_captions.text, self.value_captions.offsets, self.value_has
         out = []
         for i in hits:
             start, end, lcode, k = vf[i], vt[i], lit[i], known[i]
@@ -472,9 +478,9 @@ class AsOfIndex:
             obj_caption: str | None = None
             if is_obj[i]:
                 vcode = v[i]
-                obj, obj_caption = names_v[vcode], self.value_captions[vcode] if self.value_has[vcode] else None
+                obj, obj_caption = names_v[vcode], captions[cap_at[vcode]:cap_at[vcode + 1]] if has[vcode] else None
             out.append({
-                "id": ids[i], "subject": subject, "subject_caption": caption, "predicate": names_p[p[i]],
+                "id": ids[at[i]:at[i + 1]], "subject": subject, "subject_caption": caption, "predicate": names_p[p[i]],
                 "object": obj, "object_caption": obj_caption,
                 "value": None if lcode < 0 else _literal(kinds[lcode], literals[lcode]),
                 "valid_from": None if start == NO_START else day(start),
