@@ -73,6 +73,11 @@ def table(results: list[dict[str, Any]]) -> str:
                     return "timed out" if t.get("error") else f"{t['p50_ms']:.3f} / {t['p95_ms']:.3f}"
             return "-"
         add(f"{op} {impl} p50 / p95 ms", cell)
+    for op in ("facts_as_of", "facts_as_of_pred", "timeline", "two_hop_as_of"):  # issue 20 item 3: <= 6x py
+        def times(r: dict[str, Any], op: str = op) -> str:
+            p50 = {t["impl"]: t["p50_ms"] for t in r.get("timings", []) if t["op"] == op and not t.get("error")}
+            return f"{p50['catalog'] / p50['py']:.1f}" if p50.get("catalog") and p50.get("py") else "-"
+        add(f"{op} catalog / py p50 (x)" + (" (target <= 6)" if op == "facts_as_of" else ""), times)
     add("run wall s", lambda r: f"{r['wall_s']:.0f}")
     add("load average (start, end)", lambda r: f"{r['load_avg'][0]:.1f}, {r['load_avg'][1]:.1f}")
     width = max(len(n) for n, _ in rows) + 2

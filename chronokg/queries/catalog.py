@@ -17,6 +17,7 @@ from pydantic import Field
 
 from chronokg.graph.counts import label_counts, relationship_counts
 from chronokg.graph.store import GraphStore
+from chronokg.queries import direct
 from chronokg.queries.rows import (
     ChangePairRow,
     ChangeRow,
@@ -25,7 +26,6 @@ from chronokg.queries.rows import (
     RecommendationRow,
     StatsRow,
     VersionRow,
-    trusted_rows,
 )
 from chronokg.queries.spec import MAX_COUNT, QueryParams, QuerySpec, register
 
@@ -226,35 +226,6 @@ def _changed_only(rows: list[ChangeRow], _: ChangedParams) -> list[ChangeRow]:
     return out
 
 
-CHANGE_FIELDS = ("subject", "predicate", "before", "after")  # the order of the index's tuples
-
-
-def _changed_direct(store: GraphStore, p: ChangedParams) -> list[ChangeRow] | None:
-    """From the store's interval index, when it has a current one (embedded readers; conformance tests
-    check it against the Cypher), else None. A quick-opened reader without one builds its property
-    indexes first: the Cypher looks up every touched pair by subject."""
-    intervals = getattr(store, "intervals", None)
-    index = intervals() if callable(intervals) else None
-    if index is None:
-        ensure = getattr(store, "ensure_indexes", None)
-        if callable(ensure):
-            ensure()
-        return None
-    return trusted_rows(ChangeRow, CHANGE_FIELDS, index.changed_between(p.start, p.end, p.subject, p.predicate))
-
-
-def _as_of_direct(store: GraphStore, p: AsOfParams) -> list[FactRow] | None:
-    """One subject's facts on a day by the latest releases, from the store's interval index when it has a
-    current one (embedded readers; the conformance suite runs on one), else None: the Cypher answers."""
-    if p.subject is None or p.known_at is not None or p.limit is not None or getattr(store, "quick", False):
-        return None  # a quick (one-shot) reader: one point query costs less than reading the sidecar
-    intervals = getattr(store, "intervals", None)
-    index = intervals() if callable(intervals) else None
-    if index is None:
-        return None
-    return [FactRow.model_validate(r) for r in index.as_of().facts_as_of(p.subject, p.date, p.predicate)]
-
-
 def _two_hop_cypher(p: TwoHopParams) -> tuple[str, dict[str, Any]]:
     params: dict[str, Any] = {"subject": p.subject, "valid_at": p.date}
     p1 = f" AND {predicate_clause('f', '$predicate', anchored=True)}" if p.predicate else ""
@@ -372,21 +343,21 @@ FACT_COLUMNS = ("subject", "predicate", "object", "object_caption", "value", "va
 AS_OF = register(QuerySpec(
     "as-of", "What was true on DATE, according to what was known at --known-at (default: now).",
     AsOfParams, FactRow, lambda p: facts_as_of_cypher(p.date, p.subject, p.predicate, p.known_at, p.limit),
-    columns=FACT_COLUMNS, tags=frozenset({"cli", "tool", "answer-key"}), direct=_as_of_direct,
+    columns=FACT_COLUMNS, tags=frozenset({"cli", "tool", "answer-key"}), direct=direct.facts_as_of,
 ))
 TIMELINE = register(QuerySpec(
     "timeline", "Every version of a subject's facts, in valid-time order.", TimelineParams, FactRow,
-    _timeline_cypher, tags=frozenset({"cli", "tool", "answer-key"}),
+    _timeline_cypher, tags=frozenset({"cli", "tool", "answer-key"}), direct=direct.timeline,
     columns=("predicate", "object", "object_caption", "value", "valid_from", "valid_to", "known_from", "known_to"),
 ))
 CHANGED_BETWEEN = register(QuerySpec(
     "changed-between", "(subject, predicate) pairs whose values on --to differ from those on --from.",
     ChangedParams, ChangeRow, _changed_cypher, post=_changed_only, tags=frozenset({"cli", "tool"}),
-    direct=_changed_direct,
+    direct=direct.changed_between,
 ))
 TWO_HOP = register(QuerySpec(
     "two-hop", "Follow object links two steps from a subject, each hop valid on DATE.", TwoHopParams, HopRow,
-    _two_hop_cypher, tags=frozenset({"cli", "tool"}),
+    _two_hop_cypher, tags=frozenset({"cli", "tool"}), direct=direct.two_hop,
 ))
 RECOMMENDED_ON = register(QuerySpec(
     "recommended-on", "What was recommended on DATE, answered from the guideline version in force then.",
@@ -415,8 +386,8 @@ def facts_as_of(
     known_at: dt.date | None = None, limit: int | None = None,
 ) -> list[FactRow]:
     """What was true at `valid_at`, according to what was known at `known_at` (default: now)."""
-    return AS_OF.run(store, AsOfParams(date=valid_at, subject=subject, predicate=predicate, known_at=known_at,
-                                       limit=limit))
+    return AS_OF.run(store, {"date": valid_at, "subject": subject, "predicate": predicate, "known_at": known_at,
+                             "limit": limit})
 
 
 def timeline(
@@ -424,8 +395,8 @@ def timeline(
     include_retracted: bool = False,
 ) -> list[FactRow]:
     """Every version of a subject's facts in valid-time order, with their intervals."""
-    return TIMELINE.run(store, TimelineParams(subject=subject, predicate=predicate, known_at=known_at,
-                                              include_retracted=include_retracted))
+    return TIMELINE.run(store, {"subject": subject, "predicate": predicate, "known_at": known_at,
+                                "include_retracted": include_retracted})
 
 
 def changed_between(
@@ -440,8 +411,8 @@ def two_hop_as_of(
     predicate2: str | None = None,
 ) -> list[HopRow]:
     """Follow object links two steps from `subject`, each hop valid at `valid_at`."""
-    return TWO_HOP.run(store, TwoHopParams(subject=subject, date=valid_at, predicate=predicate,
-                                           predicate2=predicate2))
+    return TWO_HOP.run(store, {"subject": subject, "date": valid_at, "predicate": predicate,
+                               "predicate2": predicate2})
 
 
 def recommended_on(
