@@ -73,6 +73,11 @@ def table(results: list[dict[str, Any]]) -> str:
                     return "timed out" if t.get("error") else f"{t['p50_ms']:.3f} / {t['p95_ms']:.3f}"
             return "-"
         add(f"{op} {impl} p50 / p95 ms", cell)
+    cli_names: list[str] = []  # whole `chronokg query` processes beside their floor (issue 20 item 4: <= 0.5 s)
+    for r in results:
+        cli_names += [k for k in r.get("cli_s", {}) if k not in cli_names]
+    for name in cli_names:
+        add(f"cli s: {name}", lambda r, name=name: f"{r['cli_s'][name]:.3f}" if name in r.get("cli_s", {}) else "-")
     add("run wall s", lambda r: f"{r['wall_s']:.0f}")
     add("load average (start, end)", lambda r: f"{r['load_avg'][0]:.1f}, {r['load_avg'][1]:.1f}")
     width = max(len(n) for n, _ in rows) + 2
