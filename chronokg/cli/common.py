@@ -124,7 +124,13 @@ def opened(uri: str | None = None, load: bool = False,
     def waiting(message: str) -> None:
         err.print(f"[yellow]{message}…[/]")
 
-    with open_store(uri, settings, read_only=read_only, on_wait=waiting, quick_open=quick and read_only) as store:
+    early = None
+    if quick and read_only:  # opened on a thread while the CLI started (chronokg.cli.early_open)?
+        from chronokg.cli.early_open import take
+
+        early = take(uri)
+    with early if early is not None else open_store(uri, settings, read_only=read_only, on_wait=waiting,
+                                                    quick_open=quick and read_only) as store:
         for notice in getattr(store, "notices", []):
             err.print(f"[yellow]note:[/] {notice}")
         yield store

@@ -95,18 +95,3 @@ def root_app() -> typer.Typer:
     app.callback()(root)
     return app
 
-
-def command_word(args: Sequence[str]) -> str | None:
-    """The group or command `args` name after the global options (`--store URI`), or None when they name
-    none or give another root option (--help, completion): then only the whole app will do."""
-    rest = iter(args)
-    for arg in rest:
-        if arg == "--store":
-            next(rest, None)
-        elif arg.startswith("--store="):
-            continue
-        elif arg.startswith("-"):
-            return None
-        else:
-            return arg
-    return None
