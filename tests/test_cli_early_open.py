@@ -93,3 +93,17 @@ def test_the_command_uses_the_early_store_and_an_unused_one_is_closed(store: str
     assert unused._g is None  # type: ignore[attr-defined]  # closed: the reader let its graph go
     for no_early in (["query", "list"], ["query", "cypher", "RETURN 1"], ["query", "as-of", "--help"], ["stats"]):
         assert early_open.start(["--store", store, *no_early]) is None
+
+
+@pytest.mark.parametrize(("words", "cword", "expected"), [
+    ("chronokg query as", 2, "as-of"),
+    ("chronokg --store x query two-hop --su", 5, "--subject"),
+    ("chronokg ing", 1, "ingest"),
+])
+def test_shell_completion_still_completes_query_commands(words: str, cword: int, expected: str) -> None:
+    """Completion runs with no arguments (its words come in the environment), so it takes the whole app."""
+    script = Path(sys.executable).with_name("chronokg")
+    assert script.exists(), f"no chronokg console script at {script}: pip install -e ."
+    env = {**os.environ, "_CHRONOKG_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(cword)}
+    done = subprocess.run([str(script)], capture_output=True, text=True, env=env, cwd=REPO)
+    assert done.returncode == 0 and expected in done.stdout.split(), done.stdout + done.stderr
