@@ -93,6 +93,7 @@ def test_the_command_uses_the_early_store_and_an_unused_one_is_closed(store: str
     assert unused._g is None  # type: ignore[attr-defined]  # closed: the reader let its graph go
     for no_early in (["query", "list"], ["query", "cypher", "RETURN 1"], ["query", "as-of", "--help"], ["stats"]):
         assert early_open.start(["--store", store, *no_early]) is None
+    assert early_open.start(["--store", "neo4j://h:7687", "query", "as-of", "--date", "2024"]) is None
 
 
 @pytest.mark.parametrize(("words", "cword", "expected"), [

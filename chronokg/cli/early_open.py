@@ -1,7 +1,7 @@
 """`chronokg query NAME ...` opens its embedded store on a thread while the CLI imports and parses.
 
-kglite's load releases the GIL, so on a second core the open overlaps the Python imports (typer,
-pydantic, the query catalog) instead of following them (issue 20 item 4: a CLI query on a 1M store
+kglite's load releases the GIL, so on a second core the load overlaps the Python imports (typer, the
+query catalog) instead of following them (issue 20 item 4: a CLI query on a 1M store
 in half a second). The command takes the store from here only when it asks for the same store the
 same way (read-only, quick); otherwise, and when it never opens one (a bad flag, --help), the early
 store is closed unused. A failed early open is raised where the command opens, so what the user
@@ -77,7 +77,16 @@ def start(args: Sequence[str]) -> EarlyOpen | None:
     sub = subcommand_word(args)
     if command_word(args) != "query" or sub is None or sub in NO_STORE or "--help" in args or "-h" in args:
         return None
-    _early = EarlyOpen(store_option(args))
+    given = store_option(args)
+    if given is not None and not given.startswith("kglite://"):
+        return None  # a server store: nothing to load early
+    # The thread's modules are imported here, before it starts: two threads importing the same packages at once
+    # can deadlock on importlib's module locks. What runs beside the main thread is kglite's load itself.
+    import chronokg.graph.kglite_store
+    import chronokg.graph.open
+    import chronokg.settings  # noqa: F401
+
+    _early = EarlyOpen(given)
     return _early
 
 
