@@ -78,6 +78,11 @@ def table(results: list[dict[str, Any]]) -> str:
             p50 = {t["impl"]: t["p50_ms"] for t in r.get("timings", []) if t["op"] == op and not t.get("error")}
             return f"{p50['catalog'] / p50['py']:.1f}" if p50.get("catalog") and p50.get("py") else "-"
         add(f"{op} catalog / py p50 (x)" + (" (target <= 6)" if op == "facts_as_of" else ""), times)
+    cli_names: list[str] = []  # whole `chronokg query` processes beside their floor (issue 20 item 4: <= 0.5 s)
+    for r in results:
+        cli_names += [k for k in r.get("cli_s", {}) if k not in cli_names]
+    for name in cli_names:
+        add(f"cli s: {name}", lambda r, name=name: f"{r['cli_s'][name]:.3f}" if name in r.get("cli_s", {}) else "-")
     add("run wall s", lambda r: f"{r['wall_s']:.0f}")
     add("load average (start, end)", lambda r: f"{r['load_avg'][0]:.1f}, {r['load_avg'][1]:.1f}")
     width = max(len(n) for n, _ in rows) + 2

@@ -764,11 +764,13 @@ def measure_opens(path: Path) -> dict[str, float]:
 def measure_cli(path: Path, rounds: int) -> dict[str, float]:
     """Seconds, end to end, of real `chronokg query ...` processes on the store (median of `rounds`, each a
     fresh process, interleaved), beside a floor measured the same way: a process that imports kglite, opens
-    the store the fastest way kglite offers (mapped, indexes deferred) and runs the same point query."""
+    the store the fastest way kglite offers (mapped, indexes deferred) and runs the same point query. Each
+    query runs as `python -m chronokg.cli` and as the `chronokg` console script; as-of also with the store
+    opened in line instead of on a thread (chronokg.cli.early_open), so the thread's share shows."""
     import subprocess
 
     store = f"kglite://{path}"
-    cli = [sys.executable, "-m", "chronokg.cli", "--store", store, "query"]
+    script = Path(sys.executable).with_name("chronokg")  # the console script pip installed beside this python
     floor = (
         "import sys, warnings, kglite\n"
         "warnings.simplefilter('ignore')\n"
@@ -776,13 +778,25 @@ def measure_cli(path: Path, rounds: int) -> dict[str, float]:
         "print(g.begin_read().cypher(\"MATCH (f:Fact {subject_id: 'e0000001'}) RETURN f.predicate AS p, "
         "f.object_id AS o, f.valid_from AS a, f.valid_to AS b\").to_list())\n"
     )
+    queries = {
+        "as-of json": ["as-of", "--subject", "e0000001", "--date", "2000-01-01", "-f", "json"],
+        "timeline table": ["timeline", "--subject", "e0000001"],
+        "two-hop json": ["two-hop", "--subject", "e0000001", "--date", "2000-01-01", "-f", "json"],
+    }
+    launchers = {"python -m": [sys.executable, "-m", "chronokg.cli"]}
+    if script.exists():
+        launchers["chronokg"] = [str(script)]
+    no_early = ("import sys; sys.argv = ['chronokg', *sys.argv[1:]]\n"  # the same command, store opened in line
+                "from chronokg.cli import early_open, main\n"
+                "early_open.start = lambda args: None\n"
+                "main()\n")
     cases = {
-        "floor: python + import kglite + mapped open + 1 query": [sys.executable, "-c", floor, str(path)],
-        "chronokg query as-of --subject --date (json)": [*cli, "as-of", "--subject", "e0000001", "--date",
-                                                         "2000-01-01", "-f", "json"],
-        "chronokg query timeline --subject (table)": [*cli, "timeline", "--subject", "e0000001"],
-        "chronokg query two-hop --subject --date (json)": [*cli, "two-hop", "--subject", "e0000001", "--date",
-                                                           "2000-01-01", "-f", "json"],
+        "floor: python -c pass": [sys.executable, "-c", "pass"],
+        "floor: python+kglite+mapped open+1 query": [sys.executable, "-c", floor, str(path)],
+        **{f"cli ({how}): {name}": [*launcher, "--store", store, "query", *args]
+           for how, launcher in launchers.items() for name, args in queries.items()},
+        "cli (python -m), no early open: as-of json": [sys.executable, "-c", no_early, "--store", store, "query",
+                                                        *queries["as-of json"]],
     }
     times: dict[str, list[float]] = {name: [] for name in cases}
     for cmd in cases.values():  # warm the file cache and the bytecode

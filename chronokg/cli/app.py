@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -10,10 +9,11 @@ from typing import Annotated, Any
 
 import typer
 
-from chronokg.cli.common import FormatOpt, console, err, guarded, opened, state
+from chronokg.cli.common import FormatOpt, console, guarded, opened, state
 from chronokg.cli.lazy import lazy_group
+from chronokg.cli.queries import query_app
 from chronokg.cli.render import Format, emit
-from chronokg.cli.root import RootGroup
+from chronokg.cli.root import root_app
 
 
 def source_commands(group: str) -> Callable[[], dict[str, Any]]:
@@ -27,24 +27,14 @@ def source_commands(group: str) -> Callable[[], dict[str, Any]]:
     return provider
 
 
-def query_commands() -> dict[str, Any]:
-    from chronokg.cli.queries import provider
-
-    return provider()
-
-
 def family_commands() -> dict[str, Any]:
     from chronokg.cli.bench import provider
 
     return provider()
 
-app = typer.Typer(help="chronokg: a bitemporal knowledge graph of time-specific facts.", no_args_is_help=True,
-                  rich_markup_mode=None,  # plain top-level help: no rich help renderer to import (fast start)
-                  cls=RootGroup)  # the one error path of the CLI
+app = root_app()  # the root group and its --store option (chronokg.cli.root)
 ingest_app = typer.Typer(help="Load a source into the store.", no_args_is_help=True,
                          cls=lazy_group(source_commands("ingest")))
-query_app = typer.Typer(help="Run a named query from the catalog (chronokg query list).", no_args_is_help=True,
-                        cls=lazy_group(query_commands))
 download_app = typer.Typer(help="Fetch a public source (needs the internet).", no_args_is_help=True,
                            cls=lazy_group(source_commands("download")))
 export_app = typer.Typer(help="Export the store to other formats.", no_args_is_help=True,
@@ -61,17 +51,6 @@ app.add_typer(export_app, name="export")
 app.add_typer(generate_app, name="generate")
 app.add_typer(bench_app, name="bench")
 
-@app.callback()
-def root(
-    store: Annotated[str | None, typer.Option(
-        "--store", show_default=False,
-        help="Store URI: kglite:///path/store.kgl or neo4j://host:7687 "
-        "[default: $CHRONOKG_STORE, else an embedded store under the user data dir]",
-    )] = None,
-) -> None:
-    state.store_uri = store
-
-
 @app.command()
 def init() -> None:
     """Create the store (and its constraints and indexes) if it does not exist."""
@@ -79,44 +58,6 @@ def init() -> None:
         with opened() as s:
             console.print(f"[green]ready:[/] {s.uri} ({s.engine})")
     guarded(body)
-
-
-@query_app.command("cypher")
-def query_cypher(
-    cypher: Annotated[str, typer.Argument(help="One read-only Cypher statement (anything that could write, read "
-                                               "files or administer is refused, with the reason)")],
-    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="name=value (JSON values allowed)")] = None,
-    timeout: Annotated[float | None, typer.Option(help="Time limit in seconds [default: $CHRONOKG_READ_TIMEOUT_S "
-                                                        "or 10]", min=0.001)] = None,
-    max_rows: Annotated[int | None, typer.Option(help="Rows to return at most [default: 10000]", min=1)] = None,
-) -> None:
-    """Run your own read-only Cypher, within time, work, row and size limits, and print the rows as JSON."""
-    from chronokg.graph.guard import ReadLimits, guarded_read
-    from chronokg.settings import Settings
-
-    def body() -> None:
-        params = dict(_parse_param(p) for p in param or [])
-        limits = ReadLimits.from_settings(Settings())
-        limits = limits.model_copy(update={k: v for k, v in (("timeout_s", timeout), ("max_rows", max_rows))
-                                           if v is not None})
-        with opened(read_only=True) as s:
-            result = guarded_read(s, cypher, params, limits)
-        print(json.dumps(result.rows, default=str, ensure_ascii=False, indent=2))
-        if result.truncated:
-            total = f" of {result.total_rows:,}" if result.total_rows else ""
-            err.print(f"[yellow]note:[/] showing the first {len(result.rows):,}{total} rows (--max-rows); add "
-                      "LIMIT or ORDER BY to choose which")
-    guarded(body)
-
-
-def _parse_param(text: str) -> tuple[str, Any]:
-    name, sep, raw = text.partition("=")
-    if not sep or not name:
-        raise typer.BadParameter(f"{text!r}: expected name=value")
-    try:
-        return name, json.loads(raw)
-    except json.JSONDecodeError:
-        return name, raw
 
 
 @app.command()
@@ -179,11 +120,10 @@ def _remove_kglite_files(path: Path) -> None:
 
 
 def _register_commands() -> None:
-    """`query run|list|cypher` and the bench commands (light modules); sources and families are lazy groups."""
-    from chronokg.cli import bench, explore, export, queries
+    """The eval, bench, export and explore commands (light modules); sources and families are lazy groups."""
+    from chronokg.cli import bench, explore, export
     from chronokg.cli import eval as eval_cli
 
-    queries.register(query_app)
     export.register(export_app)
     eval_cli.register(app)
     bench.register(app, bench_app)

@@ -6,21 +6,48 @@ import datetime as dt
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from chronokg.cli.render import Format
 from chronokg.errors import ChronoKGError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from chronokg.graph.store import GraphStore
 
-console = Console()
-err = Console(stderr=True)
 T = TypeVar("T")
+
+
+class _FirstUse:
+    """A rich Console made when first used: a command that prints only JSON never imports rich (~50 ms of
+    `chronokg query ... -f json`, issue 20 item 4)."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Console | None = None
+
+    def real(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real(), name)
+
+    def __enter__(self) -> Console:  # `with console:` (rich's Live and Progress) looks these up on the type
+        return self.real().__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self.real().__exit__(*exc)
+
+
+console = cast("Console", _FirstUse())
+err = cast("Console", _FirstUse(stderr=True))
 
 
 class State:
@@ -97,7 +124,13 @@ def opened(uri: str | None = None, load: bool = False,
     def waiting(message: str) -> None:
         err.print(f"[yellow]{message}…[/]")
 
-    with open_store(uri, settings, read_only=read_only, on_wait=waiting, quick_open=quick and read_only) as store:
+    early = None
+    if quick and read_only:  # opened on a thread while the CLI started (chronokg.cli.early_open)?
+        from chronokg.cli.early_open import take
+
+        early = take(uri)
+    with early if early is not None else open_store(uri, settings, read_only=read_only, on_wait=waiting,
+                                                    quick_open=quick and read_only) as store:
         for notice in getattr(store, "notices", []):
             err.print(f"[yellow]note:[/] {notice}")
         yield store
@@ -105,6 +138,8 @@ def opened(uri: str | None = None, load: bool = False,
 
 def fail_line(message: str) -> None:
     """The one way the CLI reports an error: `error: ...` on stderr, one line, in red."""
+    from rich.markup import escape
+
     err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)  # a message may hold [brackets]
 
 

@@ -20,7 +20,7 @@ import typer
 from pydantic import BaseModel
 
 from chronokg.cli.common import FormatOpt, console, guarded, opened, parse_day
-from chronokg.cli.lazy import Command
+from chronokg.cli.lazy import Command, lazy_group
 from chronokg.cli.render import Format, emit
 
 
@@ -181,3 +181,49 @@ def register(query_app: typer.Typer) -> None:
                       parameters=", ".join(f.alias or k for k, f in s.params.model_fields.items()))
                 for n, s in all_queries().items()]
         emit(console, rows, fmt, title="queries", wrap=90)
+
+
+query_app = typer.Typer(help="Run a named query from the catalog (chronokg query list).", no_args_is_help=True,
+                        cls=lazy_group(provider))
+
+
+@query_app.command("cypher")
+def query_cypher(
+    cypher: Annotated[str, typer.Argument(help="One read-only Cypher statement (anything that could write, read "
+                                               "files or administer is refused, with the reason)")],
+    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="name=value (JSON values allowed)")] = None,
+    timeout: Annotated[float | None, typer.Option(help="Time limit in seconds [default: $CHRONOKG_READ_TIMEOUT_S "
+                                                        "or 10]", min=0.001)] = None,
+    max_rows: Annotated[int | None, typer.Option(help="Rows to return at most [default: 10000]", min=1)] = None,
+) -> None:
+    """Run your own read-only Cypher, within time, work, row and size limits, and print the rows as JSON."""
+    from chronokg.cli.common import err
+    from chronokg.graph.guard import ReadLimits, guarded_read
+    from chronokg.settings import Settings
+
+    def body() -> None:
+        params = dict(_parse_param(p) for p in param or [])
+        limits = ReadLimits.from_settings(Settings())
+        limits = limits.model_copy(update={k: v for k, v in (("timeout_s", timeout), ("max_rows", max_rows))
+                                           if v is not None})
+        with opened(read_only=True) as s:
+            result = guarded_read(s, cypher, params, limits)
+        print(json.dumps(result.rows, default=str, ensure_ascii=False, indent=2))
+        if result.truncated:
+            total = f" of {result.total_rows:,}" if result.total_rows else ""
+            err.print(f"[yellow]note:[/] showing the first {len(result.rows):,}{total} rows (--max-rows); add "
+                      "LIMIT or ORDER BY to choose which")
+    guarded(body)
+
+
+def _parse_param(text: str) -> tuple[str, Any]:
+    name, sep, raw = text.partition("=")
+    if not sep or not name:
+        raise typer.BadParameter(f"{text!r}: expected name=value")
+    try:
+        return name, json.loads(raw)
+    except json.JSONDecodeError:
+        return name, raw
+
+
+register(query_app)

@@ -7,11 +7,10 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-from rich.console import Console
-from rich.table import Table
-
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+    from rich.console import Console
+
     from chronokg.ingest.common import LoadSummary
 
 
@@ -42,6 +41,8 @@ def emit(console: Console, rows: Sequence[BaseModel], fmt: Format, title: str | 
     if not rows:
         console.print(f"[yellow]no rows[/]{f' for {title}' if title else ''}")
         return
+    from rich.table import Table
+
     cols = list(columns or type(rows[0]).model_fields)
     table = Table(title=title, show_lines=False, header_style="bold cyan")
     for c in cols:
@@ -54,6 +55,8 @@ def emit(console: Console, rows: Sequence[BaseModel], fmt: Format, title: str | 
 
 def load_summary(console: Console, summary: LoadSummary) -> None:
     """What a load read and what it changed: per label/type, created / updated / unchanged, from content."""
+    from rich.table import Table
+
     table = Table(title=f"{summary.source_kind}: {summary.records} records from {len(summary.paths)} file(s)",
                   header_style="bold cyan")
     report = summary.report

@@ -10,8 +10,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from difflib import get_close_matches
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 from typer import Abort
 from typer._click import exceptions as click  # typer ships its own click core: its exception classes
 from typer.core import TyperGroup
@@ -71,3 +72,26 @@ class RootGroup(TyperGroup):
         if not standalone_mode:
             return code
         sys.exit(code if isinstance(code, int) else 0)
+
+
+def root(
+    store: Annotated[str | None, typer.Option(
+        "--store", show_default=False,
+        help="Store URI: kglite:///path/store.kgl or neo4j://host:7687 "
+        "[default: $CHRONOKG_STORE, else an embedded store under the user data dir]",
+    )] = None,
+) -> None:
+    from chronokg.cli.common import state
+
+    state.store_uri = store
+
+
+def root_app() -> typer.Typer:
+    """A `chronokg` Typer with the global options and no group yet: the whole CLI adds every group to one
+    (chronokg.cli.app), `chronokg query ...` only the query group (chronokg.cli.app_for)."""
+    app = typer.Typer(help="chronokg: a bitemporal knowledge graph of time-specific facts.", no_args_is_help=True,
+                      rich_markup_mode=None,  # plain top-level help: no rich help renderer to import (fast start)
+                      cls=RootGroup)  # the one error path of the CLI
+    app.callback()(root)
+    return app
+

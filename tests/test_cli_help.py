@@ -1,0 +1,43 @@
+"""Every command's and group's `--help` is what it was before `chronokg query ...` got its own fast app.
+
+The fixture (tests/fixtures/cli_help.json) was written by tests/cli_help_snapshot.py from the app before
+the change; here each path runs through `chronokg.cli.app_for`, the function `main()` uses to pick the app
+(the query group alone for `query ...`, the whole app otherwise), and a few as real processes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from chronokg.cli import app_for
+from tests.cli_help_snapshot import ENV, FIXTURE, command_paths, process_help_texts
+
+BEFORE: dict[str, dict[str, dict[str, Any]]] = json.loads(FIXTURE.read_text(encoding="utf-8"))
+
+
+def test_the_same_commands_and_groups_as_before() -> None:
+    assert [" ".join(p) for p in command_paths()] == list(BEFORE["in_process"])
+
+
+@pytest.mark.parametrize("path", list(BEFORE["in_process"]))
+def test_help_is_byte_identical(path: str) -> None:
+    args = [*path.split(), "--help"]
+    result = CliRunner().invoke(app_for(args), args, prog_name="chronokg", env=ENV)
+    assert {"exit_code": result.exit_code, "output": result.output} == BEFORE["in_process"][path]
+
+
+def test_help_of_real_processes_is_byte_identical() -> None:
+    assert process_help_texts() == BEFORE["process"]
+
+
+def test_query_commands_take_the_query_app_and_the_rest_the_whole_app() -> None:
+    from chronokg.cli.app import app
+
+    for args in (["query", "as-of"], ["--store", "kglite:///x.kgl", "query"], ["--store=x", "query", "list"]):
+        assert app_for(args) is not app, args
+    for args in ([], ["--help"], ["--store", "query"], ["stats"], ["--show-completion"], ["ingest", "query"]):
+        assert app_for(args) is app, args
