@@ -29,14 +29,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_store
 
-from chronokg.graph import interval_index
+from chronokg.graph import interval_reads
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.queries import catalog, direct
 from chronokg.queries.catalog import AS_OF, AsOfParams
 from chronokg.queries.rows import FactRow
 
 
-def stop24_rows(ix: interval_index.IntervalIndex, subject: str, day: dt.date,
+def stop24_rows(ix: interval_reads.IntervalIndex, subject: str, day: dt.date,
                 predicate: str | None = None) -> list[dict[str, Any]]:
     """The stop-24 `AsOfIndex.facts_as_of`, verbatim in effect: bisect over the subject names, numpy
     slices turned into lists per column, numpy offsets per string, dicts sorted by a key."""
@@ -83,12 +83,12 @@ def stop24_rows(ix: interval_index.IntervalIndex, subject: str, day: dt.date,
             "id": cut(ids_text, ids_off, lo + k), "subject": subject, "subject_caption": caption,
             "predicate": names_p[preds[k]], "object": names_v[vcode] if is_obj else None,
             "object_caption": cut(vc_text, vc_off, vcode) if is_obj and val_has[vcode] else None,
-            "value": None if lcode < 0 else interval_index._literal(int(c["lit_kind"][lcode]),
+            "value": None if lcode < 0 else interval_reads._literal(int(c["lit_kind"][lcode]),
                                                                     ix.names("literals")[lcode]),
-            "valid_from": None if start == interval_index.NO_START else dt.date.fromordinal(start),
-            "valid_to": None if end == interval_index.NO_END else dt.date.fromordinal(end),
+            "valid_from": None if start == interval_reads.NO_START else dt.date.fromordinal(start),
+            "valid_to": None if end == interval_reads.NO_END else dt.date.fromordinal(end),
             "precision": precisions[precs[k]],
-            "known_from": None if known[k] == interval_index.NO_START else dt.date.fromordinal(known[k]),
+            "known_from": None if known[k] == interval_reads.NO_START else dt.date.fromordinal(known[k]),
             "known_to": None, "source_id": sources[srcs[k]],
         })
     out.sort(key=lambda r: (r["predicate"], r["valid_from"] is None, r["valid_from"] or dt.date.min, r["id"]))
@@ -99,7 +99,7 @@ _STOP24: dict[int, list[int]] = {}
 _TEXTS: dict[int, dict[str, tuple[str, Any]]] = {}
 
 
-def prepare_stop24(ix: interval_index.IntervalIndex) -> None:
+def prepare_stop24(ix: interval_reads.IntervalIndex) -> None:
     import numpy as np
 
     _STOP24[id(ix)] = np.searchsorted(ix.s, np.arange(len(ix.names("subjects")) + 1, dtype=ix.s.dtype)).tolist()

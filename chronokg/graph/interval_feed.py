@@ -24,8 +24,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Protocol
 
-from chronokg.graph import interval_index, schema
-from chronokg.graph.interval_index import NO_END, NO_START
+from chronokg.graph import interval_index, interval_reads, schema
+from chronokg.graph.interval_reads import NO_END, NO_START
 
 DAYS = {"valid_from": ("a", NO_START), "valid_to": ("b", NO_END), "known_from": ("k", NO_START)}
 TEXT = {"subject_id": "s", "predicate": "p", "object_id": "o", "value": "lit", "precision": "prec",
@@ -137,7 +137,7 @@ class _Texts(_Packed):
         self.blob, self.offsets = packed["blob"], packed["offsets"]
 
     def values(self) -> list[Any]:
-        return interval_index._table({"t_blob": self.blob, "t_offsets": self.offsets}, "t")
+        return interval_reads._table({"t_blob": self.blob, "t_offsets": self.offsets}, "t")
 
 
 class _Coded(_Packed):
@@ -165,11 +165,11 @@ def _empty() -> dict[str, Any]:
 
 def _previous_rows(cols: dict[str, Any]) -> dict[str, Any]:
     """The previous sidecar's rows as the columns `plan` collects (all of them current)."""
-    names = {t: interval_index._table(cols, t) for t in ("subjects", "predicates", "values", "ids",
+    names = {t: interval_reads._table(cols, t) for t in ("subjects", "predicates", "values", "ids",
                                                            "precisions", "sources")}
-    literals = interval_index._table(cols, "literals") if "literals_blob" in cols else []
+    literals = interval_reads._table(cols, "literals") if "literals_blob" in cols else []
     kinds = cols["lit_kind"].tolist()
-    typed = [interval_index._literal(k, t) for k, t in zip(kinds, literals, strict=True)]
+    typed = [interval_reads._literal(k, t) for k, t in zip(kinds, literals, strict=True)]
     values = names["values"]
     return {
         "id": names["ids"], "s": [names["subjects"][c] for c in cols["s"].tolist()],

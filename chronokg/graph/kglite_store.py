@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import time
 import warnings
@@ -15,13 +14,13 @@ from typing import Any, Literal, cast
 import kglite
 
 from chronokg.errors import QueryLimitExceeded, QueryRefused, StoreBusy, StoreError
-from chronokg.graph import interval_index, schema
+from chronokg.graph import interval_index, interval_reads, schema
+from chronokg.graph.kglite_files import WAL_HEADER, unreplayed_log
 from chronokg.graph.read_limits import LimitedResult, ReadLimits
 from chronokg.graph.sandbox import ChildError, can_fork, run_forked
 from chronokg.graph.store import Params, Row, Statement
 
 MEMORY = ":memory:"
-WAL_HEADER = 5  # bytes of an empty write-ahead log
 _DDL_NAME = re.compile(r"(?:CONSTRAINT|INDEX) (\w+) IF NOT EXISTS")
 
 
@@ -58,7 +57,7 @@ class KgliteStore:
         self._lease: Any = None  # the handle holding the writer lease, once a bulk load swapped in its copy
         self._quick = quick_open and read_only
         self._stamp: interval_index.Fingerprint | None = None  # the checkpoint a reader loaded
-        self._intervals: interval_index.IntervalIndex | bool | None = False  # False: not looked for yet
+        self._intervals: interval_reads.IntervalIndex | bool | None = False  # False: not looked for yet
         # A writer's checkpoint rebuilds the interval sidecar only when a fact or a caption may have changed;
         # otherwise (a run's predictions, a benchmark's questions) the sidecar of `_base` is re-stamped.
         self._facts_touched = False
@@ -430,12 +429,12 @@ class KgliteStore:
             return
         self.close()
 
-    def intervals(self) -> interval_index.IntervalIndex | None:
+    def intervals(self) -> interval_reads.IntervalIndex | None:
         """The interval index of the checkpoint this reader loaded, or None (a writer, a store in memory,
         no sidecar or a stale one): then queries answer from Cypher."""
         if self._intervals is False:
             self._intervals = interval_index.load(self._path, self._stamp) if self._read_only else None
-        return self._intervals if isinstance(self._intervals, interval_index.IntervalIndex) else None
+        return self._intervals if isinstance(self._intervals, interval_reads.IntervalIndex) else None
 
     def ensure_indexes(self) -> None:
         """Build the property indexes a quick open left unbuilt (before a query that needs many lookups)."""
@@ -475,48 +474,3 @@ def _open_logged(path: str, level: Literal["full", "normal", "off"]) -> Any:
         raise StoreError(f"{path}-wal, the store's write-ahead log, cannot be read ({reason}); the last checkpoint "
                          "is intact and readers still see it: run `chronokg store check` to see what the store "
                          "holds, then `chronokg store check --repair` to recover (docs/integrity.md)") from None
-
-
-def lease_holder(path: Path) -> str | None:
-    """Who holds the writer lease of the store at `path` now ("process 123"), or None."""
-    owner = Path(str(path) + ".lock-owner")
-    try:
-        text = owner.read_text() if owner.exists() else ""
-    except OSError:
-        return None
-    fields = dict(line.partition("=")[::2] for line in text.splitlines())
-    pid = fields.get("pid", "")
-    if "released" not in fields and pid.isdigit() and _alive(int(pid)):
-        return f"process {pid}"
-    return None
-
-
-def unreplayed_log(path: Path) -> str | None:
-    """A notice when the store's log holds commits of a writer that died before its checkpoint, or cannot
-    be read at all. Readers read the last checkpoint only; the next writer replays the log.
-    """
-    wal = Path(str(path) + "-wal")
-    size = wal.stat().st_size if wal.exists() else 0
-    if size == 0:
-        return None
-    with wal.open("rb") as log:
-        head = log.read(WAL_HEADER)
-    if not head.startswith(b"KWAL") or len(head) < WAL_HEADER:
-        return (f"{wal} is damaged (not a kglite write-ahead log); readers see the last checkpoint, and no writer "
-                "can open the store until it is repaired: run `chronokg store check`")
-    if size <= WAL_HEADER:
-        return None
-    if lease_holder(path) is not None:
-        return None  # a writer is at work: its commits become visible at its checkpoint
-    return (f"{path} has writes in its log that were never checkpointed (a writer stopped without closing); "
-            "readers do not see them until a writer opens the store again (chronokg init)")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

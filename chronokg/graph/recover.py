@@ -24,7 +24,8 @@ import kglite
 from pydantic import BaseModel
 
 from chronokg.errors import StoreBusy, StoreError
-from chronokg.graph.kglite_store import WAL_HEADER, KgliteStore, lease_holder
+from chronokg.graph.kglite_files import WAL_HEADER, lease_holder
+from chronokg.graph.kglite_store import KgliteStore
 
 WAL_MAGIC = b"KWAL"
 LogState = Literal["absent", "empty", "commits", "damaged", "newer"]

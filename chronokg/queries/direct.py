@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Protocol
 
-from chronokg.graph.interval_index import AsOfIndex
+from chronokg.graph.interval_reads import AsOfIndex
 from chronokg.graph.store import GraphStore
 from chronokg.queries.rows import ChangeRow, FactRow, HopRow, trusted_dict_rows, trusted_rows
 
