@@ -107,8 +107,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--dir", type=Path, default=None)
     ap.add_argument("--per-fact", action="store_true", help="stage with FactTable.add per fact (not add_many)")
-    ap.add_argument("--no-prefetch", action="store_true",
-                    help="build each part only after the engine loaded the previous one (the baseline)")
+    ap.add_argument("--prefetch", action="store_true",
+                    help="stage the next part in a thread while kglite loads this one (bulk.PREFETCH; off by default)")
     ap.add_argument("--sidecar", choices=("columns", "cypher"), default="columns",
                     help="build the interval sidecar from the load's columns, or by a Cypher read (the baseline)")
     args = ap.parse_args()
@@ -116,7 +116,7 @@ def main() -> int:
     for attr, name in (("table_frames", "table_frames (columns -> frames)"), ("stored_nodes", "lookups of stored ids"),
                        ("_frame", "pandas frames"), ("plan_part", "plan_part (validation)")):
         wrap(bulk, attr, name)
-    bulk.PREFETCH = not args.no_prefetch
+    bulk.PREFETCH = args.prefetch
     if args.sidecar == "cypher":
         bulk._sidecar = lambda feed, graph: None
     wrap(bulk, "_sidecar", "interval sidecar (from load columns)")
@@ -165,7 +165,7 @@ def main() -> int:
         load_w, load_c = total_w - WALL[gen], total_c - CPU[gen]
         own, own_c = WALL, CPU
         print(f"{args.facts:,} facts, batches of {args.batch_facts:,}, sidecar by {args.sidecar}, "
-              f"{'no prefetch' if args.no_prefetch else 'next part staged in a thread'}; "
+              f"{'next part staged in a thread' if args.prefetch else 'no prefetch'}; "
               f"load average at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         print(f"end to end, generation included: {total_w:.1f} s wall, {total_c:.1f} s CPU (both threads)")
         print(f"load end to end {load_w:.1f} s wall ({args.facts / load_w:,.0f} facts/s), {load_c:.1f} s CPU "

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from chronokg.errors import InputError
+from chronokg.graph import bulk
 from chronokg.graph.batch import GraphBatch
 from chronokg.graph.bulk import write_bulk
 from chronokg.graph.counts import content_digest, graph_counts
@@ -233,9 +234,12 @@ def test_parts_that_repeat_earlier_parts_merge_without_reading_back(tmp_path: Pa
         assert [sorted(r["name"] for r in b.run(q)) for q in ddl] == [sorted(r["name"] for r in a.run(q)) for q in ddl]
 
 
-def test_parts_built_ahead_in_a_thread_fail_in_order_and_write_nothing(tmp_path: Path) -> None:
-    """The next part is built in a second thread while the engine loads the current one: an error from the
-    caller's parts surfaces from write_bulk as it was raised, nothing is published, and the parts are closed."""
+def test_parts_built_ahead_in_a_thread_fail_in_order_and_write_nothing(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `bulk.PREFETCH` (off by default), the next part is built in a second thread while the engine loads
+    the current one: an error from the caller's parts surfaces from write_bulk as it was raised, nothing is
+    published, and the parts are closed."""
+    monkeypatch.setattr(bulk, "PREFETCH", True)
     items = facts(120)
     closed: list[bool] = []
 

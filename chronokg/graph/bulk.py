@@ -421,7 +421,9 @@ def write_bulk(store: GraphStore, parts: Iterable[Part], progress: Progress | No
     return report
 
 
-PREFETCH = True  # stage part N+1 in a thread while the engine loads part N (benchmarks/profile_load.py toggles it)
+# Stage part N+1 in a thread while the engine loads part N. Off: on a quiet 2-core machine it cost 25% more CPU
+# and 9% more wall time at 1M facts (GIL hand-offs; benchmarks/README.md, issue 20 stop 25 quiet run).
+PREFETCH = False
 
 
 def _frames(part: Part) -> tuple[list[Frame], list[Edges]]:
