@@ -241,3 +241,28 @@ def test_cli_refuses_with_the_reason_and_exit_code_2(corpus_store: tuple[Path, s
     assert "showing the first 2 of 300 rows" in ok.stderr
     with KgliteStore(path, read_only=True) as store:
         assert content_digest(store) == digest
+
+
+@pytest.mark.parametrize("where", ["run_here", "no fork"])
+def test_a_read_in_process_keeps_the_limits_and_names_each_failure(corpus_store: tuple[Path, str], where: str,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """`run_here` (serve's read workers) and `run_limited` where the OS cannot fork run the read in this process:
+    rows are cut at the row limit as in the forked read, a work budget overrun is a limit, and a query the
+    engine rejects is a store error, not a limit."""
+    import chronokg.graph.kglite_store as kglite_store
+    from chronokg.errors import StoreError
+
+    path, digest = corpus_store
+    with KgliteStore(path, read_only=True) as store:
+        if where == "no fork":
+            monkeypatch.setattr(kglite_store, "can_fork", lambda: False)
+        run = store.run_here if where == "run_here" else store.run_limited
+        result = run("MATCH (f:Fact) RETURN f.value AS v ORDER BY v", None, LIMITS.model_copy(update={"max_rows": 10}))
+        assert result.truncated and result.rows == [{"v": i} for i in range(10)] and result.total_rows == 300
+        with pytest.raises(QueryLimitExceeded, match="budget"):
+            run("MATCH (a:Fact), (b:Fact), (c:Fact) RETURN count(*) AS n", None,
+                LIMITS.model_copy(update={"max_work": 1_000}))
+        with pytest.raises(StoreError) as failed:
+            run("MATCH (f:Fact) RETURN nosuchfunction(f.value) AS v", None, LIMITS)
+        assert not isinstance(failed.value, (QueryLimitExceeded, QueryRefused))
+        assert content_digest(store) == digest

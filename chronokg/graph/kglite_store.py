@@ -177,6 +177,15 @@ class KgliteStore:
 
     def run_limited(self, cypher: str, params: Params | None, limits: ReadLimits) -> LimitedResult:
         """A read under limits, in a forked read-only copy of the graph that is killed when time is up."""
+        return self._bounded(cypher, params, limits, fork=True)
+
+    def run_here(self, cypher: str, params: Params | None, limits: ReadLimits) -> LimitedResult:
+        """The same read in this process, with the engine's deadline, work budget and row limit only: for a
+        caller that is itself a forked, read-only sandbox (serve's read workers), where a second fork per read
+        cost most of a cheap call (benchmarks/README.md, issue 20 stop 25)."""
+        return self._bounded(cypher, params, limits, fork=False)
+
+    def _bounded(self, cypher: str, params: Params | None, limits: ReadLimits, *, fork: bool) -> LimitedResult:
         self.ensure_indexes()  # the copy is made read-only, which builds a quick reader's indexes anyway
         graph = self._g
         args = dict(params or {})
@@ -204,14 +213,15 @@ class KgliteStore:
 
         start = time.monotonic()
         max_bytes = int(limits.max_result_mb * 1e6)
-        if can_fork():
+        if fork and can_fork():
             rows, total = run_forked(job, timeout_s=limits.timeout_s, max_bytes=max_bytes,
                                      memory_mb=limits.memory_mb)
-        else:  # no fork (Windows): the engine's own deadline and budget only
+        else:  # in process (or no fork, e.g. Windows): the engine's own deadline and budget only
             try:
                 rows, total = job()
             except ChildError as exc:
-                raise (QueryRefused if exc.kind == "refused" else QueryLimitExceeded)(str(exc)) from None
+                raise {"refused": QueryRefused, "limit": QueryLimitExceeded}.get(exc.kind, StoreError)(
+                    str(exc)) from None
             finally:
                 graph.read_only(self._read_only)
         truncated = len(rows) > limits.max_rows

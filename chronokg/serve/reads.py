@@ -18,9 +18,7 @@ its EXPLAIN 1.4-2.9 ms and its text check 0.7-1.1 ms; the query itself well unde
 from __future__ import annotations
 
 import collections
-from typing import Any
 
-from chronokg.errors import QueryLimitExceeded, QueryRefused, StoreError
 from chronokg.graph.guard import LimitedResult, ReadLimits, check_plan, check_text
 from chronokg.graph.store import GraphStore, Params
 
@@ -56,32 +54,7 @@ class GuardVerdicts:
 def read_here(store: GraphStore, cypher: str, params: Params | None, limits: ReadLimits) -> LimitedResult:
     """A checked catalog read in this process, within the engine's deadline, work budget and row limit.
 
-    Only for a forked read worker on the embedded engine (see the module docstring); elsewhere the guard's own
-    `run_limited` runs it."""
-    import time
-
-    import kglite  # the embedded engine's own errors: workers exist only for it
-
-    graph: Any = store.raw()  # type: ignore[attr-defined]  # the engine handle of a KgliteStore
-    start = time.monotonic()
-    try:
-        result = graph.cypher(cypher, params=dict(params or {}), timeout_ms=int(limits.timeout_s * 1000),
-                              max_work_units=limits.max_work, row_limit=limits.max_rows + 1)
-    except kglite.ReadOnlyError as exc:  # never for a catalog query; said as the guard says it
-        raise QueryRefused(f"the query would write: {exc} [read-only session]") from None
-    except kglite.CypherTimeoutError:
-        raise QueryLimitExceeded(f"the query ran past its time limit of {limits.timeout_s:g} s") from None
-    except (kglite.KgError, ValueError) as exc:
-        text = str(exc)
-        if "max_work_units" in text or "safety limit" in text:
-            raise QueryLimitExceeded(f"the query needs more work than its budget of {limits.max_work:,} units "
-                                     f"allows ({text.split('. ')[0]})") from None
-        raise StoreError(f"query failed on {store.uri}: {text}") from None
-    if isinstance(result, str):
-        raise StoreError(f"unexpected text result from {store.uri}")
-    rows: list[dict[str, Any]] = result.to_list()
-    diagnostics = getattr(result, "diagnostics", None) or {}
-    truncated = len(rows) > limits.max_rows
-    return LimitedResult(rows=rows[: limits.max_rows], truncated=truncated,
-                         total_rows=diagnostics.get("total_rows") if truncated else len(rows),
-                         elapsed_s=time.monotonic() - start)
+    Only for a forked read worker (see the module docstring): the embedded engine's `run_here`; an engine
+    without one runs the read as the guard does."""
+    here = getattr(store, "run_here", None)
+    return here(cypher, params, limits) if here is not None else store.run_limited(cypher, params, limits)
