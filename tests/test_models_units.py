@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import sqlite3
 import subprocess
 import sys
 import time
@@ -280,3 +281,30 @@ while True:
     assert len(stats) == 1 and stats[0].entries > 0 and stats[0].entries % 8 == 0
     assert cache.clear("spec") == stats[0].entries and cache.stats() == []
     cache.close()
+
+
+class _BusyOnce:
+    """A connection whose journal-mode switch reports a lock `busy` times (what SQLite gives a second process
+    opening a new cache at once, without calling its busy handler), then succeeds."""
+
+    def __init__(self, busy: int, message: str = "database is locked") -> None:
+        self.busy, self.message, self.calls = busy, message, 0
+
+    def execute(self, sql: str) -> None:
+        self.calls += 1
+        if self.calls <= self.busy:
+            raise sqlite3.OperationalError(self.message)
+
+
+def test_the_cache_waits_for_the_wal_switch_and_gives_up_at_its_timeout() -> None:
+    from chronokg.models.cache import _set_wal
+
+    waited = _BusyOnce(busy=3)
+    _set_wal(waited, timeout_s=5.0)  # type: ignore[arg-type]
+    assert waited.calls == 4
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        _set_wal(_BusyOnce(busy=10**6), timeout_s=0.1)  # type: ignore[arg-type]
+    other = _BusyOnce(busy=1, message="disk I/O error")
+    with pytest.raises(sqlite3.OperationalError, match="disk"):
+        _set_wal(other, timeout_s=5.0)  # type: ignore[arg-type]
+    assert other.calls == 1  # not a lock: raised at once
