@@ -29,11 +29,12 @@ def _stores(shared_data: Path) -> list[tuple[str, KgliteStore, dict[str, object]
     chroknow.load(k, [FIXTURES / "chroknow" / "bench"])
     b = KgliteStore(":memory:")
     qasets.load(b, [FIXTURES / "qasets"])
-    out = Path(tempfile.mkdtemp(prefix="chronokg-cxr-")) / "cohort"
-    cxr_synth.generate(out, patients=30, visits=6, seed=21, findings=5,
-                       patterns=cxr_synth.PATTERNS + cxr_synth.DOUBLE_EVENT_PATTERNS)
     x = KgliteStore(":memory:")
-    cxr.load(x, [out / "scene_data", out / cxr.SOURCE_FILE])
+    with tempfile.TemporaryDirectory(prefix="chronokg-cxr-") as tmp:  # the cohort is only read by the load
+        out = Path(tmp) / "cohort"
+        cxr_synth.generate(out, patients=30, visits=6, seed=21, findings=5,
+                           patterns=cxr_synth.PATTERNS + cxr_synth.DOUBLE_EVENT_PATTERNS)
+        cxr.load(x, [out / "scene_data", out / cxr.SOURCE_FILE])
     return [("tempomed", t, {}), ("tempomed", t, {"mcq": False, "probes": True, "limit": 6}),
             ("conflictmedqa", c, {}), ("chroknow", k, {}), ("benchage", b, {}), ("micxr", x, {"quota": 20})]
 
