@@ -68,6 +68,22 @@ def file_store(tmp_path: Path) -> Iterator[KgliteStore]:
         yield s
 
 
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The tool-server tests' store (`tests.serve_helpers.build_store`) and its digest, built once per module."""
+    from tests.serve_helpers import build_store
+
+    path = tmp_path_factory.mktemp("served") / "store.kgl"
+    return path, build_store(path)
+
+
+@pytest.fixture
+def served_store(served: tuple[Path, str]) -> Iterator[KgliteStore]:
+    """The served store opened read-only, as a server's workers open it."""
+    with KgliteStore(served[0], read_only=True) as s:
+        yield s
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     from chronokg.settings import Settings
 

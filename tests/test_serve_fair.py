@@ -9,11 +9,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from chronokg.graph.guard import ReadLimits
 from chronokg.graph.kglite_store import KgliteStore
@@ -21,7 +17,7 @@ from chronokg.serve import ToolHost
 from chronokg.serve.fair import CALLER, Scheduler
 from chronokg.serve.gate import Gate, caller_key
 from chronokg.serve.workers import HEAVY_NICE, read_memory
-from tests.serve_helpers import CARTESIAN, build_store
+from tests.serve_helpers import CARTESIAN
 
 LIMITS = ReadLimits(timeout_s=3.0, max_rows=1000, max_result_mb=1.0, max_work=10**12, memory_mb=2048)
 CHEAP = ("timeline", {"subject": "un-secretary-general"})
@@ -120,19 +116,6 @@ def test_the_gate_tells_the_workers_who_is_calling() -> None:
 
 # --- the pool, with real reads ----------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("fair") / "store.kgl"
-    build_store(path)
-    return path
-
-
-@pytest.fixture
-def store(store_path: Path) -> Iterator[KgliteStore]:
-    with KgliteStore(store_path, read_only=True) as s:
-        yield s
-
-
 def _wait_for(predicate: Any, what: str, limit_s: float = 60.0) -> None:
     """Poll a counter (a generous bound, only so a broken pool fails instead of hanging)."""
     end = time.monotonic() + limit_s
@@ -141,10 +124,10 @@ def _wait_for(predicate: Any, what: str, limit_s: float = 60.0) -> None:
         time.sleep(0.01)
 
 
-def _heavy_then_cheap(store: KgliteStore, scheduling: str) -> tuple[list[tuple[str, int]], list[str], list[Any]]:
+def _heavy_then_cheap(served_store: KgliteStore, scheduling: str) -> tuple[list[tuple[str, int]], list[str], list[Any]]:
     """One worker. Caller h sends two reads that run to the time limit; once the first has outgrown its slice
     (or, first come first served, once both are queued), caller c sends one cheap read."""
-    host = ToolHost(store, limits=LIMITS)
+    host = ToolHost(served_store, limits=LIMITS)
     host.start_workers(1, scheduling=scheduling, slice_s=0.2, heavy_slots=1)  # type: ignore[arg-type]
     pool = host.workers
     assert pool is not None
@@ -174,8 +157,8 @@ def _heavy_then_cheap(store: KgliteStore, scheduling: str) -> tuple[list[tuple[s
     return order, done, [results[k] for k in ("h1", "h2", "c")]
 
 
-def test_a_heavy_callers_queue_does_not_hold_back_a_cheap_read(store: KgliteStore) -> None:
-    order, done, (h1, h2, c) = _heavy_then_cheap(store, "fair")
+def test_a_heavy_callers_queue_does_not_hold_back_a_cheap_read(served_store: KgliteStore) -> None:
+    order, done, (h1, h2, c) = _heavy_then_cheap(served_store, "fair")
     assert h2.error is not None and h2.error.type == "limit_exceeded"  # it ran, in the heavy lane, after c
     assert c.ok and c.rows
     assert h1.error is not None and h1.error.type == "limit_exceeded"  # the existing per-read limit still holds
@@ -183,14 +166,15 @@ def test_a_heavy_callers_queue_does_not_hold_back_a_cheap_read(store: KgliteStor
     assert done[0] == "c"  # ... and finished while h's first read still ran (a fresh worker took its lane)
 
 
-def test_first_come_first_served_is_kept_as_the_baseline_and_queues_the_cheap_read_last(store: KgliteStore) -> None:
-    order, done, (_, _, c) = _heavy_then_cheap(store, "fifo")
+def test_first_come_first_served_is_kept_as_the_baseline_and_queues_the_cheap_read_last(
+        served_store: KgliteStore) -> None:
+    order, done, (_, _, c) = _heavy_then_cheap(served_store, "fifo")
     assert c.ok and [caller for caller, _ in order] == ["h", "h", "c"] and done == ["h1", "h2", "c"]
 
 
-def test_reads_together_stay_within_the_memory_budget(store: KgliteStore) -> None:
+def test_reads_together_stay_within_the_memory_budget(served_store: KgliteStore) -> None:
     """The budget (256 MB for all reads) stops the read holding the most, far below its own 2 GB limit."""
-    host = ToolHost(store, limits=LIMITS.model_copy(update={"timeout_s": 120.0}))
+    host = ToolHost(served_store, limits=LIMITS.model_copy(update={"timeout_s": 120.0}))
     # a slice longer than the read: it stays in the light lane at full CPU priority, so on a busy machine its
     # memory, not its time, is what stops it
     host.start_workers(2, memory_budget_mb=256, slice_s=1000.0)
@@ -208,10 +192,10 @@ def test_reads_together_stay_within_the_memory_budget(store: KgliteStore) -> Non
 
 
 def test_two_unknown_heavy_callers_share_one_heavy_slot_and_cheap_reads_keep_their_workers(
-        store: KgliteStore) -> None:
+        served_store: KgliteStore) -> None:
     """Two workers, one heavy slot: both heavy reads outgrow their slice; one moves to the heavy lane, the other
     is stopped and runs again after it; a cheap read sent meanwhile gets a worker at once."""
-    host = ToolHost(store, limits=LIMITS)
+    host = ToolHost(served_store, limits=LIMITS)
     host.start_workers(2, slice_s=0.2, heavy_slots=1)
     pool = host.workers
     assert pool is not None

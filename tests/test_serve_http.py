@@ -26,7 +26,6 @@ from tests.helpers import REPO
 from tests.serve_helpers import (
     CARTESIAN,
     READ_TIMEOUT_S,
-    build_store,
     digest,
     hostile,
     serve,
@@ -35,12 +34,6 @@ from tests.serve_helpers import (
 from tests.test_guard import ALLOWED, EXPENSIVE
 
 TOKENS = ["token-for-agent-one-0123456789", "token-for-agent-two-0123456789"]
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    path = tmp_path_factory.mktemp("serve-http") / "store.kgl"
-    return path, build_store(path)
 
 
 @pytest.fixture(scope="module")

@@ -24,15 +24,9 @@ from chronokg.graph.kglite_store import KgliteStore
 from chronokg.serve import ToolHost
 from chronokg.serve.clients import McpTools
 from tests.helpers import REPO
-from tests.serve_helpers import CARTESIAN, READ_TIMEOUT_S, build_store, digest, hostile, serve, server_env
+from tests.serve_helpers import CARTESIAN, READ_TIMEOUT_S, digest, hostile, serve, server_env
 
 TOKEN = "token-for-the-mcp-agent-0123456789"
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    path = tmp_path_factory.mktemp("serve-mcp") / "store.kgl"
-    return path, build_store(path)
 
 
 def stdio_params(store: Path) -> StdioServerParameters:

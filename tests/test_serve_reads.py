@@ -9,7 +9,6 @@ from __future__ import annotations
 import faulthandler
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,6 @@ from chronokg.serve.mcp_server import build_server
 from chronokg.serve.reads import GuardVerdicts
 from chronokg.serve.tools import ToolResult
 from chronokg.serve.workers import WorkerPool
-from tests.serve_helpers import build_store
 
 LIMITS = ReadLimits(timeout_s=3.0, max_rows=1000, max_result_mb=1.0, max_work=10**12, memory_mb=2048)
 CALLS: list[tuple[str, dict[str, Any]]] = [
@@ -40,29 +38,16 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-@pytest.fixture(scope="module")
-def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("reads") / "store.kgl"
-    build_store(path)
-    return path
-
-
-@pytest.fixture
-def store(store_path: Path) -> Iterator[KgliteStore]:
-    with KgliteStore(store_path, read_only=True) as s:
-        yield s
-
-
-def test_a_worker_answers_every_tool_as_the_guarded_read_in_process_does(store: KgliteStore) -> None:
+def test_a_worker_answers_every_tool_as_the_guarded_read_in_process_does(served_store: KgliteStore) -> None:
     """Catalog reads run in the worker (no fork per read), cypher through the guard's fork: same rows either way,
     and a row limit still cuts and says so."""
-    with ToolHost(store, limits=LIMITS) as plain:
+    with ToolHost(served_store, limits=LIMITS) as plain:
         expected = [plain.call_tool(name, args) for name, args in CALLS]
-        small = ToolHost(store, limits=LIMITS.model_copy(update={"max_rows": 2}))
+        small = ToolHost(served_store, limits=LIMITS.model_copy(update={"max_rows": 2}))
         cut_expected = small.call_tool(*CALLS[2])
-    host = ToolHost(store, limits=LIMITS)
+    host = ToolHost(served_store, limits=LIMITS)
     host.start_workers(1)
-    cut_host = ToolHost(store, limits=LIMITS.model_copy(update={"max_rows": 2}))
+    cut_host = ToolHost(served_store, limits=LIMITS.model_copy(update={"max_rows": 2}))
     cut_host.start_workers(1)
     try:
         got = [host.call_tool(name, args) for name, args in CALLS]
@@ -78,21 +63,21 @@ def test_a_worker_answers_every_tool_as_the_guarded_read_in_process_does(store: 
     assert cut.total_rows == cut_expected.total_rows
 
 
-def test_the_guard_checks_a_text_once_and_a_refused_text_every_time(store: KgliteStore) -> None:
+def test_the_guard_checks_a_text_once_and_a_refused_text_every_time(served_store: KgliteStore) -> None:
     verdicts = GuardVerdicts(size=2)
     read = "MATCH (f:Fact) RETURN count(f) AS n"
     for _ in range(3):
-        assert verdicts.guarded_read(store, read, None, LIMITS).rows[0]["n"] > 0
+        assert verdicts.guarded_read(served_store, read, None, LIMITS).rows[0]["n"] > 0
     assert verdicts.checks == 1
     for _ in range(2):
         with pytest.raises(QueryRefused, match=r"\[text check\]"):
-            verdicts.check(store, "MATCH (f:Fact) DETACH DELETE f", None)
+            verdicts.check(served_store, "MATCH (f:Fact) DETACH DELETE f", None)
     with pytest.raises(QueryRefused, match=r"\[plan check\]|\[text check\]"):
-        verdicts.check(store, "MATCH (f:Fact) CALL { CREATE (:Entity {id: 'x'}) } RETURN f", None)
+        verdicts.check(served_store, "MATCH (f:Fact) CALL { CREATE (:Entity {id: 'x'}) } RETURN f", None)
     assert verdicts.checks == 4  # refusals are never remembered
-    verdicts.check(store, "RETURN 1 AS a", None)
-    verdicts.check(store, "RETURN 2 AS a", None)  # the oldest text (read) is forgotten: at most 2
-    verdicts.check(store, read, None)
+    verdicts.check(served_store, "RETURN 1 AS a", None)
+    verdicts.check(served_store, "RETURN 2 AS a", None)  # the oldest text (read) is forgotten: at most 2
+    verdicts.check(served_store, read, None)
     assert verdicts.checks == 7
 
 
@@ -102,7 +87,7 @@ def _sleepy(name: str, args: BaseModel) -> ToolResult:  # pragma: no cover - run
     return ToolResult(tool=name, rows=[{"pid": os.getpid(), "faulthandler": faulthandler.is_enabled()}])
 
 
-def test_a_read_run_in_its_worker_past_its_limit_is_stopped_with_its_worker(store: KgliteStore) -> None:
+def test_a_read_run_in_its_worker_past_its_limit_is_stopped_with_its_worker(served_store: KgliteStore) -> None:
     """The worker is the sandbox of a catalog read: past `limit_s` it is killed and replaced, and the call answers
     limit_exceeded (not 'unavailable')."""
     import threading
@@ -135,7 +120,8 @@ host.close()
 """
 
 
-def test_a_read_dying_at_its_memory_limit_in_a_worker_prints_no_faulthandler_traceback(store_path: Path) -> None:
+def test_a_read_dying_at_its_memory_limit_in_a_worker_prints_no_faulthandler_traceback(
+        served: tuple[Path, str]) -> None:
     """The engine aborts a read past its memory limit; with faulthandler on (python -X faulthandler, as pytest runs)
     the server's stderr got "Fatal Python error: Aborted" and a Python traceback for each. A subprocess: pytest's
     own faulthandler writes to a saved copy of the terminal, which no capture fixture sees."""
@@ -145,7 +131,7 @@ def test_a_read_dying_at_its_memory_limit_in_a_worker_prints_no_faulthandler_tra
 
     from tests.helpers import REPO
 
-    run = subprocess.run([sys.executable, "-X", "faulthandler", "-c", DIES, str(store_path)], cwd=REPO,
+    run = subprocess.run([sys.executable, "-X", "faulthandler", "-c", DIES, str(served[0])], cwd=REPO,
                          capture_output=True, text=True, timeout=120,
                          env={**{k: v for k, v in os.environ.items() if not k.startswith("CHRONOKG_")},
                               "PYTHONPATH": str(REPO)})
@@ -155,11 +141,11 @@ def test_a_read_dying_at_its_memory_limit_in_a_worker_prints_no_faulthandler_tra
     assert "Fatal Python error" not in run.stderr and "Traceback" not in run.stderr, run.stderr[-2000:]
 
 
-def test_each_mcp_connection_is_its_own_caller(store: KgliteStore) -> None:
+def test_each_mcp_connection_is_its_own_caller(served_store: KgliteStore) -> None:
     """Two MCP sessions (the official client, in process, a handshake-era protocol) calling through one server: the
     workers see two callers, each session's calls under one key (keyed by the per-request `ctx.session`, every call
     was a caller of its own)."""
-    host = ToolHost(store, limits=LIMITS)
+    host = ToolHost(served_store, limits=LIMITS)
     host.start_workers(1)
     pool = host.workers
     assert pool is not None
@@ -185,7 +171,7 @@ def test_each_mcp_connection_is_its_own_caller(store: KgliteStore) -> None:
     assert all(c.startswith("mcp:") and callers.count(c) == 2 for c in callers)
 
 
-def test_over_streamable_http_an_mcp_caller_is_the_gates_key(store: KgliteStore) -> None:
+def test_over_streamable_http_an_mcp_caller_is_the_gates_key(served_store: KgliteStore) -> None:
     """A real streamable-HTTP MCP server (uvicorn, in a thread, workers forked first) and two official clients with
     their own bearer tokens: two callers, each keyed under its token as the gate keys it, two calls each."""
     import threading
@@ -197,7 +183,7 @@ def test_over_streamable_http_an_mcp_caller_is_the_gates_key(store: KgliteStore)
     from chronokg.serve.mcp_server import streamable_http_app
 
     tokens = ["mcp-caller-token-a-0123456789", "mcp-caller-token-b-0123456789"]
-    host = ToolHost(store, limits=LIMITS)
+    host = ToolHost(served_store, limits=LIMITS)
     host.start_workers(1)
     pool = host.workers
     assert pool is not None

@@ -29,18 +29,12 @@ from chronokg.serve.search import find_search
 from chronokg.serve.tools import json_schema, tool_name
 from chronokg.settings import Settings
 from tests.helpers import REPO
-from tests.serve_helpers import CARTESIAN, build_store, digest, hostile
+from tests.serve_helpers import CARTESIAN, digest, hostile
 
 # A work budget so large that the time limit is what stops the cartesian product (by default the 10M budget
 # stops it sooner).
 # 2048 MB as the servers default: at 1024 MB the cartesian read ran out of memory before its 2 s in CI
 LIMITS = ReadLimits(timeout_s=2.0, max_rows=1000, max_result_mb=1.0, max_work=10**12, memory_mb=2048)
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    path = tmp_path_factory.mktemp("serve") / "store.kgl"
-    return path, build_store(path)
 
 
 @pytest.fixture
