@@ -106,6 +106,35 @@ def test_a_read_run_in_its_worker_past_its_limit_is_stopped_with_its_worker(serv
     assert after.ok and after.rows[0]["pid"] != first.rows[0]["pid"]  # a fresh worker
 
 
+def _greedy(name: str, args: BaseModel) -> ToolResult:  # pragma: no cover - runs in a worker
+    if name == "grow":  # a read run in the worker itself that grows it by ~400 MB (bytes written, so resident)
+        held = b"x" * (400 * 2**20)
+        time.sleep(30)
+        return ToolResult(tool=name, rows=[{"n": len(held)}])
+    return ToolResult(tool=name, rows=[{"pid": os.getpid()}])
+
+
+def test_a_read_run_in_its_worker_counts_in_the_memory_budget_for_all_reads() -> None:
+    """The budget for all reads together also sees a catalog read that runs in its worker (no forked child to
+    measure): what the worker grew past its idle size. Past the budget the worker is stopped and replaced, and
+    the call says the budget ran out (not 'unavailable')."""
+    import threading
+
+    pool = WorkerPool(_greedy, 1, call_timeout_s=120, fork_lock=threading.Lock(), memory_budget_mb=150)
+    try:
+        first = pool.call("small", ReadLimits())
+        start = time.monotonic()
+        grown = pool.call("grow", ReadLimits(), limit_s=60)
+        took = time.monotonic() - start
+        after = pool.call("small", ReadLimits())
+    finally:
+        pool.close()
+    assert grown.error is not None and grown.error.type == "limit_exceeded", grown
+    assert "memory budget for all reads together (150 MB)" in grown.error.message
+    assert took < 25 and pool.budget_stops == 1 and pool.restarts == 1 and pool.limit_kills == 0
+    assert after.ok and after.rows[0]["pid"] != first.rows[0]["pid"]  # a fresh worker
+
+
 DIES = """
 import sys
 from chronokg.graph.guard import ReadLimits

@@ -14,7 +14,9 @@ no extra copy of the graph) and runs one call at a time, forking its own guarded
 child as the CLI does; the parent never touches the store after forking them. Calls
 wait for a free worker, taken in the order `chronokg.serve.fair` says (fair by caller, with a
 lane for heavy reads); a slow read blocks one worker, not the server. All reads together stay
-within one memory budget, besides each read's own limit.
+within one memory budget, besides each read's own limit: a guarded read's forked child counts what it holds
+privately, a catalog read run in the worker itself (`chronokg.serve.reads`) what its worker grew past its
+size when last seen idle.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from chronokg.serve.fair import CALLER, Scheduler, Scheduling, Ticket
 from chronokg.serve.tools import ToolFailure, ToolResult
 
 Runner = Callable[[str, BaseModel], ToolResult]
+IDLE_RESAMPLE_S = 1.0  # how often an idle worker's own size is measured again (it drifts as Python touches pages)
 HEAVY_NICE = 19  # the CPU priority of a read in the heavy lane: light reads run first where cores are short
 
 
@@ -48,6 +51,8 @@ class _Worker:
     process: BaseProcess
     conn: Connection
     id: int = 0
+    idle_mb: float = 0.0  # its private memory when last seen idle: what an in-worker read grows it past counts
+    idle_seen: float = 0.0  # when (time.monotonic())
 
 
 def _serve(conn: Connection, run: Runner, inherited: list[Connection]) -> None:  # pragma: no cover - in a worker
@@ -147,6 +152,8 @@ class WorkerPool:
             process.start()
         child.close()
         worker = _Worker(process, parent, next(self._ids))
+        if process.pid is not None:
+            worker.idle_mb, worker.idle_seen = private_mb(process.pid), time.monotonic()
         self._workers.append(worker)
         return worker
 
@@ -222,6 +229,8 @@ class WorkerPool:
         except (EOFError, OSError) as exc:
             self._finish(ticket, None)
             self._replace(worker)
+            if ticket.killed_for_memory:  # a read run in the worker itself: the budget stopped the worker
+                return self._over_budget(name, ticket)
             return _unavailable(name, f"the read worker stopped ({type(exc).__name__}) and was restarted; try again")
         self._finish(ticket, worker)
         if not isinstance(result, ToolResult):
@@ -229,11 +238,14 @@ class WorkerPool:
         if ticket.preempt and result.error is not None and result.error.type == "limit_exceeded":
             return _Preempted()
         if ticket.killed_for_memory and result.error is not None and result.error.type == "limit_exceeded":
-            return ToolResult(tool=name, ok=False, error=ToolFailure(type="limit_exceeded", message=(
-                f"the server's memory budget for all reads together ({self.memory_budget_mb:g} MB) ran out and "
-                f"this read held the most ({ticket.killed_for_memory:,.0f} MB): narrow it (LIMIT, fewer "
-                "patterns) or try again later")))
+            return self._over_budget(name, ticket)
         return result
+
+    def _over_budget(self, name: str, ticket: Ticket) -> ToolResult:
+        return ToolResult(tool=name, ok=False, error=ToolFailure(type="limit_exceeded", message=(
+            f"the server's memory budget for all reads together ({self.memory_budget_mb:g} MB) ran out and "
+            f"this read held the most ({ticket.killed_for_memory:,.0f} MB): narrow it (LIMIT, fewer "
+            "patterns) or try again later")))
 
     def _finish(self, ticket: Ticket, worker: _Worker | None) -> None:
         """The call is over: its worker goes back (or retires, when the pool has more than it needs)."""
@@ -266,6 +278,8 @@ class WorkerPool:
                 room = self.n + self.heavy_slots - len(self._workers)
                 spawn = max(0, min(want, room))
                 running = [(t, w) for t in self.scheduler.running.values() if (w := self._worker(t)) is not None]
+                now = time.monotonic()
+                idle = [w for w in self._idle if now - w.idle_seen >= IDLE_RESAMPLE_S]
                 for gone in [w for w in self._retired if not w.process.is_alive()]:
                     gone.process.join(0)
                     self._retired.remove(gone)
@@ -283,12 +297,18 @@ class WorkerPool:
                 with self._cond:
                     self._idle.append(fresh)
                     self._dispatch()
+            for w in idle:  # outside the lock; a worker taken meanwhile keeps this size, measured while idle
+                if w.process.pid is not None:
+                    w.idle_mb, w.idle_seen = private_mb(w.process.pid), now
             if self.memory_budget_mb is not None and running:
                 self._check_budget(running)
 
     def _check_budget(self, running: list[tuple[Ticket, _Worker]]) -> None:
         held = [(t, pid, mb) for t, w in running if w.process.pid is not None
                 for pid, mb in read_memory(w.process.pid)]
+        for t, w in running:  # a catalog read runs in its worker (chronokg.serve.reads): what the worker grew
+            if w.process.pid is not None and (grown := private_mb(w.process.pid) - w.idle_mb) > 0:
+                held.append((t, w.process.pid, grown))
         total = sum(mb for _, _, mb in held)
         self.peak_read_mb = max(self.peak_read_mb, total)
         if self.memory_budget_mb is None or total <= self.memory_budget_mb or not held:
@@ -325,17 +345,20 @@ def read_memory(worker_pid: int) -> list[tuple[int, float]]:
         children = Path(f"/proc/{worker_pid}/task/{worker_pid}/children").read_text().split()
     except OSError:
         return []
-    out = []
-    for child in children:
-        kb = 0
-        try:
-            for line in Path(f"/proc/{child}/smaps_rollup").read_text().splitlines():
-                if line.startswith(("Private_Clean:", "Private_Dirty:")):
-                    kb += int(line.split()[1])
-        except (OSError, ValueError):
-            continue
-        out.append((int(child), kb / 1024))
-    return out
+    return [(int(child), private_mb(int(child))) for child in children]
+
+
+def private_mb(pid: int) -> float:
+    """The pages a process holds privately (MB): what it shares copy-on-write with its parent counts nothing;
+    0 when it is gone."""
+    kb = 0
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith(("Private_Clean:", "Private_Dirty:")):
+                kb += int(line.split()[1])
+    except (OSError, ValueError):
+        return 0.0
+    return kb / 1024
 
 
 def _unavailable(name: str, message: str) -> ToolResult:
