@@ -16,7 +16,7 @@ from chronokg.graph.kglite_store import KgliteStore
 from chronokg.serve import ToolHost
 from chronokg.serve.fair import CALLER, Scheduler
 from chronokg.serve.gate import Gate, caller_key
-from chronokg.serve.workers import HEAVY_NICE, read_memory
+from chronokg.serve.workers import HEAVY_NICE, read_pids
 from tests.serve_helpers import CARTESIAN
 
 LIMITS = ReadLimits(timeout_s=3.0, max_rows=1000, max_result_mb=1.0, max_work=10**12, memory_mb=2048)
@@ -147,7 +147,7 @@ def _heavy_then_cheap(served_store: KgliteStore, scheduling: str) -> tuple[list[
     if scheduling == "fair":
         _wait_for(lambda: pool.scheduler.outgrown >= 1, "h1 outgrew its slice")
         _wait_for(lambda: [os.getpriority(os.PRIO_PROCESS, pid) for w in pool._workers if w.process.pid
-                           for pid, _ in read_memory(w.process.pid)] == [HEAVY_NICE], "h1 yields the CPU")
+                           for pid in read_pids(w.process.pid)] == [HEAVY_NICE], "h1 yields the CPU")
     threads.append(threading.Thread(target=call, args=("c", "c", *CHEAP)))
     threads[2].start()
     for t in threads:
