@@ -16,6 +16,7 @@ has released the GIL. Baselines in the same run: `time.sleep` (releases) and a P
 validation, no sidecar, no staged copy. Prints each stage's RSS after it, the highest RSS sampled during it
 (a thread reads /proc every 20 ms: the engine's calls release the GIL), and the RSS after glibc
 `malloc_trim(0)`; and the engine's facts/s (its calls' time only; generating and framing are apart).
+`--spill-mib M`: kglite's `set_memory_limit(M MiB)` (property columns over it spill to mapped files).
 `--shape minimal`: each fact an `id` and a `subject_id` and one SUBJECT edge to its entity (no other property
 or edge), no index, no save: the least the native path can be asked to do for a fact.
 """
@@ -23,6 +24,7 @@ or edge), no index, no save: the least the native path can be asked to do for a 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -130,7 +132,7 @@ def trim() -> float:
     return Rss.now()
 
 
-def floor(n: int, shape: str = "schema", parts_of: int = 100_000) -> None:
+def floor(n: int, shape: str = "schema", parts_of: int = 100_000, spill_mib: int = 0) -> None:
     import gc
 
     from bench_store import RELEASE, SOURCE, chunked, synthetic_rows
@@ -157,6 +159,9 @@ def floor(n: int, shape: str = "schema", parts_of: int = 100_000) -> None:
         rows.append((name, w, c, rss.now(), rss.high, 0.0))
 
     g = kglite.KnowledgeGraph()
+    spill_dir = tempfile.mkdtemp(prefix="probe_spill_", dir=os.environ.get("TMPDIR"))
+    if spill_mib:  # kglite's own knob: property columns over the limit spill to files it maps
+        g.set_memory_limit(spill_mib * 2**20, spill_dir)
     seen: set[str] = set()
     prep = {"wall": 0.0}
     for part in chunked(synthetic_rows(n, 42), parts_of):
@@ -206,7 +211,8 @@ def floor(n: int, shape: str = "schema", parts_of: int = 100_000) -> None:
         rows.append((f"(saved: {size:,.0f} MiB on disk; malloc_trim)", 0.0, 0.0, rss.now(), rss.now(), trim()))
     rss.stop = True
     counts = g.node_type_counts()
-    print(f"{n:,} facts, shape {shape}, parts of {parts_of:,}; nodes {dict(counts)}; "
+    print(f"{n:,} facts, shape {shape}, parts of {parts_of:,}, "
+          f"{f'set_memory_limit {spill_mib} MiB' if spill_mib else 'no memory limit'}; nodes {dict(counts)}; "
           f"generating + staging + framing (not counted) {prep['wall']:.1f} s")
     print(f"kglite's calls alone: {engine['wall']:.1f} s wall ({n / engine['wall']:,.0f} facts/s), "
           f"{engine['cpu']:.1f} s CPU ({n / max(engine['cpu'], 1e-9):,.0f} facts/s of CPU)")
@@ -214,13 +220,15 @@ def floor(n: int, shape: str = "schema", parts_of: int = 100_000) -> None:
     for name, w, c, after, high, trimmed in rows:
         t = f"{trimmed:,.0f}" if trimmed else ""
         print(f"{name:<44} {w:8.2f} {c:8.2f} {after:>9,.0f} M {high:>9,.0f} M {t:>9}")
+    shutil.rmtree(spill_dir, ignore_errors=True)
 
 
 def main() -> int:
     what, n = sys.argv[1], int(sys.argv[2])
     if what == "floor":
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        floor(n, sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--shape" else "schema")
+        opts = dict(zip(sys.argv[3::2], sys.argv[4::2], strict=False))  # --shape minimal, --spill-mib 64
+        floor(n, opts.get("--shape", "schema"), spill_mib=int(opts.get("--spill-mib", 0)))
     else:
         {"gil": gil, "constraint": constraint}[what](n)
     print("load average", " ".join(f"{x:.2f}" for x in os.getloadavg()))
