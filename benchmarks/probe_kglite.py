@@ -16,6 +16,7 @@ has released the GIL. Baselines in the same run: `time.sleep` (releases) and a P
 validation, no sidecar, no staged copy. Prints each stage's RSS after it, the highest RSS sampled during it
 (a thread reads /proc every 20 ms: the engine's calls release the GIL), and the RSS after glibc
 `malloc_trim(0)`; and the engine's facts/s (its calls' time only; generating and framing are apart).
+`--trim engine`: the trim rows also call `kglite.trim_memory()` (the engine's mimalloc pages).
 `--spill-mib M`: kglite's `set_memory_limit(M MiB)` (property columns over it spill to mapped files).
 `--shape minimal`: each fact an `id` and a `subject_id` and one SUBJECT edge to its entity (no other property
 or edge), no index, no save: the least the native path can be asked to do for a fact.
@@ -129,7 +130,12 @@ def trim() -> float:
     import ctypes
 
     ctypes.CDLL("libc.so.6").malloc_trim(0)
+    if TRIM_ENGINE:
+        kglite.trim_memory()  # the engine's allocator (mimalloc) keeps freed pages until asked
     return Rss.now()
+
+
+TRIM_ENGINE = False
 
 
 def floor(n: int, shape: str = "schema", parts_of: int = 100_000, spill_mib: int = 0) -> None:
@@ -228,6 +234,8 @@ def main() -> int:
     if what == "floor":
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         opts = dict(zip(sys.argv[3::2], sys.argv[4::2], strict=False))  # --shape minimal, --spill-mib 64
+        global TRIM_ENGINE
+        TRIM_ENGINE = opts.get("--trim") == "engine"
         floor(n, opts.get("--shape", "schema"), spill_mib=int(opts.get("--spill-mib", 0)))
     else:
         {"gil": gil, "constraint": constraint}[what](n)

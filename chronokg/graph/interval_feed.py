@@ -93,7 +93,7 @@ class SidecarFeed:
         if not self.exact or self.previous is None:
             return None
         parts = [_previous_part(self.previous), *self.parts] if self.previous else self.parts
-        if not self.updates and all(_columnar(part) for part in parts):
+        if parts and not self.updates and all(_columnar(part) for part in parts):
             return _finish_columns(parts, graph)
         rows = _previous_rows(self.previous) if self.previous else _empty()
         for name in list(rows):
