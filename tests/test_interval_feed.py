@@ -173,3 +173,15 @@ def test_columnar_finish_equals_the_cypher_build(tmp_path: Path, seed: int, monk
     assert_same_as_cypher(path, load(path, split(later, 2), monkeypatch))
     assert taken == [3, 3]  # the previous sidecar is one part more
     assert_index_agrees(path, seed)
+
+
+def test_packed_texts_reorder_as_the_list_would() -> None:
+    """`PackedTexts.take` (the ids of a 10M load reordered without decoding them) gives the bytes and offsets
+    `_strings` gives for the reordered list: over several gather chunks, empty texts included."""
+    rng = random.Random(7)
+    texts = ["".join(rng.choice("f-0123456789abcdef") for _ in range(rng.randrange(0, 20))) for _ in range(300_000)]
+    packed = interval_index.PackedTexts(**interval_index._strings(texts))
+    assert len(packed) == len(texts) and packed[12345] == texts[12345]
+    for rows in (np.array(rng.sample(range(len(texts)), len(texts))), np.flatnonzero(np.arange(len(texts)) % 3)):
+        got, want = packed.take(rows), interval_index._strings([texts[i] for i in rows.tolist()])
+        assert np.array_equal(got.blob, want["blob"]) and np.array_equal(got.offsets, want["offsets"])
