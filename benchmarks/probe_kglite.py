@@ -7,11 +7,25 @@
 itself; a counter thread that yields (`sleep(0)`) after each step advances during a call only while that call
 has released the GIL. Baselines in the same run: `time.sleep` (releases) and a Python loop (holds: 0 steps).
 `constraint`: N `Fact` nodes from `add_nodes`, then each option built on a fresh graph, and lookups by id.
+
+    python benchmarks/probe_kglite.py floor 10000000                # kglite's own graph of our schema: RSS, time
+    python benchmarks/probe_kglite.py floor 1000000 --shape minimal  # the bare native path (speed floor)
+
+`floor` (issue 20 stop 26): bench_store's synthetic facts, staged and framed exactly as `write_bulk` frames them
+(`FactTable.add_many`, `bulk.table_frames`, `bulk._frame`), handed to kglite's calls alone, part by part: no
+validation, no sidecar, no staged copy. Prints each stage's RSS after it, the highest RSS sampled during it
+(a thread reads /proc every 20 ms: the engine's calls release the GIL), and the RSS after glibc
+`malloc_trim(0)`; and the engine's facts/s (its calls' time only; generating and framing are apart).
+`--trim engine`: the trim rows also call `kglite.trim_memory()` (the engine's mimalloc pages).
+`--spill-mib M`: kglite's `set_memory_limit(M MiB)` (property columns over it spill to mapped files).
+`--shape minimal`: each fact an `id` and a `subject_id` and one SUBJECT edge to its entity (no other property
+or edge), no index, no save: the least the native path can be asked to do for a fact.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -88,9 +102,143 @@ def constraint(n: int) -> None:
         print(f"{what:<11} build {w:6.2f} s wall {c:6.2f} s CPU; lookup by id {look:.3f} ms", flush=True)
 
 
+class Rss:
+    """The process's RSS now, and the highest sampled since `mark` (a 20 ms sampling thread)."""
+
+    def __init__(self) -> None:
+        self.high = 0.0
+        self.stop = False
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    @staticmethod
+    def now() -> float:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+    def _sample(self) -> None:
+        while not self.stop:
+            self.high = max(self.high, self.now())
+            time.sleep(0.02)
+
+    def mark(self) -> None:
+        self.high = self.now()
+
+
+def trim() -> float:
+    """glibc malloc_trim(0): give freed heap pages back; returns the RSS after it."""
+    import ctypes
+
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    if TRIM_ENGINE:
+        kglite.trim_memory()  # the engine's allocator (mimalloc) keeps freed pages until asked
+    return Rss.now()
+
+
+TRIM_ENGINE = False
+
+
+def floor(n: int, shape: str = "schema", parts_of: int = 100_000, spill_mib: int = 0) -> None:
+    import gc
+
+    from bench_store import RELEASE, SOURCE, chunked, synthetic_rows
+
+    from chronokg.graph import bulk, schema
+    from chronokg.graph.facts import FactTable
+
+    rss = Rss()
+    rows: list[tuple[str, float, float, float, float, float]] = []  # stage, wall, cpu, rss after, high, trimmed
+    engine = {"wall": 0.0, "cpu": 0.0}
+
+    def run(name: str, fn: Callable[[], Any], count: bool = True) -> None:
+        rss.mark()
+        w, c = time.perf_counter(), time.process_time()
+        fn()
+        w, c = time.perf_counter() - w, time.process_time() - c
+        if count:
+            engine["wall"] += w
+            engine["cpu"] += c
+        for i, row in enumerate(rows):
+            if row[0] == name:  # one row per stage, summed over parts
+                rows[i] = (name, row[1] + w, row[2] + c, rss.now(), max(row[4], rss.high), 0.0)
+                return
+        rows.append((name, w, c, rss.now(), rss.high, 0.0))
+
+    g = kglite.KnowledgeGraph()
+    spill_dir = tempfile.mkdtemp(prefix="probe_spill_", dir=os.environ.get("TMPDIR"))
+    if spill_mib:  # kglite's own knob: property columns over the limit spill to files it maps
+        g.set_memory_limit(spill_mib * 2**20, spill_dir)
+    seen: set[str] = set()
+    prep = {"wall": 0.0}
+    for part in chunked(synthetic_rows(n, 42), parts_of):
+        w = time.perf_counter()
+        table = FactTable()
+        table.source(SOURCE)
+        subjects, predicates, objects, starts, ends = (list(c) for c in zip(*part, strict=True))
+        table.add_many(subjects, predicates, objects=objects, valid_from=starts, valid_to=ends,
+                       known_from=RELEASE, source_id=SOURCE.id, source_kind=SOURCE.kind)
+        del part, subjects, predicates, objects, starts, ends
+        frames, edges = bulk.table_frames(table)
+        del table
+        for f in frames:  # what plan_part keeps of an entity or source named by an earlier part: nothing
+            if f.label != schema.FACT:
+                keep = [i for i, x in enumerate(f.ids) if x not in seen]
+                f.ids = [f.ids[i] for i in keep]
+                f.columns = {k: [c[i] for i in keep] for k, c in f.columns.items()}
+                seen.update(f.ids)
+        if shape == "minimal":
+            fact = next(f for f in frames if f.label == schema.FACT)
+            frames = [bulk.Frame(fact.label, fact.ids, {"subject_id": fact.columns["subject_id"]}),
+                      *(bulk.Frame(f.label, f.ids, {}) for f in frames if f.label == schema.ENTITY)]
+            edges = [e for e in edges if e.rel == schema.SUBJECT]
+        node_frames = [(f.label, bulk._frame({"id": f.ids, **{k: v for k, v in f.columns.items()
+                                                                if bulk._native(v)}})) for f in frames if f.ids]
+        edge_frames = [(e, bulk._frame({bulk.SRC: e.columns[0], bulk.DST: e.columns[1]}))  # type: ignore[index]
+                       for e in edges]
+        del frames, edges
+        prep["wall"] += time.perf_counter() - w
+        for label, frame in node_frames:
+            run("add_nodes (every part)",
+                lambda f=frame, lb=label: g.add_nodes(f, lb, "id", "id", on_invalid="error"))  # type: ignore[misc]
+        for e, frame in edge_frames:
+            run("add_relationships (every part)", lambda f=frame, e=e: g.add_relationships(  # type: ignore[misc]
+                f, e.rel, e.src_label, bulk.SRC, e.dst_label, bulk.DST, on_invalid="error"))
+        del node_frames, edge_frames
+    gc.collect()
+    rows.append(("(all parts in; malloc_trim)", 0.0, 0.0, rss.now(), rss.now(), trim()))
+    if shape != "minimal":
+        for ddl in [*schema.constraint_ddl(), *schema.index_ddl()]:
+            run("index + constraint builds", lambda d=ddl: g.cypher(d, timeout_ms=0))  # type: ignore[misc]
+        rows.append(("(indexes built; malloc_trim)", 0.0, 0.0, rss.now(), rss.now(), trim()))
+        with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as d:
+            path = os.path.join(d, "floor.kgl")
+            run("save", lambda: g.save(path))
+            size = os.path.getsize(path) / 2**20
+        rows.append((f"(saved: {size:,.0f} MiB on disk; malloc_trim)", 0.0, 0.0, rss.now(), rss.now(), trim()))
+    rss.stop = True
+    counts = g.node_type_counts()
+    print(f"{n:,} facts, shape {shape}, parts of {parts_of:,}, "
+          f"{f'set_memory_limit {spill_mib} MiB' if spill_mib else 'no memory limit'}; nodes {dict(counts)}; "
+          f"generating + staging + framing (not counted) {prep['wall']:.1f} s")
+    print(f"kglite's calls alone: {engine['wall']:.1f} s wall ({n / engine['wall']:,.0f} facts/s), "
+          f"{engine['cpu']:.1f} s CPU ({n / max(engine['cpu'], 1e-9):,.0f} facts/s of CPU)")
+    print(f"{'stage':<44} {'wall s':>8} {'CPU s':>8} {'RSS after':>11} {'RSS high':>11} {'trimmed':>9}")
+    for name, w, c, after, high, trimmed in rows:
+        t = f"{trimmed:,.0f}" if trimmed else ""
+        print(f"{name:<44} {w:8.2f} {c:8.2f} {after:>9,.0f} M {high:>9,.0f} M {t:>9}")
+    shutil.rmtree(spill_dir, ignore_errors=True)
+
+
 def main() -> int:
     what, n = sys.argv[1], int(sys.argv[2])
-    {"gil": gil, "constraint": constraint}[what](n)
+    if what == "floor":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        opts = dict(zip(sys.argv[3::2], sys.argv[4::2], strict=False))  # --shape minimal, --spill-mib 64
+        global TRIM_ENGINE
+        TRIM_ENGINE = opts.get("--trim") == "engine"
+        floor(n, opts.get("--shape", "schema"), spill_mib=int(opts.get("--spill-mib", 0)))
+    else:
+        {"gil": gil, "constraint": constraint}[what](n)
     print("load average", " ".join(f"{x:.2f}" for x in os.getloadavg()))
     return 0
 

@@ -135,3 +135,53 @@ def load_in(store: KgliteStore, parts: list[GraphBatch]) -> dict[str, Any] | Non
     store.publish_sidecar = spy  # type: ignore[method-assign]
     write_bulk(store, parts)
     return seen[0]
+
+
+def objects_only(batch: GraphBatch) -> GraphBatch:
+    """`batch` with every literal value made an object (an entity id): what the columnar finish takes."""
+    out = GraphBatch()
+    out.nodes["Source"] = dict(batch.nodes["Source"])
+    for row in batch.nodes["Fact"].values():
+        out.fact(Fact(subject=row["subject_id"], predicate=row["predicate"],
+                      object=row.get("object_id") or f"v-{row['value']}", valid_from=row.get("valid_from"),
+                      valid_to=row.get("valid_to"), known_from=row["known_from"], known_to=row.get("known_to"),
+                      source_id=row["source_id"], source_kind="syn"))
+    return out
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_columnar_finish_equals_the_cypher_build(tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A load with no literal and no update of a stored fact joins its columns as codes and byte blobs
+    (`interval_feed._finish_columns`, issue 20 stop 26: the 10M load's peak memory); the arrays are the same,
+    over a first load in parts (retracted facts among them) and a second release on top of its sidecar."""
+    from chronokg.graph import interval_feed
+
+    taken: list[int] = []
+    real = interval_feed._finish_columns
+
+    def spy(parts: list[dict[str, Any]], graph: Any) -> dict[str, Any] | None:
+        taken.append(len(parts))
+        return real(parts, graph)
+
+    monkeypatch.setattr(interval_feed, "_finish_columns", spy)
+    path = tmp_path / "store.kgl"
+    first = objects_only(random_store(seed, 60))
+    assert any(r.get("known_to") for r in first.nodes["Fact"].values())
+    assert_same_as_cypher(path, load(path, split(first, 3), monkeypatch))
+    assert taken == [3]
+    later = objects_only(random_store(seed + 100, 70, SRC2))
+    assert_same_as_cypher(path, load(path, split(later, 2), monkeypatch))
+    assert taken == [3, 3]  # the previous sidecar is one part more
+    assert_index_agrees(path, seed)
+
+
+def test_packed_texts_reorder_as_the_list_would() -> None:
+    """`PackedTexts.take` (the ids of a 10M load reordered without decoding them) gives the bytes and offsets
+    `_strings` gives for the reordered list: over several gather chunks, empty texts included."""
+    rng = random.Random(7)
+    texts = ["".join(rng.choice("f-0123456789abcdef") for _ in range(rng.randrange(0, 20))) for _ in range(300_000)]
+    packed = interval_index.PackedTexts(**interval_index._strings(texts))
+    assert len(packed) == len(texts) and packed[12345] == texts[12345]
+    for rows in (np.array(rng.sample(range(len(texts)), len(texts))), np.flatnonzero(np.arange(len(texts)) % 3)):
+        got, want = packed.take(rows), interval_index._strings([texts[i] for i in rows.tolist()])
+        assert np.array_equal(got.blob, want["blob"]) and np.array_equal(got.offsets, want["offsets"])

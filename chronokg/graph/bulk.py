@@ -25,7 +25,7 @@ import datetime as dt
 from collections import Counter
 from collections.abc import Generator, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -413,9 +413,15 @@ def write_bulk(store: GraphStore, parts: Iterable[Part], progress: Progress | No
                     del plan, part  # gone before the part after next is built
             if not report.changed:
                 raise _Unchanged
+            # The sidecar first (written unstamped, then dropped), the index builds after, freed heap handed
+            # back between: each of the three peaks over the graph alone, not over the one before it
+            # (benchmarks/README.md, issue 20 stop 26: 11.8 GB at 10M facts with sidecar after indexes).
+            kg.publish_sidecar(_sidecar(feed, graph))
+            del feed, sources
+            _trim()
             state.rebuild(graph)
-            kg.publish_sidecar(_sidecar(feed, graph))  # written (unstamped) and dropped before the save
-            del feed, state, sources  # nor is what the load kept alive through the save
+            del state  # nor is what the load kept alive held through the save
+            _trim()
     except _Unchanged:
         pass
     return report
@@ -462,6 +468,15 @@ def _sidecar(feed: SidecarFeed, graph: Any) -> dict[str, Any] | None:
         return feed.finish(graph)
     except Exception:  # the Cypher build is always there to fall back on
         return None
+
+
+def _trim() -> None:
+    """glibc `malloc_trim(0)`: return the heap the load's Python side freed, which glibc otherwise keeps
+    for reuse, before the engine's next peak (index builds, save). A no-op where there is no glibc."""
+    import ctypes
+
+    with suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 class _Unchanged(Exception):

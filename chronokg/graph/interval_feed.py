@@ -92,6 +92,9 @@ class SidecarFeed:
 
         if not self.exact or self.previous is None:
             return None
+        parts = [_previous_part(self.previous), *self.parts] if self.previous else self.parts
+        if parts and not self.updates and all(_columnar(part) for part in parts):
+            return _finish_columns(parts, graph)
         rows = _previous_rows(self.previous) if self.previous else _empty()
         for name in list(rows):
             cols = [rows[name], *(part[name] for part in self.parts)]
@@ -132,8 +135,8 @@ class _Nones(_Packed):
 class _Texts(_Packed):
     """Distinct texts (fact ids) as one UTF-8 blob and character offsets."""
 
-    def __init__(self, texts: list[str]) -> None:
-        packed = interval_index._strings(texts)
+    def __init__(self, texts: list[str], packed: dict[str, Any] | None = None) -> None:
+        packed = packed or interval_index._strings(texts)
         self.blob, self.offsets = packed["blob"], packed["offsets"]
 
     def values(self) -> list[Any]:
@@ -143,16 +146,108 @@ class _Texts(_Packed):
 class _Coded(_Packed):
     """A text column as int32 codes into its distinct values."""
 
-    def __init__(self, values: list[Any]) -> None:
+    def __init__(self, values: list[Any], coded: tuple[Any, list[Any]] | None = None) -> None:
         import pandas as pd
 
-        codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
-        self.codes = codes.astype("int32")
-        self.table = [*uniques.tolist(), None]  # code -1 picks the last: None
+        if coded is None:
+            codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
+            coded = codes.astype("int32"), uniques.tolist()
+        self.codes = coded[0]
+        self.table = [*coded[1], None]  # code -1 picks the last: None
 
     def values(self) -> list[Any]:
         table = self.table
         return [table[c] for c in self.codes.tolist()]
+
+
+# --- the columnar finish: a load with no update of a stored fact and no literal value (a first load of
+# object facts, as bench_store's 10M): every column stays codes and arrays, ids stay one byte blob.
+
+
+def _columnar(part: dict[str, Any]) -> bool:
+    """Whether a part's columns can be joined without expanding them: no literal, ASCII ids."""
+    lit, ids = part["lit"], part["id"]
+    return (isinstance(lit, _Nones) or all(x is None for x in lit)) and len(ids.blob) == int(ids.offsets[-1])
+
+
+def _previous_part(cols: dict[str, Any]) -> dict[str, Any]:
+    """The previous sidecar's rows as one part of the load (all current; codes into its own tables)."""
+    import numpy as np
+
+    names = {t: interval_reads._table(cols, t) for t in ("subjects", "predicates", "values", "precisions",
+                                                           "sources")}
+    n = len(cols["s"])
+    lit = cols["lit"]
+    return {
+        "id": _Texts([], {"blob": cols["ids_blob"], "offsets": cols["ids_offsets"]}),
+        "s": _Coded([], (cols["s"], names["subjects"])), "p": _Coded([], (cols["p"], names["predicates"])),
+        "o": _Coded([], (np.where(cols["is_object"], cols["v"], -1), names["values"])),
+        "prec": _Coded([], (cols["prec"], names["precisions"])), "src": _Coded([], (cols["src"], names["sources"])),
+        "lit": _Nones(n) if not (lit >= 0).any() else [True],  # a literal: not columnar (`_columnar`)
+        "a": cols["vf"], "b": cols["vt"], "k": cols["known_from"], "gone": _Nones(n, False),
+    }
+
+
+def _join_codes(parts: list[_Coded]) -> interval_index.Codes | None:
+    """One column's parts as codes into the sorted union of their tables; None if a value is not text."""
+    import numpy as np
+
+    values: set[Any] = set()
+    for part in parts:
+        values.update(part.table[:-1])
+    if not all(isinstance(x, str) for x in values):
+        return None  # as `interval_index.assemble`: what is not text, the Cypher answers
+    names = sorted(values)
+    where = {x: i for i, x in enumerate(names)}
+    out = np.empty(sum(len(p.codes) for p in parts), dtype=np.int64)
+    at = 0
+    for part in parts:
+        remap = np.array([where[x] for x in part.table[:-1]] + [-1], dtype=np.int64)  # -1 picks the last
+        out[at: at + len(part.codes)] = remap[part.codes]
+        at += len(part.codes)
+    return interval_index.Codes(out, names)
+
+
+def _only(col: interval_index.Codes, keep: Any) -> interval_index.Codes:
+    """The rows `keep` of a coded column, its table cut to the values they use (as `_factor` of them)."""
+    import numpy as np
+
+    codes = col.codes[keep]
+    used = np.unique(codes[codes >= 0])
+    if len(used) == len(col.names):
+        return interval_index.Codes(codes, col.names)
+    remap = np.full(len(col.names) + 1, -1, dtype=np.int64)
+    remap[used] = np.arange(len(used))
+    return interval_index.Codes(remap[codes], [col.names[i] for i in used.tolist()])
+
+
+def _finish_columns(parts: list[dict[str, Any]], graph: Any) -> dict[str, Any] | None:
+    """`finish` for a load `_columnar` allows: the same arrays, without a Python object per row."""
+    import numpy as np
+
+    cols: dict[str, Any] = {}
+    for name in TEXT.values():
+        if name != "lit":
+            cols[name] = _join_codes([part[name] for part in parts])
+            if cols[name] is None:
+                return None
+    for name, _ in DAYS.values():
+        cols[name] = np.concatenate([part[name] for part in parts])
+    gone = np.concatenate([np.zeros(p["gone"].n, dtype=bool) if isinstance(p["gone"], _Nones)
+                           else np.array(p["gone"], dtype=bool) for p in parts])
+    shift = np.cumsum([0, *(int(p["id"].offsets[-1]) for p in parts[:-1])])
+    ids = interval_index.PackedTexts(
+        np.concatenate([p["id"].blob for p in parts]),
+        np.concatenate([[0], *(p["id"].offsets[1:] + at for p, at in zip(parts, shift, strict=True))]))
+    for part in parts:
+        part.clear()  # each part's columns go as soon as they are joined
+    keep = ~gone & (cols["s"].codes >= 0) & (cols["p"].codes >= 0)
+    if not keep.all():
+        rows = np.flatnonzero(keep)
+        ids = ids.take(rows)
+        cols = {k: _only(v, rows) if isinstance(v, interval_index.Codes) else v[rows] for k, v in cols.items()}
+    cols.update(id=ids, v=cols["o"], lit=interval_index.Codes(np.full(len(ids), -1, dtype=np.int64), []))
+    return interval_index.assemble(cols.__getitem__, graph)
 
 
 def _empty() -> dict[str, Any]:

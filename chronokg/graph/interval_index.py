@@ -20,7 +20,7 @@ import datetime as dt
 import os
 import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +86,45 @@ def _strings(values: Any) -> dict[str, Any]:
 Column = Callable[[str], Any]  # a column of the FACTS query by its name ("s", "p", ...): a list (or day ordinals)
 
 
+class Codes:
+    """A column already as `_factor` gives it: codes (-1: None) into its sorted distinct values. A bulk load
+    hands its columns over in this form (`graph.interval_feed`), so ten million rows never become ten
+    million Python objects (the load's peak memory at 10M facts, benchmarks/README.md, issue 20 stop 26)."""
+
+    def __init__(self, codes: Any, names: list[Any]) -> None:
+        self.codes, self.names = codes, names
+
+
+class PackedTexts:
+    """ASCII texts (fact ids) as one byte blob and offsets: indexable like a list, reordered without
+    decoding (`take`)."""
+
+    def __init__(self, blob: Any, offsets: Any) -> None:
+        self.blob, self.offsets = blob, offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> str:
+        return bytes(self.blob[self.offsets[i]: self.offsets[i + 1]]).decode()
+
+    def take(self, rows: Any) -> PackedTexts:
+        """The texts of `rows` (positions), in that order; gathered a chunk of rows at a time."""
+        import numpy as np
+
+        starts = self.offsets[:-1][rows]
+        lens = self.offsets[1:][rows] - starts
+        out = np.zeros(len(lens) + 1, dtype=np.int64)
+        np.cumsum(lens, out=out[1:])
+        blob = np.empty(int(out[-1]), dtype=np.uint8)
+        step = 1 << 18
+        for a in range(0, len(lens), step):
+            b = min(a + step, len(lens))
+            at = np.repeat(starts[a:b] - out[a:b], lens[a:b]) + np.arange(out[a], out[b])
+            blob[out[a]: out[b]] = self.blob[at]
+        return PackedTexts(blob, out)
+
+
 def build_columns(graph: Any) -> dict[str, Any] | None:
     """The index's arrays from a kglite graph (a read of every current fact), or None when its facts hold
     something it cannot index."""
@@ -113,7 +152,7 @@ def assemble(column: Column, graph: Any) -> dict[str, Any] | None:
     if any(not isinstance(x, str) for names in (s_names, p_names, v_names) for x in names):
         return None  # ids or values that are not text: the Cypher answers
     ids = column("id")
-    if not set(map(type, ids)) <= {str}:  # (a generator over a million ids was most of a second)
+    if not isinstance(ids, PackedTexts) and not set(map(type, ids)) <= {str}:  # (a generator: most of a second)
         return None
     order = _order(s_codes, p_codes, v_codes, vf, ids)
     cols: dict[str, Any] = {
@@ -132,7 +171,7 @@ def assemble(column: Column, graph: Any) -> dict[str, Any] | None:
     return cols
 
 
-def _order(s: Any, p: Any, v: Any, vf: Any, ids: list[str]) -> Any:
+def _order(s: Any, p: Any, v: Any, vf: Any, ids: Sequence[str]) -> Any:
     """Row order by (subject, predicate, value, valid_from), ties (rare: versions alike but for their id)
     by id."""
     import numpy as np
@@ -159,15 +198,17 @@ def _order(s: Any, p: Any, v: Any, vf: Any, ids: list[str]) -> Any:
     return order
 
 
-def _factor(values: list[Any]) -> tuple[Any, list[Any]]:
+def _factor(values: list[Any] | Codes) -> tuple[Any, list[Any]]:
     """Codes (-1 for None) into the sorted distinct values."""
     import pandas as pd
 
+    if isinstance(values, Codes):
+        return values.codes, values.names
     codes, uniques = pd.factorize(pd.Series(values, dtype=object), sort=True, use_na_sentinel=True)
     return codes, list(uniques)
 
 
-def _fact_rows(graph: Any, column: Column, ids: list[str], order: Any, s_names: Any,
+def _fact_rows(graph: Any, column: Column, ids: Sequence[str], order: Any, s_names: Any,
                v_names: Any) -> dict[str, Any] | None:
     """What `facts_as_of` returns beyond the interval: ids, object or literal, precision, known_from,
     source, and the entities' captions (of each subject, and of each value that is an entity)."""
@@ -176,26 +217,36 @@ def _fact_rows(graph: Any, column: Column, ids: list[str], order: Any, s_names: 
     known = _days(column("k"), NO_START)
     if known is None:
         return None
-    lit_codes, lit_names = _factor([None if x is None else (type(x).__name__, x) for x in column("lit")])
+    lits = column("lit")
+    lit_codes, lit_names = _factor(lits if isinstance(lits, Codes) else
+                                   [None if x is None else (type(x).__name__, x) for x in lits])
     if any(type(x[1]) not in LITERAL_KINDS for x in lit_names):
         return None
     prec_codes, prec_names = _factor(column("prec"))
     src_codes, src_names = _factor(column("src"))
     if any(not isinstance(x, str) for x in (*prec_names, *src_names)):
         return None
-    positions = order.tolist()
+    objects = column("o")
     out: dict[str, Any] = {
-        "is_object": np.array([x is not None for x in column("o")], dtype=bool)[order],
+        "is_object": (objects.codes >= 0 if isinstance(objects, Codes) else
+                      np.array([x is not None for x in objects], dtype=bool))[order],
         "lit": lit_codes[order].astype(np.int32), "lit_kind": np.array(
             [LITERAL_KINDS.index(type(x[1])) for x in lit_names], dtype=np.int8),
         "prec": prec_codes[order].astype(np.int32), "src": src_codes[order].astype(np.int32),
         "known_from": known[order],
     }
-    ordered_ids = [ids[i] for i in positions]
-    del ids, positions
+    if isinstance(ids, PackedTexts):
+        packed = ids.take(order)
+        out["ids_blob"], out["ids_offsets"] = packed.blob, packed.offsets
+        ordered_ids: list[str] = []
+    else:
+        ordered_ids = [ids[i] for i in order.tolist()]
+    del ids
     for name, table in (("ids", ordered_ids), ("literals", [str(x[1]) if type(x[1]) is not float else repr(x[1])
                                                             for x in lit_names]),
                         ("precisions", list(prec_names)), ("sources", list(src_names))):
+        if name == "ids" and "ids_blob" in out:
+            continue
         for part, arr in _strings(table).items():
             out[f"{name}_{part}"] = arr
     del ordered_ids
