@@ -55,3 +55,33 @@ def test_changed_rows_from_the_index_share_no_list(tmp_path: Path) -> None:
         rows[0].before.append("changed")
         assert catalog.changed_between(reader, D(2005, 1, 1), D(2015, 1, 1))[0].before == ["x"]
         assert rows[1].before == ["x"]
+
+
+def test_pairs_with_several_values_a_day_agree_with_the_cypher(tmp_path: Path) -> None:
+    """A predicate with two or three values on one day (the index's slicing path) and one with a single value
+    (its one-value path), in one answer: the same rows as the catalog's Cypher."""
+    from tests.test_interval_index import by_cypher
+
+    src = Source(id="s:1", kind="syn", caption="syn", release_date=D(2024, 1, 1))
+    batch = GraphBatch()
+    batch.source(src)
+    spans = {"a": (D(2000, 1, 1), D(2012, 1, 1)), "b": (D(2001, 1, 1), None), "c": (D(2011, 1, 1), None),
+             "d": (D(2000, 1, 1), D(2011, 6, 1))}
+    for i in range(6):
+        for obj, (start, end) in spans.items():
+            batch.fact(Fact(subject=f"e{i}", predicate="many", object=obj, valid_from=start, valid_to=end,
+                            known_from=src.release_date, source_id=src.id, source_kind="syn"))
+        batch.fact(Fact(subject=f"e{i}", predicate="one", value=i, valid_from=D(2010, 1, 1),
+                        known_from=src.release_date, source_id=src.id, source_kind="syn"))
+    path = tmp_path / "store.kgl"
+    with KgliteStore(path) as store:
+        write_batch(store, batch)
+    with KgliteStore(path, read_only=True) as reader:
+        assert reader.intervals() is not None
+        windows = ((D(2005, 1, 1), D(2015, 1, 1)), (D(1999, 1, 1), D(2005, 1, 1)), (D(2011, 2, 1), D(2020, 1, 1)))
+        for start, end in windows:
+            rows = catalog.changed_between(reader, start, end)
+            assert rows == by_cypher(reader, start, end)
+            assert rows
+        many = catalog.changed_between(reader, D(2005, 1, 1), D(2015, 1, 1), predicate="many")
+        assert [(r.before, r.after) for r in many] == [(["a", "b", "d"], ["b", "c"])] * 6

@@ -91,36 +91,53 @@ class IntervalIndex:
         """`changed_between`'s answer as four columns (subjects, predicates, before lists, after lists): the
         catalog builds its rows from them without a tuple per row.
 
-        Vectorised end to end: the only Python-level work per answered pair is in C loops (object-array
-        takes, `map` over list slices). At 10M facts a 3-year window answers ~770k pairs; a list
-        comprehension per pair cost more than the numpy scan (benchmarks/README.md, issue 20 stop 26)."""
+        The scan is numpy over every row; per answered pair only the lists it returns are made in Python
+        (names taken through object arrays in C). At 10M facts a 3-year window answers ~770k pairs, and
+        those objects, not the scan, are most of the cost (benchmarks/README.md, issue 20 stop 26)."""
         import numpy as np
 
         g = self._g
-        empty: ChangeColumns = ([], [], [], [])
         if not len(g.starts):
-            return empty
+            return [], [], [], []
         a, b = sorted((t1.toordinal(), t2.toordinal()))
         at_a, at_b = self._valid_groups(a), self._valid_groups(b)
+        changed = self._changed_keys(at_a, at_b, subject, predicate)
+        firsts = g.key_starts[changed]
+        if not len(firsts):
+            return [], [], [], []
+        in_changed = np.repeat(changed, g.key_sizes)
+        before, after = (self._value_lists(in_changed & at, changed) for at in (at_a, at_b))
+        return (self._objects("subjects")[g.skey[firsts]].tolist(),
+                self._objects("predicates")[g.pkey[firsts]].tolist(), before, after)
+
+    def _changed_keys(self, at_a: Any, at_b: Any, subject: str | None, predicate: str | None) -> Any:
+        """Which (subject, predicate) keys hold different value sets on the two days (and pass the filters)."""
+        import numpy as np
+
+        g = self._g
         changed = np.logical_or.reduceat(at_a != at_b, g.key_starts)
         if subject is not None:
             changed &= g.skey[g.key_starts] == self._code("subjects", subject)
         if predicate is not None:
             changed &= g.pkey[g.key_starts] == self._code("predicates", predicate)
-        firsts = g.key_starts[changed]
-        if not len(firsts):
-            return empty
-        in_changed = np.repeat(changed, g.key_sizes)
-        lists = []
-        for at in (at_a, at_b):  # each changed pair's values on that day, as slices of one list
-            mask = in_changed & at
-            texts = self._objects("values")[g.val[mask]].tolist()
-            bounds = np.zeros(len(firsts) + 1, dtype=np.int64)
-            np.cumsum(np.add.reduceat(mask.view(np.int8), g.key_starts, dtype=np.int64)[changed], out=bounds[1:])
-            edges = bounds.tolist()
-            lists.append(list(map(texts.__getitem__, map(slice, edges[:-1], edges[1:]))))
-        return (self._objects("subjects")[g.skey[firsts]].tolist(),
-                self._objects("predicates")[g.pkey[firsts]].tolist(), lists[0], lists[1])
+        return changed
+
+    def _value_lists(self, mask: Any, changed: Any) -> list[list[str]]:
+        """Each changed key's values among the groups in `mask` (those valid on one day), in code order (the
+        strings' order), each key a list of its own."""
+        import numpy as np
+
+        g = self._g
+        counts = np.add.reduceat(mask.view(np.int8), g.key_starts, dtype=np.int64)[changed]
+        texts = self._objects("values")[g.val[mask]]
+        if not len(counts) or counts.max() <= 1:  # at most one value a day per key, a fact's usual shape
+            one = np.full(len(counts), None, dtype=object)
+            one[counts == 1] = texts
+            return [[t] if t is not None else [] for t in one.tolist()]
+        bounds = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=bounds[1:])
+        items = texts.tolist()
+        return [items[lo:hi] for lo, hi in itertools.pairwise(bounds.tolist())]
 
     def _valid_groups(self, day: int) -> Any:
         """Whether each (subject, predicate, value) group has a version valid on day ordinal `day`."""
