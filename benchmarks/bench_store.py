@@ -296,6 +296,26 @@ class PythonIndex:
 VALID_SQL = "({v}.valid_from IS NULL OR {v}.valid_from <= {t}) AND ({v}.valid_to IS NULL OR {v}.valid_to > {t})"
 
 
+# changed_between in SQL: the pairs with a version starting or ending in (t1, t2], then each pair's sorted
+# distinct values on both days, kept where they differ.
+CHANGED_SQL = f"""
+        WITH changed AS (
+            SELECT DISTINCT subject, predicate FROM facts
+            WHERE known_to IS NULL
+              AND ((valid_from > $t1 AND valid_from <= $t2) OR (valid_to > $t1 AND valid_to <= $t2))
+        ), sets AS (
+            SELECT f.subject, f.predicate,
+                   coalesce(list_sort(list_distinct(list(f.object) FILTER (WHERE {VALID_SQL.format(v='f', t='$t1')}))),
+                            []) AS before,
+                   coalesce(list_sort(list_distinct(list(f.object) FILTER (WHERE {VALID_SQL.format(v='f', t='$t2')}))),
+                            []) AS after
+            FROM facts f JOIN changed c ON f.subject = c.subject AND f.predicate = c.predicate
+            WHERE f.known_to IS NULL
+            GROUP BY f.subject, f.predicate
+        )
+        SELECT subject, predicate, before, after FROM sets WHERE before <> after ORDER BY subject, predicate"""
+
+
 class DuckFacts:
     """The same facts as one DuckDB table (in memory), with an index on subject."""
 
@@ -334,23 +354,8 @@ class DuckFacts:
         ).fetchall()
 
     def changed_between(self, t1: dt.date, t2: dt.date) -> list[tuple[Any, ...]]:
-        sql = f"""
-        WITH changed AS (
-            SELECT DISTINCT subject, predicate FROM facts
-            WHERE known_to IS NULL
-              AND ((valid_from > $t1 AND valid_from <= $t2) OR (valid_to > $t1 AND valid_to <= $t2))
-        ), sets AS (
-            SELECT f.subject, f.predicate,
-                   coalesce(list_sort(list_distinct(list(f.object) FILTER (WHERE {VALID_SQL.format(v='f', t='$t1')}))),
-                            []) AS before,
-                   coalesce(list_sort(list_distinct(list(f.object) FILTER (WHERE {VALID_SQL.format(v='f', t='$t2')}))),
-                            []) AS after
-            FROM facts f JOIN changed c ON f.subject = c.subject AND f.predicate = c.predicate
-            WHERE f.known_to IS NULL
-            GROUP BY f.subject, f.predicate
-        )
-        SELECT subject, predicate, before, after FROM sets WHERE before <> after ORDER BY subject, predicate"""
-        return self.con.execute(sql, {"t1": t1, "t2": t2}).fetchall()
+        """Python tuples (subject, predicate, before list, after list) by `fetchall`: no typed rows."""
+        return self.con.execute(CHANGED_SQL, {"t1": t1, "t2": t2}).fetchall()
 
     def two_hop(self, subject: str, t: dt.date) -> list[tuple[Any, ...]]:
         return self.con.execute(
