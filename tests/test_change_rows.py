@@ -57,10 +57,17 @@ def test_changed_rows_from_the_index_share_no_list(tmp_path: Path) -> None:
         assert rows[1].before == ["x"]
 
 
-def test_pairs_with_several_values_a_day_agree_with_the_cypher(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fixed_width", [True, False], ids=["fixed-width-table", "string-list"])
+def test_pairs_with_several_values_a_day_agree_with_the_cypher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               fixed_width: bool) -> None:
     """A predicate with two or three values on one day (the index's slicing path) and one with a single value
-    (its one-value path), in one answer: the same rows as the catalog's Cypher."""
+    (its one-value path), in one answer: the same rows as the catalog's Cypher, whether the value strings come
+    from the table's fixed-width copy or (a table too wide for one) from its string list."""
+    from chronokg.graph import interval_reads
     from tests.test_interval_index import by_cypher
+
+    if not fixed_width:
+        monkeypatch.setattr(interval_reads, "FIXED_TABLE_BYTES", 0)
 
     src = Source(id="s:1", kind="syn", caption="syn", release_date=D(2024, 1, 1))
     batch = GraphBatch()
@@ -73,15 +80,26 @@ def test_pairs_with_several_values_a_day_agree_with_the_cypher(tmp_path: Path) -
                             known_from=src.release_date, source_id=src.id, source_kind="syn"))
         batch.fact(Fact(subject=f"e{i}", predicate="one", value=i, valid_from=D(2010, 1, 1),
                         known_from=src.release_date, source_id=src.id, source_kind="syn"))
+        solo = ([("x", D(2009, 1, 1), D(2010, 3, 1)), ("y", D(2010, 3, 1), None)] if i % 2
+                else [("z", D(2010, 3, 1), None)])
+        for obj, start, end in solo:  # keys with one value or none on a day, side by side
+            batch.fact(Fact(subject=f"e{i}", predicate="solo", object=obj, valid_from=start, valid_to=end,
+                            known_from=src.release_date, source_id=src.id, source_kind="syn"))
     path = tmp_path / "store.kgl"
     with KgliteStore(path) as store:
         write_batch(store, batch)
     with KgliteStore(path, read_only=True) as reader:
-        assert reader.intervals() is not None
-        windows = ((D(2005, 1, 1), D(2015, 1, 1)), (D(1999, 1, 1), D(2005, 1, 1)), (D(2011, 2, 1), D(2020, 1, 1)))
+        index = reader.intervals()
+        assert index is not None
+        windows = ((D(2005, 1, 1), D(2015, 1, 1)), (D(1999, 1, 1), D(2005, 1, 1)), (D(2011, 2, 1), D(2020, 1, 1)),
+                   (D(2009, 6, 1), D(2010, 6, 1)))
         for start, end in windows:
             rows = catalog.changed_between(reader, start, end)
             assert rows == by_cypher(reader, start, end)
             assert rows
         many = catalog.changed_between(reader, D(2005, 1, 1), D(2015, 1, 1), predicate="many")
         assert [(r.before, r.after) for r in many] == [(["a", "b", "d"], ["b", "c"])] * 6
+        assert (index._fixed("values") is not None) is fixed_width
+        solo = catalog.changed_between(reader, D(2009, 6, 1), D(2010, 6, 1), predicate="solo")
+        assert [(r.subject, r.before, r.after) for r in solo] == [
+            (f"e{i}", ["x"], ["y"]) if i % 2 else (f"e{i}", [], ["z"]) for i in range(6)]

@@ -14,6 +14,7 @@ from typing import Any
 NO_START = -(2**31) + 1  # an open start: before every day
 NO_END = 2**31 - 1  # an open end: after every day
 Change = tuple[str, str, list[str], list[str]]
+FIXED_TABLE_BYTES = 256 * 2**20  # the most a string table's fixed-width copy may take (`IntervalIndex._fixed`)
 ChangeColumns = tuple[list[str], list[str], list[list[str]], list[list[str]]]
 
 
@@ -46,6 +47,7 @@ class IntervalIndex:
         self._cols = cols
         self._names: dict[str, list[str]] = {}
         self._arrays: dict[str, Any] = {}
+        self._fixed_tables: dict[str, Any] = {}
         self._as_of: AsOfIndex | None = None
         n = len(self.s)
         new = np.ones(n, dtype=bool)
@@ -128,16 +130,49 @@ class IntervalIndex:
         import numpy as np
 
         g = self._g
-        counts = np.add.reduceat(mask.view(np.int8), g.key_starts, dtype=np.int64)[changed]
-        texts = self._objects("values")[g.val[mask]]
+        firsts = g.key_starts[changed]  # each changed key's groups: firsts[i] .. lasts[i]
+        lasts = firsts + g.key_sizes[changed] - 1
+        upto = np.cumsum(mask, dtype=np.int64)  # (a cumsum, then two takes: ~half a reduceat over every key)
+        counts = upto[lasts] - np.where(firsts > 0, upto[firsts - 1], 0)
+        codes = g.val[mask]
         if not len(counts) or counts.max() <= 1:  # at most one value a day per key, a fact's usual shape
-            one = np.full(len(counts), None, dtype=object)
-            one[counts == 1] = texts
-            return [[t] if t is not None else [] for t in one.tolist()]
+            if len(codes) == len(counts):
+                return [[t] for t in self._texts("values", codes)]
+            ones = counts == 1
+            every = np.full(len(counts), -1, dtype=np.int64)
+            every[ones] = codes
+            return [[t] if one else [] for t, one in zip(self._texts("values", every), ones.tolist(), strict=True)]
         bounds = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=bounds[1:])
-        items = texts.tolist()
-        return [items[lo:hi] for lo, hi in itertools.pairwise(bounds.tolist())]
+        texts = self._texts("values", codes)
+        return [texts[lo:hi] for lo, hi in itertools.pairwise(bounds.tolist())]
+
+    def _texts(self, table: str, codes: Any) -> list[str]:
+        """The strings of `codes` (code -1: some string, for the caller to drop), as new str objects from the
+        table's fixed-width copy where it has one. Why: at 10M facts the value table holds ~1M strings over
+        tens of MB, and touching one at a random code is a cache and TLB miss (~0.7 us a string on the loaded
+        2-core VM, most of a `changed_between` answer); new strings made in answer order lie together."""
+        fixed = self._fixed(table)
+        if fixed is not None:
+            texts: list[str] = fixed[codes].tolist()
+            return texts
+        names = self.names(table)
+        return [names[c] for c in codes.tolist()]
+
+    def _fixed(self, table: str) -> Any:
+        """The table as one numpy fixed-width text array (an empty entry last, for code -1), or None where it
+        would exceed `FIXED_TABLE_BYTES` or a string ends in NUL (which numpy's fixed width drops)."""
+        import numpy as np
+
+        if table not in self._fixed_tables:
+            names = self.names(table)
+            width = max(1, max(map(len, names), default=1))
+            fits = 4 * width * (len(names) + 1) <= FIXED_TABLE_BYTES
+            fixed = None
+            if fits and not any(t.endswith("\x00") for t in names):
+                fixed = np.array([*names, ""], dtype=f"U{width}")
+            self._fixed_tables[table] = fixed
+        return self._fixed_tables[table]
 
     def _valid_groups(self, day: int) -> Any:
         """Whether each (subject, predicate, value) group has a version valid on day ordinal `day`."""
