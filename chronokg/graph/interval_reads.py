@@ -132,7 +132,9 @@ class IntervalIndex:
         g = self._g
         firsts = g.key_starts[changed]  # each changed key's groups: firsts[i] .. lasts[i]
         lasts = firsts + g.key_sizes[changed] - 1
-        upto = np.cumsum(mask, dtype=np.int64)  # (a cumsum, then two takes: ~half a reduceat over every key)
+        # Groups valid up to each group (a cumsum, then two takes: about half a reduceat over every key); int32
+        # holds any count of rows (their codes are int32 too) in half the memory traffic.
+        upto = np.cumsum(mask, dtype=np.int32)
         counts = upto[lasts] - np.where(firsts > 0, upto[firsts - 1], 0)
         codes = g.val[mask]
         if not len(counts) or counts.max() <= 1:  # at most one value a day per key, a fact's usual shape
