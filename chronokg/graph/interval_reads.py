@@ -13,7 +13,7 @@ from typing import Any
 
 NO_START = -(2**31) + 1  # an open start: before every day
 NO_END = 2**31 - 1  # an open end: after every day
-FIXED_TABLE_BYTES = 256 * 2**20  # the most a string table's fixed-width copy may take (`IntervalIndex._fixed`)
+FIXED_TABLE_BYTES = 64 * 2**20  # the most a string table's fixed-width copy may take (`IntervalIndex._fixed`)
 ChangeColumns = tuple[list[str], list[str], list[list[str]], list[list[str]]]
 
 
