@@ -296,6 +296,26 @@ class PythonIndex:
 VALID_SQL = "({v}.valid_from IS NULL OR {v}.valid_from <= {t}) AND ({v}.valid_to IS NULL OR {v}.valid_to > {t})"
 
 
+# changed_between in SQL: the pairs with a version starting or ending in (t1, t2], then each pair's sorted
+# distinct values on both days, kept where they differ.
+CHANGED_SQL = f"""
+        WITH changed AS (
+            SELECT DISTINCT subject, predicate FROM facts
+            WHERE known_to IS NULL
+              AND ((valid_from > $t1 AND valid_from <= $t2) OR (valid_to > $t1 AND valid_to <= $t2))
+        ), sets AS (
+            SELECT f.subject, f.predicate,
+                   coalesce(list_sort(list_distinct(list(f.object) FILTER (WHERE {VALID_SQL.format(v='f', t='$t1')}))),
+                            []) AS before,
+                   coalesce(list_sort(list_distinct(list(f.object) FILTER (WHERE {VALID_SQL.format(v='f', t='$t2')}))),
+                            []) AS after
+            FROM facts f JOIN changed c ON f.subject = c.subject AND f.predicate = c.predicate
+            WHERE f.known_to IS NULL
+            GROUP BY f.subject, f.predicate
+        )
+        SELECT subject, predicate, before, after FROM sets WHERE before <> after ORDER BY subject, predicate"""
+
+
 class DuckFacts:
     """The same facts as one DuckDB table (in memory), with an index on subject."""
 
@@ -334,23 +354,8 @@ class DuckFacts:
         ).fetchall()
 
     def changed_between(self, t1: dt.date, t2: dt.date) -> list[tuple[Any, ...]]:
-        sql = f"""
-        WITH changed AS (
-            SELECT DISTINCT subject, predicate FROM facts
-            WHERE known_to IS NULL
-              AND ((valid_from > $t1 AND valid_from <= $t2) OR (valid_to > $t1 AND valid_to <= $t2))
-        ), sets AS (
-            SELECT f.subject, f.predicate,
-                   coalesce(list_sort(list_distinct(list(f.object) FILTER (WHERE {VALID_SQL.format(v='f', t='$t1')}))),
-                            []) AS before,
-                   coalesce(list_sort(list_distinct(list(f.object) FILTER (WHERE {VALID_SQL.format(v='f', t='$t2')}))),
-                            []) AS after
-            FROM facts f JOIN changed c ON f.subject = c.subject AND f.predicate = c.predicate
-            WHERE f.known_to IS NULL
-            GROUP BY f.subject, f.predicate
-        )
-        SELECT subject, predicate, before, after FROM sets WHERE before <> after ORDER BY subject, predicate"""
-        return self.con.execute(sql, {"t1": t1, "t2": t2}).fetchall()
+        """Python tuples (subject, predicate, before list, after list) by `fetchall`: no typed rows."""
+        return self.con.execute(CHANGED_SQL, {"t1": t1, "t2": t2}).fetchall()
 
     def two_hop(self, subject: str, t: dt.date) -> list[tuple[Any, ...]]:
         return self.con.execute(
@@ -507,8 +512,15 @@ class Results:
     kgl_bytes_reopened: int = 0  # the .kgl after the query phase closed it again
 
 
-def run_queries(store: KgliteStore, py: PythonIndex, duck: DuckFacts, n_subjects: int, n_queries: int,
-                n_changed: int, seed: int, res: Results) -> list[Timing]:
+OPS = ("facts_as_of", "facts_as_of_pred", "timeline", "changed_between", "two_hop_as_of")
+IMPLS = ("catalog", "raw", "cypher", "proposed", "py", "duckdb")
+
+
+def run_queries(store: KgliteStore, py: PythonIndex | None, duck: DuckFacts | None, n_subjects: int,
+                n_queries: int, n_changed: int, seed: int, res: Results, only_ops: Sequence[str] = OPS,
+                only_impls: Sequence[str] = IMPLS) -> list[Timing]:
+    """Time `only_ops` with `only_impls` (a reference not built is None; its impls must not be asked for).
+    The questions are drawn the same way whatever is selected, so a subset asks what a full run asks."""
     rng = random.Random(seed + 1)
 
     def subject_dates(n: int) -> list[tuple[str, dt.date]]:
@@ -516,8 +528,12 @@ def run_queries(store: KgliteStore, py: PythonIndex, duck: DuckFacts, n_subjects
 
     as_of_q, timeline_q, hop_q = subject_dates(n_queries), subject_dates(n_queries), subject_dates(n_queries)
     def with_predicate(qs: list[tuple[str, dt.date]]) -> list[tuple[str, dt.date, str]]:
-        """Each subject with one of its own predicates: the catalog's filtered form."""
-        return [(s, t, rng.choice(sorted(py.by_subject[s]))) for s, t in qs]
+        """Each subject with one of its own predicates: the catalog's filtered form (read from the store, the
+        same sorted set the Python index holds, so no reference structure is needed to draw them)."""
+        def predicates(s: str) -> list[str]:
+            return sorted(py.by_subject[s]) if py is not None else sorted({r.predicate
+                                                                           for r in catalog.timeline(store, s)})
+        return [(s, t, rng.choice(predicates(s))) for s, t in qs]
 
     pred_q = with_predicate(subject_dates(n_queries))
     warm_q = subject_dates(50)
@@ -528,33 +544,34 @@ def run_queries(store: KgliteStore, py: PythonIndex, duck: DuckFacts, n_subjects
         windows.append((start, start.replace(year=start.year + 3)))
 
     # What a user calls, and the raw store.run of the same Cypher text.
+    py_, duck_ = cast(PythonIndex, py), cast(DuckFacts, duck)  # only called where built (see the filter below)
     ops: dict[str, dict[str, Callable[[Any], Sequence[Any]]]] = {
         "facts_as_of": {
             "catalog": lambda q: catalog.facts_as_of(store, q[1], subject=q[0]),
-            "py": lambda q: py.facts_as_of(q[0], q[1]),
-            "duckdb": lambda q: duck.facts_as_of(q[0], q[1]),
+            "py": lambda q: py_.facts_as_of(q[0], q[1]),
+            "duckdb": lambda q: duck_.facts_as_of(q[0], q[1]),
         },
         "facts_as_of_pred": {
             "catalog": lambda q: catalog.facts_as_of(store, q[1], subject=q[0], predicate=q[2]),
             "proposed": lambda q: proposed_facts_as_of(store, q[1], q[0], q[2]),
-            "py": lambda q: py.facts_as_of(q[0], q[1], q[2]),
-            "duckdb": lambda q: duck.facts_as_of(q[0], q[1], q[2]),
+            "py": lambda q: py_.facts_as_of(q[0], q[1], q[2]),
+            "duckdb": lambda q: duck_.facts_as_of(q[0], q[1], q[2]),
         },
         "timeline": {
             "catalog": lambda q: catalog.timeline(store, q[0]),
-            "py": lambda q: py.timeline(q[0]),
-            "duckdb": lambda q: duck.timeline(q[0]),
+            "py": lambda q: py_.timeline(q[0]),
+            "duckdb": lambda q: duck_.timeline(q[0]),
         },
         "changed_between": {
             "catalog": lambda q: catalog.changed_between(store, q[0], q[1]),
             "cypher": lambda q: cypher_changed_between(store, q[0], q[1]),
-            "py": lambda q: py.changed_between(q[0], q[1]),
-            "duckdb": lambda q: duck.changed_between(q[0], q[1]),
+            "py": lambda q: py_.changed_between(q[0], q[1]),
+            "duckdb": lambda q: duck_.changed_between(q[0], q[1]),
         },
         "two_hop_as_of": {
             "catalog": lambda q: catalog.two_hop_as_of(store, q[0], q[1]),
-            "py": lambda q: py.two_hop(q[0], q[1]),
-            "duckdb": lambda q: duck.two_hop(q[0], q[1]),
+            "py": lambda q: py_.two_hop(q[0], q[1]),
+            "duckdb": lambda q: duck_.two_hop(q[0], q[1]),
         },
     }
     cyphers: dict[str, Callable[[Any], tuple[str, dict[str, Any]]]] = {
@@ -566,6 +583,9 @@ def run_queries(store: KgliteStore, py: PythonIndex, duck: DuckFacts, n_subjects
     }
     queries: dict[str, list[Any]] = {"facts_as_of": as_of_q, "facts_as_of_pred": pred_q, "timeline": timeline_q,
                                      "changed_between": windows, "two_hop_as_of": hop_q}
+    ops = {op: {impl: fn for impl, fn in impls.items() if impl in only_impls} for op, impls in ops.items()
+           if op in only_ops}
+    timed_raw = "raw" in only_impls
 
     timings = []
     for op, impls in ops.items():
@@ -576,7 +596,7 @@ def run_queries(store: KgliteStore, py: PythonIndex, duck: DuckFacts, n_subjects
                 fn(q)
             timings.append(timed(op, impl, fn, qs))
             print(f"  {op:16s} {impl:8s} p50 {timings[-1].p50_ms:9.3f} ms", file=sys.stderr, flush=True)
-            if impl == "catalog":
+            if impl == "catalog" and timed_raw:
                 if timings[-1].error is None:
                     statements = [cyphers[op](q) for q in qs]
                     timings.append(timed(op, "raw", lambda st: store.run(st[0], st[1]), statements))
@@ -589,7 +609,8 @@ def run_queries(store: KgliteStore, py: PythonIndex, duck: DuckFacts, n_subjects
         for impl in impls:
             if (op, impl) in failed:
                 res.agreement[op] += f" ({impl} not checked: failed)"
-    res.changed_rows = [len(py.changed_between(a, b)) for a, b in windows]
+    counted = next((fn for impl, fn in ops.get("changed_between", {}).items() if impl in ("catalog", "py")), None)
+    res.changed_rows = [len(counted(w)) for w in windows] if counted is not None else []
     return timings
 
 
@@ -702,16 +723,17 @@ def table(res: Results, timings: list[Timing]) -> str:
             if (op, impl) not in by:
                 continue
             t = by[op, impl]
-            py, duck = by[op, "py"], by[op, "duckdb"]
+            missing = Timing(op, "-", 0, math.nan, math.nan, math.nan, math.nan)  # a reference not run (--impls)
+            py, duck = by.get((op, "py"), missing), by.get((op, "duckdb"), missing)
             if t.error is not None:
                 missed = "  (target missed)" if op in ("facts_as_of", "changed_between") and impl == "catalog" else ""
                 lines.append(f"{op if impl == 'catalog' else '':22s} {impl:8s} {t.error}{missed}")
                 continue
             target, met = "", ""
             if op == "changed_between" and impl == "catalog":  # issue 20: p50 no slower than DuckDB's
-                target, met = "<=duck", "yes" if t.p50_ms <= duck.p50_ms else "NO"
+                target, met = "<=duck", "yes" if t.p50_ms <= duck.p50_ms else ("NO" if duck.n else "-")
             if op == "facts_as_of" and impl == "catalog":  # issue 20: within 6x the plain-Python floor
-                target, met = "<=6x py", "yes" if t.p50_ms <= 6 * py.p50_ms else "NO"
+                target, met = "<=6x py", "yes" if t.p50_ms <= 6 * py.p50_ms else ("NO" if py.n else "-")
             lines.append(
                 f"{op if impl == 'catalog' else '':22s} {impl:8s} {t.n:5d} {t.p50_ms:9.3f} {t.p95_ms:9.3f} "
                 f"{t.mean_rows:8.1f} {ratio(t.p50_ms, py.p50_ms):>7s} {ratio(t.p50_ms, duck.p50_ms):>7s} "
@@ -831,7 +853,18 @@ def main(argv: list[str] | None = None) -> int:
                     help="time the sidecar's Cypher fallback build only up to this size (it holds every fact)")
     ap.add_argument("--out", type=Path, default=None, help="write all measurements as JSON")
     ap.add_argument("--cli-rounds", type=int, default=5, help="fresh `chronokg query` processes per command")
+    ap.add_argument("--ops", default=",".join(OPS),
+                    help=f"operations to time, comma-separated, of {','.join(OPS)} (default all); a subset also "
+                         "skips the open, CLI and sidecar-build measures (e.g. a 10M changed_between check)")
+    ap.add_argument("--impls", default=",".join(IMPLS),
+                    help=f"implementations to time, of {','.join(IMPLS)} (default all); the Python index and "
+                         "DuckDB are built only when asked for (e.g. catalog,duckdb)")
     args = ap.parse_args(argv)
+    only_ops, only_impls = args.ops.split(","), args.impls.split(",")
+    for given, known, flag in ((only_ops, OPS, "--ops"), (only_impls, IMPLS, "--impls")):
+        if not set(given) <= set(known):
+            ap.error(f"{flag}: unknown {', '.join(sorted(set(given) - set(known)))} (known: {', '.join(known)})")
+    subset = set(only_ops) != set(OPS)
     # Every checkpoint of a fresh store announces which columns it cannot memory-map; not our measure.
     warnings.filterwarnings("ignore", category=kglite.MappedFallbackWarning)
     if args.quick:
@@ -860,15 +893,16 @@ def main(argv: list[str] | None = None) -> int:
             if args.out:
                 args.out.write_text(json.dumps(asdict(res), indent=2, default=str))
             return 0
-        res.open_variants = measure_opens(path)
-        res.cli_s = measure_cli(path, args.cli_rounds)
+        if not subset:
+            res.open_variants = measure_opens(path)
+            res.cli_s = measure_cli(path, args.cli_rounds)
         res.load_avg = os.getloadavg()
         t0 = time.perf_counter()
         store = KgliteStore(path, read_only=True)  # as `chronokg query` opens it
         store.raw().set_default_timeout(args.timeout_s * 1000)
         res.open_s = time.perf_counter() - t0
         res.rss_after_open_mib = current_rss_mib()
-        if n_facts <= args.cypher_sidecar_up_to:
+        if n_facts <= args.cypher_sidecar_up_to and not subset:
             # The Cypher build is the fallback a checkpoint uses when the bulk load's own columns cannot be
             # merged exactly (graph/interval_feed.py); it holds every current fact at once (~1.5 GB at 1M).
             t0 = time.perf_counter()
@@ -877,18 +911,23 @@ def main(argv: list[str] | None = None) -> int:
         side = interval_index.sidecar(path)
         res.sidecar["interval index: sidecar MiB"] = side.stat().st_size / 2**20 if side.exists() else math.nan
         res.sidecar["interval index: used by the reader (1 = yes)"] = float(store.intervals() is not None)
-        t0 = time.perf_counter()
-        py = PythonIndex(synthetic_rows(n_facts, args.seed))
-        res.reference_build_s["python_index"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        duck = DuckFacts(synthetic_rows(n_facts, args.seed), workdir)
-        res.reference_build_s["duckdb"] = time.perf_counter() - t0
+        py = duck = None
+        if "py" in only_impls:
+            t0 = time.perf_counter()
+            py = PythonIndex(synthetic_rows(n_facts, args.seed))
+            res.reference_build_s["python_index"] = time.perf_counter() - t0
+        if "duckdb" in only_impls:
+            t0 = time.perf_counter()
+            duck = DuckFacts(synthetic_rows(n_facts, args.seed), workdir)
+            res.reference_build_s["duckdb"] = time.perf_counter() - t0
         print("querying ...", file=sys.stderr, flush=True)
-        timings = run_queries(store, py, duck, n_subjects, args.queries, args.changed, args.seed, res)
+        timings = run_queries(store, py, duck, n_subjects, args.queries, args.changed, args.seed, res, only_ops,
+                              only_impls)
         store.close()
         res.kgl_bytes_reopened = path.stat().st_size
         res.peak_rss_run_mib = peak_rss_mib()
-        duck.con.close()
+        if duck is not None:
+            duck.con.close()
         res.timings = [asdict(t) for t in timings]
         print(table(res, timings))
         if args.out:

@@ -13,7 +13,8 @@ from typing import Any
 
 NO_START = -(2**31) + 1  # an open start: before every day
 NO_END = 2**31 - 1  # an open end: after every day
-Change = tuple[str, str, list[str], list[str]]
+FIXED_TABLE_BYTES = 64 * 2**20  # the most a string table's fixed-width copy may take (`IntervalIndex._fixed`)
+ChangeColumns = tuple[list[str], list[str], list[list[str]], list[list[str]]]
 
 
 def _table(cols: dict[str, Any], name: str) -> list[str]:
@@ -32,6 +33,7 @@ class _Groups:
     val: Any  # value code of each group (-1: no value)
     key_starts: Any  # first group of each (subject, predicate)
     key_sizes: Any  # groups per (subject, predicate)
+    singletons: bool  # every value group is one row (then a row mask is already a group mask)
 
 
 class IntervalIndex:
@@ -43,6 +45,8 @@ class IntervalIndex:
         self.s, self.p, self.v, self.vf, self.vt = (cols[k] for k in ("s", "p", "v", "vf", "vt"))
         self._cols = cols
         self._names: dict[str, list[str]] = {}
+        self._arrays: dict[str, Any] = {}
+        self._fixed_tables: dict[str, Any] = {}
         self._as_of: AsOfIndex | None = None
         n = len(self.s)
         new = np.ones(n, dtype=bool)
@@ -55,7 +59,9 @@ class IntervalIndex:
             knew[1:] = (skey[1:] != skey[:-1]) | (pkey[1:] != pkey[:-1])
         key_starts = np.flatnonzero(knew)
         self._g = _Groups(starts, skey, pkey, self.v[starts], key_starts,
-                          np.diff(np.append(key_starts, len(starts))))
+                          np.diff(np.append(key_starts, len(starts))), len(starts) == n)
+        # valid_from, or "never" for a row without a value (it is in no day's set): one comparison fewer a day.
+        self._starts = np.where(self.v >= 0, self.vf, NO_END)
 
     def as_of(self) -> AsOfIndex:
         """The per-subject `facts_as_of` view (decodes its string tables on first use)."""
@@ -75,40 +81,114 @@ class IntervalIndex:
         i = bisect.bisect_left(names, text)
         return i if i < len(names) and names[i] == text else -2  # -2: matches nothing
 
-    def changed_between(self, t1: dt.date, t2: dt.date, subject: str | None = None,
-                        predicate: str | None = None) -> list[Change]:
-        """(subject, predicate, values at the earlier day, values at the later day) where the sets differ,
-        ordered by subject and predicate, each list sorted."""
+    def changed_columns(self, t1: dt.date, t2: dt.date, subject: str | None = None,
+                        predicate: str | None = None) -> ChangeColumns:
+        """`changed_between`'s answer as four columns: subjects, predicates, the values on the earlier day and on
+        the later day (each list sorted), for the (subject, predicate) pairs where the sets differ, ordered by
+        subject and predicate. The catalog builds its rows from them without a tuple per row.
+
+        The scan is numpy over every row; per answered pair only the lists it returns are made in Python
+        (names taken through object arrays in C). At 10M facts a 3-year window answers ~770k pairs, and
+        those objects, not the scan, are most of the cost (benchmarks/README.md, issue 20 stop 26)."""
         import numpy as np
 
         g = self._g
         if not len(g.starts):
-            return []
+            return [], [], [], []
         a, b = sorted((t1.toordinal(), t2.toordinal()))
-        has = self.v >= 0
-        at_a = np.logical_or.reduceat((self.vf <= a) & (self.vt > a) & has, g.starts)
-        at_b = np.logical_or.reduceat((self.vf <= b) & (self.vt > b) & has, g.starts)
+        at_a, at_b = self._valid_groups(a), self._valid_groups(b)
+        changed = self._changed_keys(at_a, at_b, subject, predicate)
+        firsts = g.key_starts[changed]
+        if not len(firsts):
+            return [], [], [], []
+        in_changed = np.repeat(changed, g.key_sizes)
+        before, after = (self._value_lists(in_changed & at, changed) for at in (at_a, at_b))
+        return (self._objects("subjects")[g.skey[firsts]].tolist(),
+                self._objects("predicates")[g.pkey[firsts]].tolist(), before, after)
+
+    def _changed_keys(self, at_a: Any, at_b: Any, subject: str | None, predicate: str | None) -> Any:
+        """Which (subject, predicate) keys hold different value sets on the two days (and pass the filters)."""
+        import numpy as np
+
+        g = self._g
         changed = np.logical_or.reduceat(at_a != at_b, g.key_starts)
         if subject is not None:
             changed &= g.skey[g.key_starts] == self._code("subjects", subject)
         if predicate is not None:
             changed &= g.pkey[g.key_starts] == self._code("predicates", predicate)
-        if not changed.any():
-            return []
-        in_changed = np.repeat(changed, g.key_sizes)
-        subjects, predicates, values = self.names("subjects"), self.names("predicates"), self.names("values")
-        firsts = g.key_starts[changed]
-        names_s = [subjects[c] for c in g.skey[firsts].tolist()]
-        names_p = [predicates[c] for c in g.pkey[firsts].tolist()]
-        lists = []
-        for at in (at_a, at_b):  # each changed pair's values on that day, as slices of one list
-            mask = in_changed & at
-            texts = [values[c] for c in g.val[mask].tolist()]
-            bounds = np.zeros(int(changed.sum()) + 1, dtype=np.int64)
-            np.cumsum(np.add.reduceat(mask.astype(np.int64), g.key_starts)[changed], out=bounds[1:])
-            edges = bounds.tolist()
-            lists.append([texts[lo:hi] for lo, hi in itertools.pairwise(edges)])
-        return list(zip(names_s, names_p, lists[0], lists[1], strict=True))
+        return changed
+
+    def _value_lists(self, mask: Any, changed: Any) -> list[list[str]]:
+        """Each changed key's values among the groups in `mask` (those valid on one day), in code order (the
+        strings' order), each key a list of its own."""
+        import numpy as np
+
+        g = self._g
+        firsts = g.key_starts[changed]  # each changed key's groups: firsts[i] .. lasts[i]
+        lasts = firsts + g.key_sizes[changed] - 1
+        # Groups valid up to each group (a cumsum, then two takes: about half a reduceat over every key); int32
+        # holds any count of rows (their codes are int32 too) in half the memory traffic.
+        upto = np.cumsum(mask, dtype=np.int32)
+        counts = upto[lasts] - np.where(firsts > 0, upto[firsts - 1], 0)
+        codes = g.val[mask]
+        if not len(counts) or counts.max() <= 1:  # at most one value a day per key, a fact's usual shape
+            if len(codes) == len(counts):
+                return [[t] for t in self._texts("values", codes)]
+            ones = counts == 1
+            every = np.full(len(counts), -1, dtype=np.int64)
+            every[ones] = codes
+            return [[t] if one else [] for t, one in zip(self._texts("values", every), ones.tolist(), strict=True)]
+        bounds = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=bounds[1:])
+        texts = self._texts("values", codes)
+        return [texts[lo:hi] for lo, hi in itertools.pairwise(bounds.tolist())]
+
+    def _texts(self, table: str, codes: Any) -> list[str]:
+        """The strings of `codes` (code -1: some string, for the caller to drop), as new str objects from the
+        table's fixed-width copy where it has one. Why: at 10M facts the value table holds ~1M strings over
+        tens of MB, and touching one at a random code is a cache and TLB miss (~0.7 us a string on the loaded
+        2-core VM, most of a `changed_between` answer); new strings made in answer order lie together."""
+        fixed = self._fixed(table)
+        if fixed is not None:
+            texts: list[str] = fixed[codes].tolist()
+            return texts
+        names = self.names(table)
+        return [names[c] for c in codes.tolist()]
+
+    def _fixed(self, table: str) -> Any:
+        """The table as one numpy fixed-width text array (an empty entry last, for code -1), or None where it
+        would exceed `FIXED_TABLE_BYTES` or a string ends in NUL (which numpy's fixed width drops)."""
+        import numpy as np
+
+        if table not in self._fixed_tables:
+            names = self.names(table)
+            width = max(1, max(map(len, names), default=1))
+            fits = 4 * width * (len(names) + 1) <= FIXED_TABLE_BYTES
+            fixed = None
+            if fits and not any(t.endswith("\x00") for t in names):
+                fixed = np.array([*names, ""], dtype=f"U{width}")
+            self._fixed_tables[table] = fixed
+        return self._fixed_tables[table]
+
+    def _valid_groups(self, day: int) -> Any:
+        """Whether each (subject, predicate, value) group has a version valid on day ordinal `day`."""
+        import numpy as np
+
+        valid = self._starts <= day
+        valid &= self.vt > day
+        return valid if self._g.singletons else np.logical_or.reduceat(valid, self._g.starts)
+
+    def _objects(self, table: str) -> Any:
+        """A string table as a numpy object array (its strings shared with `names`): a fancy index takes
+        the names of many codes in one C loop."""
+        import numpy as np
+
+        if table not in self._arrays:
+            names = self.names(table)
+            arr = np.empty(len(names), dtype=object)
+            arr[:] = names
+            self._arrays[table] = arr
+        return self._arrays[table]
 
 
 def _literal(kind: int, text: str) -> str | int | float | bool:

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from chronokg.graph.interval_reads import AsOfIndex
 from chronokg.graph.store import GraphStore
-from chronokg.queries.rows import ChangeRow, FactRow, HopRow, trusted_dict_rows, trusted_rows
+from chronokg.queries.rows import ChangeRow, FactRow, HopRow, trusted_dict_rows, trusted_many, trusted_rows
 
 # What each path reads of its query's parameters (catalog.py's models; named here as protocols because
 # catalog.py imports this module).
@@ -63,9 +63,6 @@ class TwoHopParams(Protocol):
     def predicate2(self) -> str | None: ...
 
 
-CHANGE_FIELDS = ("subject", "predicate", "before", "after")  # the order of the index's tuples
-
-
 def changed_between(store: GraphStore, p: ChangedParams) -> list[ChangeRow] | None:
     """From the store's interval index, when it has a current one (embedded readers; conformance tests
     check it against the Cypher), else None. A quick-opened reader without one builds its property
@@ -77,7 +74,9 @@ def changed_between(store: GraphStore, p: ChangedParams) -> list[ChangeRow] | No
         if callable(ensure):
             ensure()
         return None
-    return trusted_rows(ChangeRow, CHANGE_FIELDS, index.changed_between(p.start, p.end, p.subject, p.predicate))
+    subjects, predicates, before, after = index.changed_columns(p.start, p.end, p.subject, p.predicate)
+    return trusted_many(ChangeRow, [{"subject": s, "predicate": q, "before": b, "after": a}
+                                    for s, q, b, a in zip(subjects, predicates, before, after, strict=True)])
 
 
 def _intervals(store: GraphStore) -> AsOfIndex | None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections import deque
 from collections.abc import Iterable, Sequence
-from typing import TypeVar
+from itertools import repeat
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -125,3 +127,25 @@ def trusted_rows(cls: type[R], fields: tuple[str, ...], rows: Iterable[Sequence[
         put(row, "__pydantic_private__", None)
         out.append(row)
     return out
+
+
+def trusted_many(cls: type[R], rows: list[dict[str, Any]]) -> list[R]:
+    """`trusted_dict_rows` for long answers (a `changed_between` of ~770k rows at 10M facts): each step runs
+    for every row in one C loop (`map` over the object's slot setters), not in Python bytecode per row; about
+    half the cost of the per-row loop, which stays the faster one for a point read's handful of rows."""
+    n = len(rows)
+    out = list(map(object.__new__, repeat(cls, n)))
+    sink: deque[None] = deque(maxlen=0)  # runs a `map` to its end, keeping nothing
+    sink.extend(map(_slot(cls, "__dict__"), out, rows))
+    sink.extend(map(_slot(cls, "__pydantic_fields_set__"), out, repeat(set(cls.model_fields), n)))
+    sink.extend(map(_slot(cls, "__pydantic_extra__"), out, repeat(None, n)))
+    sink.extend(map(_slot(cls, "__pydantic_private__"), out, repeat(None, n)))
+    return out
+
+
+def _slot(cls: type, name: str) -> Any:
+    """The setter of the attribute slot `name` of `cls`'s instances (pydantic's BaseModel declares them)."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            return vars(klass)[name].__set__
+    raise AttributeError(name)
