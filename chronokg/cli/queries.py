@@ -236,7 +236,8 @@ query_app.add_typer(daemon_app, name="daemon")
 
 @daemon_app.command("status")
 def daemon_status(fmt: FormatOpt = Format.table) -> None:
-    """The live query processes of this user: process id, store, calls answered, idle time."""
+    """The live query processes of this user: process id, store, calls answered, idle time, whether the
+    indexed open (seconds on a large store, made after the quick one) answers yet."""
     from chronokg.cli.query_client import processes
 
     class Process(BaseModel):
@@ -245,6 +246,7 @@ def daemon_status(fmt: FormatOpt = Format.table) -> None:
         requests: int
         idle_for_s: float
         idle_s: float
+        indexed: bool
         socket: str
 
     rows = [Process.model_validate(p) for p in processes("status")]

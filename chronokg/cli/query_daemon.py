@@ -63,6 +63,7 @@ class Daemon:
         self.pending: GraphStore | None = None  # the indexed open, ready to take the quick one's place
         self.generation = 0
         self.lock = threading.Lock()
+        self.indexed = False  # whether the indexed open answers (or is ready to, at the next caller)
         self.command: Any = None  # the click command every caller's argv runs through, built once
         self.opened: tuple[tuple[int, int, int] | None, ...] = ()
         self.queries: set[str] = set()
@@ -78,6 +79,7 @@ class Daemon:
 
         self.close_store()
         self.generation += 1
+        self.indexed = False
         settings = Settings()
         self.opened = _files(self.store_path)
         self._hold(open_store(f"kglite://{self.store_path}", settings, read_only=True, quick_open=True))
@@ -108,6 +110,7 @@ class Daemon:
         if store is not None:
             old, self.store = self.store, None
             self._hold(store)
+            self.indexed = True
             if old is not None:
                 old.close()
 
@@ -240,6 +243,7 @@ class Daemon:
     def control(self, conn: socket.socket, request: dict[str, Any]) -> None:
         status = {"pid": os.getpid(), "store": self.store_path, "socket": self.socket_path,
                   "started": self.started, "requests": self.requests, "idle_s": self.idle_s,
+                  "indexed": self.indexed or self.pending is not None,
                   "idle_for_s": round(time.monotonic() - self.last, 1)}
         if request.get("op") == "status":
             _send(conn, status)
