@@ -303,6 +303,13 @@ def test_daemon_commands_and_the_setting_that_turns_it_off(store: Path, env: dic
     pid = live_process(store)["pid"]
     code, out, _ = cli(env, "query", "daemon", "status", "-f", "json")
     assert code == 0 and [p["pid"] for p in json.loads(out)] == [pid]
-    assert cli(env, "query", "daemon", "stop")[1] == "stopped 1 query process\n"
-    wait_gone([pid])
+    # other settings (a read limit): not that process's caller; its own process answers as in-process would
+    limited = {**env, "CHRONOKG_READ_MAX_ROWS": "2"}
+    assert cli(limited, "--store", uri, *CASES[2]) == cli(off(limited), "--store", uri, *CASES[2])
+    deadline = time.monotonic() + 60
+    while len(pids := [p["pid"] for p in query_client.processes("status")]) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(pids) == 2 and pid in pids
+    assert cli(env, "query", "daemon", "stop")[1] == "stopped 2 query processes\n"
+    wait_gone(pids)
     assert cli(env, "query", "daemon", "status", "-f", "json")[1].strip() == "[]"

@@ -19,7 +19,7 @@ from chronokg.cli.argv import command_word, store_option, subcommand_word
 if TYPE_CHECKING:
     from chronokg.graph.store import GraphStore
 
-NO_STORE = ("list", "batch", "cypher")  # query subcommands that do not open the quick reader
+NO_STORE = ("list", "batch", "cypher", "daemon")  # query subcommands that do not open the quick reader
 
 
 class EarlyOpen:
