@@ -40,6 +40,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -761,6 +762,34 @@ def measure_opens(path: Path) -> dict[str, float]:
     return out
 
 
+@contextmanager
+def private_query_processes() -> Iterator[dict[str, str]]:
+    """The environment of `chronokg query` calls that use the local query process, in a socket folder of this
+    run's own (so no user's process answers, and this run's are all stopped and removed at the end)."""
+    from chronokg.cli import query_client
+
+    runtime = tempfile.mkdtemp(prefix="ckq", dir="/tmp")
+    saved = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = runtime  # query_client.processes() looks there
+    try:
+        yield {**os.environ, "CHRONOKG_QUERY_DAEMON_IDLE_S": "600"}
+    finally:
+        query_client.processes("stop")
+        if saved is None:
+            del os.environ["XDG_RUNTIME_DIR"]
+        else:
+            os.environ["XDG_RUNTIME_DIR"] = saved
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+def indexed_process_ready() -> None:
+    """Wait until the local query process answers from its indexed open (seconds on a large store)."""
+    from chronokg.cli import query_client
+
+    while not [p for p in query_client.processes("status") if p.get("indexed")]:
+        time.sleep(0.05)
+
+
 def measure_cli(path: Path, rounds: int) -> dict[str, float]:
     """Seconds, end to end, of real `chronokg query ...` processes on the store (median of `rounds`, each a
     fresh process, interleaved), beside floors measured the same way: `python -c pass`, a process that imports
@@ -798,51 +827,39 @@ def measure_cli(path: Path, rounds: int) -> dict[str, float]:
                 "from chronokg.cli import early_open, main\n"
                 "early_open.start = lambda args: None\n"
                 "main()\n")
-    runtime = tempfile.mkdtemp(prefix="ckq", dir="/tmp")  # a private socket folder: this run's process only
     off = {**os.environ, "CHRONOKG_QUERY_DAEMON_IDLE_S": "0"}
-    on = {**os.environ, "CHRONOKG_QUERY_DAEMON_IDLE_S": "600", "XDG_RUNTIME_DIR": runtime}
-    cases: dict[str, tuple[list[str], dict[str, str]]] = {
-        "floor: python -c pass": ([sys.executable, "-c", "pass"], off),
-        "floor: python+kglite+mapped open+1 query": ([sys.executable, "-c", floor, str(path)], off),
-        "floor: python + the client's imports": ([sys.executable, "-c", "import chronokg.cli.query_client"], off),
-        **{f"in-process ({how}): {name}": ([*launcher, "--store", store, "query", *args], off)
-           for how, launcher in launchers.items() for name, args in queries.items()},
-        "in-process (python -m), no early open: as-of json": (
-            [sys.executable, "-c", no_early, "--store", store, "query", *queries["as-of json"]], off),
-        **{f"forwarded ({how}): {name}": ([*launcher, "--store", store, "query", *args], on)
-           for how, launcher in launchers.items() for name, args in queries.items()},
-    }
     first_call = [sys.executable, "-m", "chronokg.cli", "--store", store, "query", *queries["as-of json"]]
-    times: dict[str, list[float]] = {name: [] for name in [
-        "first call (python -m): in-process, starts the process: as-of json",
-        "  then until the indexed open answers s", *cases]}
-    saved = os.environ.get("XDG_RUNTIME_DIR")
-    os.environ["XDG_RUNTIME_DIR"] = runtime  # query_client.processes() looks there
-    try:
-        for cmd, env in cases.values():  # warm the file cache and the bytecode
-            subprocess.run(cmd, capture_output=True, check=True, env=env)
+    first, ready = "first call (python -m): in-process, starts the process: as-of json", "  then until the " \
+        "indexed open answers s"
+    with private_query_processes() as on:
+        cases: dict[str, tuple[list[str], dict[str, str]]] = {
+            "floor: python -c pass": ([sys.executable, "-c", "pass"], off),
+            "floor: python+kglite+mapped open+1 query": ([sys.executable, "-c", floor, str(path)], off),
+            "floor: python + the client's imports": ([sys.executable, "-c", "import chronokg.cli.query_client"],
+                                                     off),
+            **{f"in-process ({how}): {name}": ([*launcher, "--store", store, "query", *args], off)
+               for how, launcher in launchers.items() for name, args in queries.items()},
+            "in-process (python -m), no early open: as-of json": (
+                [sys.executable, "-c", no_early, "--store", store, "query", *queries["as-of json"]], off),
+            **{f"forwarded ({how}): {name}": ([*launcher, "--store", store, "query", *args], on)
+               for how, launcher in launchers.items() for name, args in queries.items()},
+        }
+        times: dict[str, list[float]] = {name: [] for name in [first, ready, *cases]}
+        for cmd, _ in cases.values():  # warm the file cache and the bytecode (in-process: the process is off)
+            subprocess.run(cmd, capture_output=True, check=True, env=off)
         for _ in range(rounds):
             query_client.processes("stop")
             while query_client.processes("status"):
                 time.sleep(0.05)
             t0 = time.perf_counter()
             subprocess.run(first_call, capture_output=True, check=True, env=on)
-            times["first call (python -m): in-process, starts the process: as-of json"].append(
-                time.perf_counter() - t0)
-            while not [p for p in query_client.processes("status") if p.get("indexed")]:
-                time.sleep(0.05)
-            times["  then until the indexed open answers s"].append(time.perf_counter() - t0)
+            times[first].append(time.perf_counter() - t0)
+            indexed_process_ready()
+            times[ready].append(time.perf_counter() - t0)
             for name, (cmd, env) in cases.items():
                 t0 = time.perf_counter()
                 subprocess.run(cmd, capture_output=True, check=True, env=env)
                 times[name].append(time.perf_counter() - t0)
-    finally:
-        query_client.processes("stop")
-        if saved is None:
-            del os.environ["XDG_RUNTIME_DIR"]
-        else:
-            os.environ["XDG_RUNTIME_DIR"] = saved
-        shutil.rmtree(runtime, ignore_errors=True)
     return {name: statistics.median(v) for name, v in times.items()}
 
 

@@ -17,15 +17,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
+from pathlib import Path
 
-STEPS = r"""
-import json, sys, time
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_store import indexed_process_ready, private_query_processes
+
+PRELUDE = r"""
+import json, os, socket, sys, time
 t = time.perf_counter()
 out = {}
 def mark(name):
@@ -33,6 +36,9 @@ def mark(name):
     now = time.perf_counter()
     out[name] = now - t
     t = now
+"""
+
+STEPS = PRELUDE + r"""
 import typer
 mark("import typer")
 from chronokg.cli.queries import query_app, spec_command
@@ -69,15 +75,7 @@ print(json.dumps(out))
 """
 
 
-FORWARD = r"""
-import json, os, socket, sys, time
-t = time.perf_counter()
-out = {}
-def mark(name):
-    global t
-    now = time.perf_counter()
-    out[name] = now - t
-    t = now
+FORWARD = PRELUDE + r"""
 from chronokg import environ
 from chronokg.cli import query_client as qc
 mark("import the client (socket, json, hashlib, chronokg.environ)")
@@ -135,31 +133,17 @@ def show(title: str, steps: dict[str, list[float]], start: list[float], whole: l
 def forwarded(args: argparse.Namespace) -> None:
     """Start the query process (one in-process call, in a private socket folder), wait for its indexed open,
     profile the forwarded calls, stop it."""
-    from chronokg.cli import query_client
-
-    runtime = tempfile.mkdtemp(prefix="ckq", dir="/tmp")
-    env = {**os.environ, "XDG_RUNTIME_DIR": runtime, "CHRONOKG_QUERY_DAEMON_IDLE_S": "600"}
-    saved = os.environ.get("XDG_RUNTIME_DIR")
-    os.environ["XDG_RUNTIME_DIR"] = runtime
-    try:
+    with private_query_processes() as env:
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-m", "chronokg.cli", "--store", f"kglite://{args.store}", "query", "as-of",
                         "--subject", args.subject, "--date", args.date, "-f", "json"], check=True,
                        capture_output=True, env=env)
         first = time.perf_counter() - t0
-        while not [p for p in query_client.processes("status") if p.get("indexed")]:
-            time.sleep(0.05)
+        indexed_process_ready()
         ready = time.perf_counter() - t0
         steps, start, whole = rounds_of(FORWARD, args, env)
         show(f"forwarded to the local query process (first call, in-process, that started it: {first * 1000:.0f} "
              f"ms; its indexed open answered {ready:.1f} s after that call began)", steps, start, whole)
-    finally:
-        query_client.processes("stop")
-        if saved is None:
-            del os.environ["XDG_RUNTIME_DIR"]
-        else:
-            os.environ["XDG_RUNTIME_DIR"] = saved
-        shutil.rmtree(runtime, ignore_errors=True)
 
 
 def main() -> int:

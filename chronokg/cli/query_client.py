@@ -146,6 +146,9 @@ def forward(args: Sequence[str]) -> int | None:
             last = _reply(replies)
         except OSError:
             last = None
+        except KeyboardInterrupt:  # as click reports an interrupted command in-process
+            sys.stderr.write("error: aborted\n")
+            return 1
     if last is None or not isinstance(last.get("code"), int):
         sys.stderr.write("error: the local query process ended without an answer (chronokg query daemon stop, "
                          "or CHRONOKG_QUERY_DAEMON_IDLE_S=0 to run queries in-process)\n")
