@@ -206,6 +206,7 @@ class Daemon:
                         return
                     if not self.ours() or not os.path.exists(self.store_path):
                         return
+                    self._swap()  # the indexed store as soon as it is ready: the quick one's memory goes
                     try:
                         conn, _ = server.accept()
                     except TimeoutError:
