@@ -783,10 +783,11 @@ def private_query_processes() -> Iterator[dict[str, str]]:
 
 
 def indexed_process_ready() -> None:
-    """Wait until the local query process answers from its indexed open (seconds on a large store)."""
+    """Wait until the local query process answers from its indexed open (seconds on a large store), or says it
+    makes none (a store over CHRONOKG_QUERY_DAEMON_INDEXED_MAX_MB)."""
     from chronokg.cli import query_client
 
-    while not [p for p in query_client.processes("status") if p.get("indexed")]:
+    while not [p for p in query_client.processes("status") if p.get("indexed") or not p.get("indexing", True)]:
         time.sleep(0.05)
 
 

@@ -54,6 +54,10 @@ class Settings(BaseSettings):
     query_daemon_idle_s: float = Field(
         default=environ.DEFAULT_DAEMON_IDLE_S, ge=0, description="Seconds the local query process that "
         "`chronokg query` calls reuse waits for its next call before it exits (0: never start one)")
+    query_daemon_indexed_max_mb: float = Field(
+        default=2048, ge=0, description="Largest store file (MB) the local query process also opens indexed, in "
+        "memory (faster queries; about 1.7x the file's size in RSS); above it, or at 0, it keeps the quick "
+        "mapped open only")
     lock_timeout: float = Field(
         default=30.0, ge=0, description="Seconds a writer waits for another writer of the same embedded store"
     )

@@ -312,4 +312,14 @@ def test_daemon_commands_and_the_setting_that_turns_it_off(store: Path, env: dic
     assert len(pids) == 2 and pid in pids
     assert cli(env, "query", "daemon", "stop")[1] == "stopped 2 query processes\n"
     wait_gone(pids)
+    # a store over the size setting stays on the quick mapped open: the same answers
+    mapped = {**env, "CHRONOKG_QUERY_DAEMON_INDEXED_MAX_MB": "0"}
+    cli(mapped, "--store", uri, *CASES[1])
+    status = live_process(store)
+    time.sleep(1)
+    assert cli(mapped, "--store", uri, *CASES[1]) == cli(off(mapped), "--store", uri, *CASES[1])
+    assert [(p["indexed"], p["indexing"]) for p in query_client.processes("status")] == [(False, False)]
+    assert live_process(store)["requests"] == status["requests"] + 1
+    query_client.processes("stop")
+    wait_gone([status["pid"]])
     assert cli(env, "query", "daemon", "status", "-f", "json")[1].strip() == "[]"

@@ -64,6 +64,7 @@ class Daemon:
         self.generation = 0
         self.lock = threading.Lock()
         self.indexed = False  # whether the indexed open answers (or is ready to, at the next caller)
+        self.indexing = False  # whether the indexed open is under way (not for a store over the size setting)
         self.command: Any = None  # the click command every caller's argv runs through, built once
         self.opened: tuple[tuple[int, int, int] | None, ...] = ()
         self.queries: set[str] = set()
@@ -83,6 +84,10 @@ class Daemon:
         settings = Settings()
         self.opened = _files(self.store_path)
         self._hold(open_store(f"kglite://{self.store_path}", settings, read_only=True, quick_open=True))
+        size = self.opened[0][1] if self.opened[0] is not None else 0
+        self.indexing = size <= settings.query_daemon_indexed_max_mb * 2**20
+        if not self.indexing:
+            return  # a store this large stays mapped: the indexed open would hold it all in memory
         threading.Thread(target=self._indexed, args=(self.generation, self.opened, settings), daemon=True,
                          name="chronokg-indexed-open").start()
 
@@ -96,12 +101,14 @@ class Daemon:
             if intervals is not None:
                 intervals()
         except Exception:
+            self.indexing = False
             return  # the quick store keeps answering
         with self.lock:
             if generation != self.generation or _files(self.store_path) != stamp:
                 store.close()
                 return
             self.pending = store
+            self.indexing = False
 
     def _swap(self) -> None:
         """The indexed store in place of the quick one, when it is ready (between two callers)."""
@@ -244,7 +251,7 @@ class Daemon:
     def control(self, conn: socket.socket, request: dict[str, Any]) -> None:
         status = {"pid": os.getpid(), "store": self.store_path, "socket": self.socket_path,
                   "started": self.started, "requests": self.requests, "idle_s": self.idle_s,
-                  "indexed": self.indexed or self.pending is not None,
+                  "indexed": self.indexed or self.pending is not None, "indexing": self.indexing,
                   "idle_for_s": round(time.monotonic() - self.last, 1)}
         if request.get("op") == "status":
             _send(conn, status)
