@@ -10,9 +10,11 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from platformdirs import user_cache_dir, user_config_dir, user_data_dir
+from platformdirs import user_cache_dir, user_config_dir
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from chronokg import environ
 
 
 def default_response_cache() -> Path:
@@ -27,13 +29,13 @@ def default_models_file() -> Path:
 
 def default_store_uri() -> str:
     """The embedded store under the user's data directory."""
-    return f"kglite://{Path(user_data_dir('chronokg')) / 'store.kgl'}"
+    return f"kglite://{Path(environ.default_data_dir()) / 'store.kgl'}"
 
 
 class Settings(BaseSettings):
     """Runtime settings, read from `CHRONOKG_*` environment variables."""
 
-    model_config = SettingsConfigDict(env_prefix="CHRONOKG_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=environ.PREFIX, extra="ignore")
 
     store: str = Field(default_factory=default_store_uri, description="Store URI: kglite:///path or neo4j://host:port "
                        "(empty: the default)")
@@ -49,6 +51,13 @@ class Settings(BaseSettings):
     read_max_result_mb: float = Field(default=16.0, gt=0, description="Size of a read's result at most")
     read_max_work: int = Field(default=10_000_000, ge=1, description="Engine work budget of a read from outside")
     read_memory_mb: int = Field(default=2048, ge=64, description="Memory a read from outside may allocate")
+    query_daemon_idle_s: float = Field(
+        default=environ.DEFAULT_DAEMON_IDLE_S, ge=0, description="Seconds the local query process that "
+        "`chronokg query` calls reuse waits for its next call before it exits (0: never start one)")
+    query_daemon_indexed_max_mb: float = Field(
+        default=2048, ge=0, description="Largest store file (MB) the local query process also opens indexed, in "
+        "memory (faster queries; about 1.7x the file's size in RSS); above it, or at 0, it keeps the quick "
+        "mapped open only")
     lock_timeout: float = Field(
         default=30.0, ge=0, description="Seconds a writer waits for another writer of the same embedded store"
     )

@@ -12,6 +12,10 @@ import pytest
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.testing.bolt_server import BoltTarget
 
+# No test leaves a local query process behind (chronokg.cli.query_daemon): `chronokg query ...` runs in-process
+# unless a test turns the process on (tests/test_query_daemon.py, which stops its processes in teardown).
+os.environ["CHRONOKG_QUERY_DAEMON_IDLE_S"] = "0"
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 

@@ -30,14 +30,20 @@ def app_for(args: Sequence[str]) -> typer.Typer:
 def main() -> Any:
     import sys
 
-    from chronokg.cli import early_open
+    from chronokg.cli import query_client
 
     args = sys.argv[1:]
+    code = query_client.forward(args)  # a live local query process answers, if there is one for this store
+    if code is not None:
+        sys.exit(code)
+    from chronokg.cli import early_open
+
     early_open.start(args)  # a query's store opens on a thread meanwhile (chronokg.cli.early_open)
     try:
         return app_for(args)()
     finally:
         early_open.finish()
+        query_client.start(args)  # the query process for the next call (chronokg.cli.query_daemon)
 
 
 __all__ = ["app_for", "main"]

@@ -125,15 +125,33 @@ def opened(uri: str | None = None, load: bool = False,
         err.print(f"[yellow]{message}…[/]")
 
     early = None
-    if quick and read_only:  # opened on a thread while the CLI started (chronokg.cli.early_open)?
-        from chronokg.cli.early_open import take
+    if quick and read_only:  # opened on a thread while the CLI started, or held by the query process?
+        from chronokg.cli.early_open import held, take
 
+        resident = held(uri)
+        if resident is not None:
+            yield from _borrowed(resident)
+            return
         early = take(uri)
     with early if early is not None else open_store(uri, settings, read_only=read_only, on_wait=waiting,
                                                     quick_open=quick and read_only) as store:
         for notice in getattr(store, "notices", []):
             err.print(f"[yellow]note:[/] {notice}")
         yield store
+
+
+def _borrowed(store: GraphStore) -> Iterator[GraphStore]:
+    """The query process's open store, lent to one command and left open (chronokg.cli.query_daemon)."""
+    for notice in getattr(store, "notices", []):
+        err.print(f"[yellow]note:[/] {notice}")
+    yield store
+
+
+def fresh_consoles() -> None:
+    """Forget the consoles made so far: the next print makes them again from the environment and the streams
+    then in place (the query process answers each caller in its own terminal)."""
+    for first_use in (console, err):
+        cast("_FirstUse", first_use)._console = None
 
 
 def fail_line(message: str) -> None:

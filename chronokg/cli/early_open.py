@@ -19,7 +19,7 @@ from chronokg.cli.argv import command_word, store_option, subcommand_word
 if TYPE_CHECKING:
     from chronokg.graph.store import GraphStore
 
-NO_STORE = ("list", "batch", "cypher")  # query subcommands that do not open the quick reader
+NO_STORE = ("list", "batch", "cypher", "daemon")  # query subcommands that do not open the quick reader
 
 
 class EarlyOpen:
@@ -69,6 +69,23 @@ class EarlyOpen:
 
 
 _early: EarlyOpen | None = None
+_held: tuple[str, GraphStore] | None = None  # the query process's open store (chronokg.cli.query_daemon)
+
+
+def hold(path: str | None, store: GraphStore | None) -> None:
+    """The query process keeps `store` (the embedded store at the absolute `path`) open for every caller."""
+    global _held
+    _held = (path, store) if path is not None and store is not None else None
+
+
+def held(uri: str) -> GraphStore | None:
+    """The held store when `uri` names it (a plain `kglite://PATH`, resolved against the cwd), else None."""
+    if _held is None or not uri.startswith("kglite://") or "?" in uri:
+        return None
+    import os
+
+    path = uri.removeprefix("kglite://")
+    return _held[1] if path != ":memory:" and os.path.abspath(path) == _held[0] else None
 
 
 def start(args: Sequence[str]) -> EarlyOpen | None:

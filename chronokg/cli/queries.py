@@ -227,3 +227,36 @@ def _parse_param(text: str) -> tuple[str, Any]:
 
 
 register(query_app)
+
+daemon_app = typer.Typer(help="The local query process `chronokg query NAME` calls reuse (one per store and "
+                              "settings; exits after CHRONOKG_QUERY_DAEMON_IDLE_S seconds idle, 0: never start one).",
+                         no_args_is_help=True)
+query_app.add_typer(daemon_app, name="daemon")
+
+
+@daemon_app.command("status")
+def daemon_status(fmt: FormatOpt = Format.table) -> None:
+    """The live query processes of this user: process id, store, calls answered, idle time, whether the
+    indexed open (seconds on a large store, made after the quick one) answers yet."""
+    from chronokg.cli.query_client import processes
+
+    class Process(BaseModel):
+        pid: int
+        store: str
+        requests: int
+        idle_for_s: float
+        idle_s: float
+        indexed: bool
+        socket: str
+
+    rows = [Process.model_validate(p) for p in processes("status")]
+    emit(console, rows, fmt, title="query processes")
+
+
+@daemon_app.command("stop")
+def daemon_stop() -> None:
+    """Stop every live query process of this user (the next query runs in-process and starts one again)."""
+    from chronokg.cli.query_client import processes
+
+    stopped = processes("stop")
+    print(f"stopped {len(stopped)} query process{'es' if len(stopped) != 1 else ''}")
