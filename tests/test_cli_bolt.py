@@ -151,7 +151,8 @@ def test_stats_and_exports(loaded: tuple[BoltTarget, str], tmp_path: Path) -> No
 
 def _run_cli(uri: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "chronokg.cli", "--store", uri, *args], capture_output=True,
-                          text=True, timeout=180, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), **env})
+                          text=True, timeout=180, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO),
+                               "CHRONOKG_QUERY_DAEMON_IDLE_S": "0", **env})  # no query process left behind
 
 
 def _one_line_error(proc: subprocess.CompletedProcess[str]) -> str:

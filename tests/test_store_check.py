@@ -44,7 +44,8 @@ CRASHED_WRITER = textwrap.dedent("""
 def cli(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
     done = subprocess.run([sys.executable, "-m", "chronokg.cli", "--store", f"kglite://{store}", *args],
                           capture_output=True, text=True, cwd=REPO, timeout=300,
-                          env={"PATH": "/usr/bin:/bin", "COLUMNS": "1000", "PYTHONPATH": str(REPO)})
+                          env={"PATH": "/usr/bin:/bin", "COLUMNS": "1000", "PYTHONPATH": str(REPO),
+                               "CHRONOKG_QUERY_DAEMON_IDLE_S": "0"})  # no query process left behind
     assert "Traceback" not in done.stdout + done.stderr, done.stderr[-3000:]
     return done
 
