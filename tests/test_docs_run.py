@@ -215,7 +215,8 @@ def test_bash_blocks_run(doc: Path, shared_data: Path, model_url: str, tmp_path:
     env.update(HOME=str(home), PATH=f"{venv_bin}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(REPO),
                OPENAI_API_KEY="sk-docs-test", OPENAI_BASE_URL=model_url, DOCS_MODEL_URL=model_url,
                DOCS_SPARE_PORT=str(free_port()), DOCS_TMP=str(tmp_path), DOCS_SERVE_LOG=str(tmp_path / "serve.log"),
-               COLUMNS="100")
+               COLUMNS="100", TMPDIR=str(tmp_path), CHRONOKG_QUERY_DAEMON_IDLE_S="0")
+    # the docs' queries run in-process, and `query daemon stop` meets only this test's (empty) socket folder
     ran, times = 0, []
     for i, block in enumerate(b for b in code_blocks(doc) if b.language == "bash"):
         if block.skip is not None:

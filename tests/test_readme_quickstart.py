@@ -32,7 +32,8 @@ def test_the_readme_quick_start_runs_end_to_end(tmp_path: Path) -> None:
                        for line in lines)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CHRONOKG_", "XDG_"))}
     # HOME in tmp: the demo store, the response cache and the data dirs all land there
-    env.update(HOME=str(tmp_path / "home"), PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
+    env.update(HOME=str(tmp_path / "home"), PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+               TMPDIR=str(tmp_path), CHRONOKG_QUERY_DAEMON_IDLE_S="0")  # no local query process left behind
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
