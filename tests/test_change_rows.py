@@ -34,19 +34,29 @@ def test_trusted_many_rows_are_the_validated_rows() -> None:
     assert trusted_many(FactRow, []) == []
 
 
-def test_changed_rows_from_the_index_share_no_list(tmp_path: Path) -> None:
-    """Each row's before and after are lists of its own: changing one changes no other row's answer."""
+def _release() -> tuple[Source, GraphBatch]:
     src = Source(id="s:1", kind="syn", caption="syn", release_date=D(2024, 1, 1))
     batch = GraphBatch()
     batch.source(src)
+    return src, batch
+
+
+def _written(tmp_path: Path, batch: GraphBatch) -> Path:
+    """`batch` written to a new store file (the reader then opens it with its interval sidecar)."""
+    path = tmp_path / "store.kgl"
+    with KgliteStore(path) as store:
+        write_batch(store, batch)
+    return path
+
+
+def test_changed_rows_from_the_index_share_no_list(tmp_path: Path) -> None:
+    """Each row's before and after are lists of its own: changing one changes no other row's answer."""
+    src, batch = _release()
     for i in range(20):
         for start, end, obj in ((D(2000, 1, 1), D(2010, 1, 1), "x"), (D(2010, 1, 1), None, "y")):
             batch.fact(Fact(subject=f"e{i:02d}", predicate="p", object=obj, valid_from=start, valid_to=end,
                             known_from=src.release_date, source_id=src.id, source_kind="syn"))
-    path = tmp_path / "store.kgl"
-    with KgliteStore(path) as store:
-        write_batch(store, batch)
-    with KgliteStore(path, read_only=True) as reader:
+    with KgliteStore(_written(tmp_path, batch), read_only=True) as reader:
         assert reader.intervals() is not None
         rows = catalog.changed_between(reader, D(2005, 1, 1), D(2015, 1, 1))
         assert [(r.subject, r.before, r.after) for r in rows] == [(f"e{i:02d}", ["x"], ["y"]) for i in range(20)]
@@ -69,9 +79,7 @@ def test_pairs_with_several_values_a_day_agree_with_the_cypher(tmp_path: Path, m
     if not fixed_width:
         monkeypatch.setattr(interval_reads, "FIXED_TABLE_BYTES", 0)
 
-    src = Source(id="s:1", kind="syn", caption="syn", release_date=D(2024, 1, 1))
-    batch = GraphBatch()
-    batch.source(src)
+    src, batch = _release()
     spans = {"a": (D(2000, 1, 1), D(2012, 1, 1)), "b": (D(2001, 1, 1), None), "c": (D(2011, 1, 1), None),
              "d": (D(2000, 1, 1), D(2011, 6, 1))}
     for i in range(6):
@@ -85,10 +93,7 @@ def test_pairs_with_several_values_a_day_agree_with_the_cypher(tmp_path: Path, m
         for obj, start, end in solo:  # keys with one value or none on a day, side by side
             batch.fact(Fact(subject=f"e{i}", predicate="solo", object=obj, valid_from=start, valid_to=end,
                             known_from=src.release_date, source_id=src.id, source_kind="syn"))
-    path = tmp_path / "store.kgl"
-    with KgliteStore(path) as store:
-        write_batch(store, batch)
-    with KgliteStore(path, read_only=True) as reader:
+    with KgliteStore(_written(tmp_path, batch), read_only=True) as reader:
         index = reader.intervals()
         assert index is not None
         windows = ((D(2005, 1, 1), D(2015, 1, 1)), (D(1999, 1, 1), D(2005, 1, 1)), (D(2011, 2, 1), D(2020, 1, 1)),

@@ -87,20 +87,28 @@ def _sleepy(name: str, args: BaseModel) -> ToolResult:  # pragma: no cover - run
     return ToolResult(tool=name, rows=[{"pid": os.getpid(), "faulthandler": faulthandler.is_enabled()}])
 
 
-def test_a_read_run_in_its_worker_past_its_limit_is_stopped_with_its_worker(served_store: KgliteStore) -> None:
-    """The worker is the sandbox of a catalog read: past `limit_s` it is killed and replaced, and the call answers
-    limit_exceeded (not 'unavailable')."""
+def _between_two_fast_calls(run: Any, name: str, limit_s: float, **options: Any) -> tuple[
+        WorkerPool, ToolResult, ToolResult, float, ToolResult]:
+    """On a one-worker pool running `run`: a fast call, `name` within `limit_s` (and how long it took), a fast
+    call again (the pool, closed, and the three results)."""
     import threading
 
-    pool = WorkerPool(_sleepy, 1, call_timeout_s=120, fork_lock=threading.Lock())
+    pool = WorkerPool(run, 1, call_timeout_s=120, fork_lock=threading.Lock(), **options)
     try:
         first = pool.call("fast", ReadLimits())
         start = time.monotonic()
-        slow = pool.call("slow", ReadLimits(), limit_s=0.5)
+        result = pool.call(name, ReadLimits(), limit_s=limit_s)
         took = time.monotonic() - start
         after = pool.call("fast", ReadLimits())
     finally:
         pool.close()
+    return pool, first, result, took, after
+
+
+def test_a_read_run_in_its_worker_past_its_limit_is_stopped_with_its_worker(served_store: KgliteStore) -> None:
+    """The worker is the sandbox of a catalog read: past `limit_s` it is killed and replaced, and the call answers
+    limit_exceeded (not 'unavailable')."""
+    pool, first, slow, took, after = _between_two_fast_calls(_sleepy, "slow", 0.5)
     assert slow.error is not None and slow.error.type == "limit_exceeded" and "0.5 s" in slow.error.message
     assert 0.5 <= took < 10 and pool.limit_kills == 1 and pool.restarts == 1
     assert after.ok and after.rows[0]["pid"] != first.rows[0]["pid"]  # a fresh worker
@@ -118,17 +126,7 @@ def test_a_read_run_in_its_worker_counts_in_the_memory_budget_for_all_reads() ->
     """The budget for all reads together also sees a catalog read that runs in its worker (no forked child to
     measure): what the worker grew past its idle size. Past the budget the worker is stopped and replaced, and
     the call says the budget ran out (not 'unavailable')."""
-    import threading
-
-    pool = WorkerPool(_greedy, 1, call_timeout_s=120, fork_lock=threading.Lock(), memory_budget_mb=150)
-    try:
-        first = pool.call("small", ReadLimits())
-        start = time.monotonic()
-        grown = pool.call("grow", ReadLimits(), limit_s=60)
-        took = time.monotonic() - start
-        after = pool.call("small", ReadLimits())
-    finally:
-        pool.close()
+    pool, first, grown, took, after = _between_two_fast_calls(_greedy, "grow", 60, memory_budget_mb=150)
     assert grown.error is not None and grown.error.type == "limit_exceeded", grown
     assert "memory budget for all reads together (150 MB)" in grown.error.message
     assert took < 25 and pool.budget_stops == 1 and pool.restarts == 1 and pool.limit_kills == 0
