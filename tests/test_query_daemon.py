@@ -323,3 +323,29 @@ def test_daemon_commands_and_the_setting_that_turns_it_off(store: Path, env: dic
     query_client.processes("stop")
     wait_gone([status["pid"]])
     assert cli(env, "query", "daemon", "status", "-f", "json")[1].strip() == "[]"
+
+
+def test_the_demo_step_shows_the_later_runs_answered_by_the_query_process(
+        env: dict[str, str], store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`chronokg demo`'s last step: who answered each run is the process's own count, and the answers agree."""
+    from chronokg.cli.demo_query import query_process_runs
+
+    monkeypatch.setenv(IDLE, "60")
+    runs = query_process_runs(f"kglite://{store}", subject="26103502")
+    assert [r.answered_by for r in runs] == ["in-process", "the local query process", "the local query process"]
+    assert all(r.same_answer for r in runs)
+    assert live_process(store)["requests"] == 2
+
+
+def test_the_demo_step_says_when_the_query_process_is_off(store: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from rich.console import Console
+
+    from chronokg.cli.demo_query import show_query_process
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    monkeypatch.setenv(IDLE, "0")
+    console = Console(record=True, width=120)
+    show_query_process(console, f"kglite://{store}")
+    assert "The local query process is off" in console.export_text()
+    assert query_client.processes("status") == [] and not (tmp_path / "chronokg").exists()

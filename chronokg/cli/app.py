@@ -97,6 +97,9 @@ def demo(
         with opened(uri) as s:
             run_showcase(s, console)
         loop_demo(console, uri)  # the research loop, in its own store (chronokg.cli.demo_loop)
+        from chronokg.cli.demo_query import show_query_process
+
+        show_query_process(console, uri)  # the same query from a shell, answered by the local query process
     guarded(body)
 
 
