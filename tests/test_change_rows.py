@@ -108,3 +108,14 @@ def test_pairs_with_several_values_a_day_agree_with_the_cypher(tmp_path: Path, m
         solo = catalog.changed_between(reader, D(2009, 6, 1), D(2010, 6, 1), predicate="solo")
         assert [(r.subject, r.before, r.after) for r in solo] == [
             (f"e{i}", ["x"], ["y"]) if i % 2 else (f"e{i}", [], ["z"]) for i in range(6)]
+
+
+def test_trusted_many_refuses_a_row_class_that_is_not_frozen() -> None:
+    """Its rows share one fields-set object, which only a frozen row never changes."""
+    from pydantic import ConfigDict
+
+    class Loose(ChangeRow):
+        model_config = ConfigDict(frozen=False)
+
+    with pytest.raises(TypeError, match="frozen rows only"):
+        trusted_many(Loose, [{"subject": "s", "predicate": "p", "before": [], "after": ["x"]}])

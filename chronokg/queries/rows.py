@@ -132,7 +132,12 @@ def trusted_rows(cls: type[R], fields: tuple[str, ...], rows: Iterable[Sequence[
 def trusted_many(cls: type[R], rows: list[dict[str, Any]]) -> list[R]:
     """`trusted_dict_rows` for long answers (a `changed_between` of ~770k rows at 10M facts): each step runs
     for every row in one C loop (`map` over the object's slot setters), not in Python bytecode per row; about
-    half the cost of the per-row loop, which stays the faster one for a point read's handful of rows."""
+    half the cost of the per-row loop, which stays the faster one for a point read's handful of rows.
+
+    The rows share one fields-set object: safe for frozen rows only (nothing adds to a frozen row's set, and
+    `model_copy` copies it), so other classes are refused."""
+    if not cls.model_config.get("frozen"):
+        raise TypeError(f"trusted_many builds frozen rows only, not {cls.__name__}")
     n = len(rows)
     out = list(map(object.__new__, repeat(cls, n)))
     sink: deque[None] = deque(maxlen=0)  # runs a `map` to its end, keeping nothing
