@@ -54,9 +54,14 @@ def signature(params: tuple[Param, ...]) -> inspect.Signature:
         for p in params])
 
 
+def given(options: IngestOptions, values: dict[str, Any]) -> dict[str, Any]:
+    """Each value under its `to` name, None and empty lists left out (what a load records to replay it)."""
+    return {p.keyword: values[p.name] for p in options.params if values[p.name] not in (None, [], ())}
+
+
 def keywords(options: IngestOptions, values: dict[str, Any]) -> dict[str, Any]:
     """The loader's keywords: each value under its `to` name, None and empty lists left out, then `prepare`."""
-    out = {p.keyword: values[p.name] for p in options.params if values[p.name] not in (None, [], ())}
+    out = given(options, values)
     if options.prepare is None:
         return out
     try:
@@ -76,10 +81,11 @@ def command(spec: SourceSpec) -> Callable[..., None]:
         from chronokg.cli.render import load_summary
 
         def body() -> None:
-            kwargs = keywords(options, values)
-            load = resolve(spec.loader)
+            from chronokg.ingest.replay import load
+
+            keywords(options, values)  # a bad value is refused before the store is opened
             with opened(load=True) as s, progress_bar(console) as bar:
-                summary = load(s, **kwargs, progress=bar)
+                summary = load(s, spec.name, given(options, values), progress=bar)
             load_summary(console, summary)
             if options.report:
                 resolve(options.report)(summary)

@@ -63,7 +63,7 @@ def register(app: typer.Typer) -> None:
         facts other releases assert stay, and values it replaced ("latest wins") are put back. Refused while
         generated questions depend on it, unless --derived; refused where a value cannot be restored, unless
         --force."""
-        from chronokg.graph.lifecycle import drop_release
+        from chronokg.ingest.replay import drop_release
 
         def body() -> None:
             with opened() as store:

@@ -12,8 +12,10 @@ release, predictions on removed questions, runs left empty) are refused unless `
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
@@ -51,6 +53,68 @@ class Removal(BaseModel):
             out.append(f"  kept as they are (a later release changed them again; --force): {len(self.kept):,} "
                        f"values: {', '.join(self.kept[:5])}" + (" …" if len(self.kept) > 5 else ""))
         return out
+
+
+Ref = tuple[str, str]  # (label, id)
+Edge = tuple[str, Ref, Ref, str]  # (type, start, end, its properties as JSON)
+
+
+@dataclass
+class Rebuild:
+    """A source's part of the store made equal to a replay of its remaining releases (`chronokg.ingest.replay`):
+    `scope` (label -> ids) is what the source's releases alone hold; nodes to delete, create and rewrite (a
+    rewrite sets absent keys to null), edges whose (type, start, end) changes (all of them go, `edges_in` come
+    back), and the remaining Sources' recorded calls renumbered."""
+
+    scope: dict[str, set[str]]
+    delete: set[Ref]
+    create: dict[Ref, dict[str, Any]]
+    rewrite: dict[Ref, dict[str, Any]]
+    edges_out: list[tuple[str, Ref, Ref]]
+    edges_in: list[Edge]
+    changed: dict[str, int] = field(default_factory=dict)  # "label key": values rewritten
+    calls: list[Statement] = field(default_factory=list)
+
+    def removed(self) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for label, node_id in self.delete:
+            out.setdefault(label, set()).add(node_id)
+        return out
+
+    def statements(self, store: GraphStore, removal: Removal) -> list[Statement]:
+        """Edges out, nodes deleted, created and rewritten, edges in: in that order, inside the drop's one
+        transaction."""
+        out: list[Statement] = []
+        for (kind, la, lb), rows in sorted(_group(
+                ((t, a[0], b[0]), {"a": a[1], "b": b[1]}) for t, a, b in self.edges_out).items()):
+            out.append((f"UNWIND $rows AS r MATCH (a:{la} {{id: r.a}})-[e:{kind}]->(b:{lb} {{id: r.b}}) DELETE e",
+                        {"rows": rows}))
+        out += [_delete(label, ids) for label, ids in sorted(self.removed().items())]
+        removal.restored.update(self.changed)
+        for what, nodes, verb in (("created", self.create, "CREATE"), ("rewritten", self.rewrite, "MATCH")):
+            for label, rows in sorted(_group(((ref[0],), {"id": ref[1], "props": {k: v for k, v in props.items()
+                                                                                  if k != "id"}})
+                                             for ref, props in sorted(nodes.items())).items()):
+                store.declare_properties(label[0], sorted({k for r in rows for k in r["props"]}))
+                out.append((f"UNWIND $rows AS r {verb} (n:{label[0]} {{id: r.id}}) SET n += r.props",
+                            {"rows": rows}))
+                if what == "created":
+                    key = f"{label[0]} (as the other releases give it)"
+                    removal.restored[key] = removal.restored.get(key, 0) + len(rows)
+        for (kind, la, lb), rows in sorted(_group(
+                ((t, a[0], b[0]), {"a": a[1], "b": b[1], "p": json.loads(p)}) for t, a, b, p in self.edges_in
+        ).items()):
+            props = " SET e += r.p" if any(r["p"] for r in rows) else ""
+            out.append((f"UNWIND $rows AS r MATCH (a:{la} {{id: r.a}}) MATCH (b:{lb} {{id: r.b}}) "
+                        f"CREATE (a)-[e:{kind}]->(b){props}", {"rows": rows}))
+        return out
+
+
+def _group(items: Iterable[tuple[tuple[str, ...], dict[str, Any]]]) -> dict[tuple[str, ...], list[dict[str, Any]]]:
+    out: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for key, row in items:
+        out.setdefault(key, []).append(row)
+    return out
 
 
 def _delete(label: str, ids: Iterable[str]) -> Statement:
@@ -126,14 +190,17 @@ def _delete_predictions_of(store: GraphStore, questions: list[str], derived: boo
 
 # --- source releases -----------------------------------------------------------------------------------------
 
-def _owned(store: GraphStore, source: str, origin_file: str | None) -> dict[str, set[str]]:
-    """Nodes whose every provenance edge points to `source`, then the nodes left with nothing else or first
-    staged from the release's file (`from_record`) and linked to a removed node."""
+def owned_by(store: GraphStore, sources: list[str], origin_file: str | None,
+             closure: bool = False) -> dict[str, set[str]]:
+    """Nodes whose every provenance edge points to one of `sources`, then the nodes left with nothing else or
+    first staged from the release's file (`from_record`) and linked to a removed node. With `closure`, a node
+    without provenance joins when every neighbour that has provenance is theirs (what a source's releases made
+    together, cycles of unanchored nodes included)."""
     owned: dict[str, set[str]] = {}
     for rel in PROVENANCE:
-        rows = store.run(f"MATCH (n)-[:{rel}]->(:Source {{id: $s}}) "
-                         f"OPTIONAL MATCH (n)-[:{rel}]->(o:Source) WHERE o.id <> $s "
-                         "RETURN labels(n)[0] AS label, n.id AS id, count(o) AS others", {"s": source})
+        rows = store.run(f"MATCH (n)-[:{rel}]->(x:Source) WHERE x.id IN $s "
+                         f"OPTIONAL MATCH (n)-[:{rel}]->(o:Source) WHERE NOT o.id IN $s "
+                         "RETURN labels(n)[0] AS label, n.id AS id, count(o) AS others", {"s": sources})
         for r in rows:
             if not r["others"]:
                 owned.setdefault(r["label"], set()).add(r["id"])
@@ -148,21 +215,26 @@ def _owned(store: GraphStore, source: str, origin_file: str | None) -> dict[str,
         for label, node_id in candidates:
             links = store.run(f"MATCH (m:{label} {{id: $id}})--(x) WHERE NOT any(l IN labels(x) WHERE l IN $derived) "
                               "RETURN labels(x)[0] AS label, x.id AS id, m.from_record AS origin, "
-                              f"exists((m)-[:{schema.ASSERTED_IN}|{schema.LOADED_FROM}]->()) AS anchored",
+                              f"exists((m)-[:{schema.ASSERTED_IN}|{schema.LOADED_FROM}]->()) AS anchored, "
+                              f"exists((x)-[:{schema.ASSERTED_IN}|{schema.LOADED_FROM}]->()) AS linked",
                               {"id": node_id, "derived": list(DERIVED)})
             if any(r["anchored"] for r in links):
                 continue
             made_here = bool(links) and origin_file is not None and split_origin(links[0]["origin"])[0] == origin_file
-            if made_here or all(r["id"] in owned.get(r["label"], set()) for r in links):
+            if made_here or all(r["id"] in owned.get(r["label"], set()) or (closure and not r["linked"])
+                                for r in links):
                 owned.setdefault(label, set()).add(node_id)
                 frontier.append((label, node_id))
     return owned
 
 
-def drop_release(store: GraphStore, source: str, derived: bool = False, force: bool = False) -> Removal:
+def drop_release(store: GraphStore, source: str, derived: bool = False, force: bool = False,
+                 rebuild: Rebuild | None = None) -> Removal:
     """Remove what only `source` asserted, in one transaction (see the module docstring). Values it replaced on
     nodes that stay are put back (`graph.prior`); where that cannot be done exactly (a list a later release
-    changed again) the drop is refused, naming them, unless `force` (they then keep their current value)."""
+    changed again) the drop is refused, naming them, unless `force` (they then keep their current value).
+    With `rebuild` (the other releases of its source replayed: `chronokg.ingest.replay`), the source's nodes
+    and edges become exactly the replay's instead, and only nodes outside it are undone in place."""
     found = store.run("MATCH (s:Source {id: $id}) RETURN s.path AS path", {"id": source})
     if not found:
         known = [r["id"] for r in store.run("MATCH (s:Source) RETURN s.id AS id ORDER BY id")]
@@ -171,7 +243,7 @@ def drop_release(store: GraphStore, source: str, derived: bool = False, force: b
     name = PurePath(found[0]["path"]).name if found[0]["path"] else None
     others = {PurePath(r["p"]).name for r in store.run("MATCH (s:Source) WHERE s.id <> $id AND s.path IS NOT NULL "
                                                         "RETURN s.path AS p", {"id": source})}
-    owned = _owned(store, source, name if name not in others else None)
+    owned = owned_by(store, [source], name if name not in others else None) if rebuild is None else rebuild.removed()
     refs = [{"label": lab, "id": i} for lab, ids in owned.items() for i in ids]
     questions = {r["id"] for r in store.run(
         "UNWIND $refs AS r MATCH (q:Question)-->(n {id: r.id}) WHERE r.label IN labels(n) RETURN DISTINCT q.id AS id",
@@ -185,7 +257,8 @@ def drop_release(store: GraphStore, source: str, derived: bool = False, force: b
     runs = [r["id"] for r in store.run("MATCH (r:Run) WHERE r.snapshot IN $snaps RETURN r.id AS id",
                                        {"snaps": snapshots})]  # evaluated against a store holding it
     removal = Removal(what=f"release {source}", removed={k: len(v) for k, v in owned.items()})
-    put_back, restored, unsplit = prior.restore(store, source, owned)
+    scope = owned if rebuild is None else rebuild.scope
+    put_back, restored, unsplit = prior.restore(store, source, scope)
     if unsplit and not force:
         raise ChronoKGError(f"release {source}: {len(unsplit):,} values it changed cannot be restored, because a "
                             f"later release changed them again ({', '.join(unsplit[:3])}"
@@ -208,13 +281,18 @@ def drop_release(store: GraphStore, source: str, derived: bool = False, force: b
         removal.removed[schema.QUESTION] = len(questions)
         removal.removed[schema.SNAPSHOT] = len(snapshots)
         statements += [_delete(schema.QUESTION, questions), _delete(schema.SNAPSHOT, snapshots)]
-    statements += [_delete(label, ids) for label, ids in owned.items()]
-    statements += _reassert(store, source, removal)
-    statements += _restore_captions(store, source, owned.get(schema.ENTITY, set()), removal)
-    statements += _reopen_revision(store, source, owned.get(schema.FACT, set()), removal)
+    if rebuild is None:
+        statements += [_delete(label, ids) for label, ids in owned.items()]
+        statements += _reassert(store, source, removal)
+        statements += _reopen_revision(store, source, owned.get(schema.FACT, set()), removal)
+    else:
+        statements += rebuild.statements(store, removal)
+    statements += _restore_captions(store, source, scope.get(schema.ENTITY, set()), removal)
     statements += put_back
     statements.append(_delete(schema.SOURCE, [source]))
     removal.removed[schema.SOURCE] = 1
+    if rebuild is not None:
+        statements += rebuild.calls
     if derived:  # runs left without a prediction
         statements.append(("MATCH (r:Run) WHERE NOT (r)<-[:IN_RUN]-() DETACH DELETE r", {}))
     _commit(store, statements)

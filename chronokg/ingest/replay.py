@@ -1,0 +1,266 @@
+"""Loads that can be replayed, and dropping a release by replaying the others of its source.
+
+Undoing one release in place cannot always be exact: a UMLS release closes the relations it no longer holds and
+infers valid dates from its neighbours, a TempoMed file decides which record a shared node remembers, a name
+belongs to the release that gave it. What the store holds for a source is a pure function of the releases loaded
+and their order, so the exact drop is to load the remaining releases again, in the same order, into a scratch
+store, and make the source's part of the real store equal to it in one transaction (`graph.lifecycle`).
+
+To replay, a load records on each `Source` it created the call that made it (`load_call`: the source's name in
+`SOURCES`, a load sequence number, and the loader's keywords as given, paths absolute). A replayed release must
+come back with the same id (ids are content hashes and dates), so a changed or moved input is refused, naming it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import importlib
+import json
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from chronokg.errors import ChronoKGError
+from chronokg.graph import lifecycle, schema
+from chronokg.graph.kglite_store import KgliteStore
+from chronokg.graph.lifecycle import Edge, Ref
+from chronokg.graph.store import GraphStore, Statement
+from chronokg.ingest.sources import SOURCES, SourceSpec
+from chronokg.progress import Progress
+
+LOAD_CALL = "load_call"
+ENGINE = {"title", "name", "label", "type"}  # filled by kglite itself, never written by chronokg
+
+
+def _resolve(ref: str) -> Any:
+    module, _, name = ref.partition(":")
+    found: Any = importlib.import_module(module)
+    for part in name.split("."):
+        found = getattr(found, part)
+    return found
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value.resolve())
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, list | tuple):
+        return [_encode(v) for v in value]
+    return value
+
+
+def _prepare(spec: SourceSpec, values: dict[str, Any]) -> dict[str, Any]:
+    if spec.ingest is None or spec.ingest.prepare is None:
+        return dict(values)
+    prepared: dict[str, Any] = _resolve(spec.ingest.prepare)(dict(values))
+    return prepared
+
+
+def load(store: GraphStore, name: str, values: Mapping[str, Any], progress: Progress | None = None) -> Any:
+    """Run source `name`'s loader with `values` (its keywords as the CLI gives them, before `prepare`) and record
+    the call on the Sources it created, so that dropping a release can replay it."""
+    spec = SOURCES.get(name)
+    before = {r["id"] for r in store.run("MATCH (s:Source) RETURN s.id AS id")}
+    summary = _resolve(spec.loader)(store, **_prepare(spec, dict(values)), progress=progress)
+    new = sorted({r["id"] for r in store.run("MATCH (s:Source) RETURN s.id AS id")} - before)
+    if new:
+        seqs = [json.loads(r["c"])["seq"] for r in store.run(
+            f"MATCH (s:Source) WHERE s.{LOAD_CALL} IS NOT NULL RETURN s.{LOAD_CALL} AS c")]
+        call = _call_text(name, max(seqs, default=0) + 1, {k: _encode(v) for k, v in values.items()})
+        store.declare_properties(schema.SOURCE, [LOAD_CALL])
+        store.write(iter([(f"UNWIND $ids AS i MATCH (s:Source {{id: i}}) SET s.{LOAD_CALL} = $c",
+                           {"ids": new, "c": call})]))
+    return summary
+
+
+def _call_text(name: str, seq: int, values: Mapping[str, Any]) -> str:
+    return json.dumps({"source": name, "seq": seq, "values": values}, sort_keys=True, ensure_ascii=False)
+
+
+# --- dropping by replay ------------------------------------------------------------------------------------------
+
+def drop_release(store: GraphStore, source: str, derived: bool = False, force: bool = False) -> lifecycle.Removal:
+    """Drop `source` exactly: replay the remaining releases of its source and make the store's part of that source
+    equal to the replay (see the module docstring). A store whose releases carry no recorded call (loaded before
+    calls were recorded) is dropped by undoing in place (`graph.lifecycle.drop_release`); a replay whose inputs are
+    gone or changed is refused, unless `force` (then undone in place too)."""
+    rows = store.run(f"MATCH (s:Source) RETURN s.id AS id, s.path AS path, s.{LOAD_CALL} AS call")
+    calls = {str(r["id"]): json.loads(r["call"]) if r["call"] else None for r in rows}
+    mine = calls.get(source)
+    if mine is None:
+        return lifecycle.drop_release(store, source, derived, force)
+    family = {i: c for i, c in calls.items() if c is not None and c["source"] == mine["source"]}
+    if any(c is None for i, c in calls.items() if i != source and _same_kind(store, i, source)):
+        return lifecycle.drop_release(store, source, derived, force)
+    paths = {str(r["id"]): r["path"] for r in rows}
+    try:
+        scratch_dir = tempfile.TemporaryDirectory(prefix="chronokg-replay-")
+        with scratch_dir as tmp:
+            scratch = KgliteStore(Path(tmp) / "replay.kgl", durable="off")
+            try:
+                _replay(scratch, source, family, paths)
+                rebuild = _rebuild(store, scratch, source, set(family))
+            finally:
+                scratch.close()
+    except _NotReplayable as exc:
+        if not force:
+            raise ChronoKGError(f"release {source}: {exc}; the drop replays the other releases of its source "
+                                "from their files (pass --force to undo it in place instead, which may leave "
+                                "values the release changed)") from None
+        return lifecycle.drop_release(store, source, derived, force)
+    return lifecycle.drop_release(store, source, derived, force, rebuild=rebuild)
+
+
+class _NotReplayable(Exception):
+    pass
+
+
+def _same_kind(store: GraphStore, a: str, b: str) -> bool:
+    kinds = {r["id"]: r["k"] for r in store.run("MATCH (s:Source) WHERE s.id IN $ids RETURN s.id AS id, "
+                                                "s.kind AS k", {"ids": [a, b]})}
+    return kinds.get(a) == kinds.get(b)
+
+
+def _replay(scratch: GraphStore, source: str, family: dict[str, dict[str, Any]], paths: dict[str, Any]) -> None:
+    """Load the family's remaining releases into `scratch`, one recorded call at a time in load order; the call
+    that also made `source` loads only its other releases' files."""
+    by_seq: dict[int, list[str]] = {}
+    for i, call in family.items():
+        by_seq.setdefault(int(call["seq"]), []).append(i)
+    remaining = set(family) - {source}
+    for seq in sorted(by_seq):
+        ids = by_seq[seq]
+        call = family[ids[0]]
+        spec = SOURCES.get(call["source"])
+        values = dict(call["values"])
+        if source in ids:
+            kept = [i for i in ids if i != source]
+            if not kept:
+                continue
+            if any(paths.get(i) is None for i in kept):
+                raise _NotReplayable(f"a release loaded with it ({kept[0]}) records no file of its own")
+            values[_paths_key(spec)] = sorted(
+                {str(Path(str(paths[i])).resolve()) for i in kept})
+        try:
+            load(scratch, spec.name, _typed(spec, values))
+        except (ChronoKGError, OSError) as exc:
+            raise _NotReplayable(f"replaying {', '.join(sorted(ids))} failed: {exc}") from None
+    got = {r["id"] for r in scratch.run("MATCH (s:Source) RETURN s.id AS id")}
+    if got != remaining:
+        changed = sorted(remaining - got)
+        raise _NotReplayable(f"the input of {', '.join(changed[:3]) or 'a release'} changed or moved since it "
+                             "was loaded")
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+_CONVERT: dict[str, Callable[[Any], Any]] = {"path": Path, "date": dt.date.fromisoformat}
+
+
+def _paths_key(spec: SourceSpec) -> str:
+    assert spec.ingest is not None
+    return next(p.keyword for p in spec.ingest.params if p.kind == "path" and p.argument)
+
+
+def _typed(spec: SourceSpec, values: Mapping[str, Any]) -> dict[str, Any]:
+    """A recorded call's values typed again as the CLI gives them (before `prepare`, which `load` runs)."""
+    assert spec.ingest is not None
+    params = {p.keyword: p for p in spec.ingest.params}
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        p = params[key]
+        convert: Callable[[Any], Any] = _resolve(p.enum) if p.kind == "enum" and p.enum else _CONVERT.get(
+            p.kind, _same)
+        out[key] = [convert(v) for v in value] if isinstance(value, list) else convert(value)
+    return out
+
+
+def _props(p: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in p.items() if k not in ENGINE}
+
+
+def _rebuild(store: GraphStore, scratch: GraphStore, source: str, family: set[str]) -> lifecycle.Rebuild:
+    """What makes the store's part of the family equal to `scratch`: nodes to delete, to create and to rewrite,
+    edges to delete and create, and every remaining Source's call renumbered in load order."""
+    owned = lifecycle.owned_by(store, sorted(family), None, closure=True)
+    owned.setdefault(schema.SOURCE, set()).update(family)
+    scope = {(lab, i) for lab, ids in owned.items() for i in ids}
+    old = {(str(r["l"]), str(r["id"])): _props(r["p"]) for lab, ids in owned.items() for r in store.run(
+        f"UNWIND $ids AS i MATCH (n:{lab} {{id: i}}) RETURN labels(n)[0] AS l, n.id AS id, properties(n) AS p",
+        {"ids": sorted(ids)})}
+    new = {(str(r["l"]), str(r["id"])): _props(r["p"])
+           for r in scratch.run("MATCH (n) RETURN labels(n)[0] AS l, n.id AS id, properties(n) AS p")}
+    for key in [k for k in new if k[0] == schema.SOURCE and k in old]:  # the path as it was given, not resolved
+        new[key]["path"] = old[key].get("path")
+    outside = [k for k in new if k not in old]
+    exists = _existing(store, outside)
+    create = {k: new[k] for k in outside if k not in exists}
+    rewrite = {k: {**{key: None for key in old[k] if key not in new[k]}, **new[k]}
+               for k in new if k in old and old[k] != new[k]}
+    delete = {k for k in old if k not in new}
+    touched = scope | set(create)
+    before = _edges(store, scope)
+    after = Counter(e for e in _edges(scratch, None).elements() if e[1] in touched or e[2] in touched)
+    pairs = {e[:3] for e in (before - after) + (after - before)}
+    changed = Counter(f"{ref[0]} {key}" for ref, props in rewrite.items() for key in props
+                      if key != LOAD_CALL and old[ref].get(key) != props[key])
+    return lifecycle.Rebuild(
+        scope=owned, delete=delete, create=create, rewrite=rewrite, changed=dict(changed),
+        edges_out=sorted(pairs), edges_in=sorted(e for e in after.elements() if e[:3] in pairs),
+        calls=_renumbered(store, scratch, source))
+
+
+def _existing(store: GraphStore, refs: list[Ref]) -> set[Ref]:
+    found: set[Ref] = set()
+    by_label: dict[str, list[str]] = {}
+    for lab, i in refs:
+        by_label.setdefault(lab, []).append(i)
+    for lab, ids in by_label.items():
+        found |= {(lab, str(r["id"])) for r in store.run(f"UNWIND $ids AS i MATCH (n:{lab} {{id: i}}) "
+                                                         "RETURN n.id AS id", {"ids": ids})}
+    return found
+
+
+def _edges(store: GraphStore, scope: set[Ref] | None) -> Counter[Edge]:
+    """Edges (with multiplicity) that touch `scope` (None: all), leaving out those to generated nodes."""
+    if scope is None:
+        rows = store.run("MATCH (a)-[e]->(b) RETURN type(e) AS t, labels(a)[0] AS la, a.id AS a, "
+                         "labels(b)[0] AS lb, b.id AS b, properties(e) AS p")
+    else:
+        refs = [{"l": lab, "id": i} for lab, i in sorted(scope)]
+        rows = [r for q in ("MATCH (a {id: r.id}) WHERE r.l IN labels(a) MATCH (a)-[e]->(b)",
+                            "MATCH (b {id: r.id}) WHERE r.l IN labels(b) MATCH (a)-[e]->(b)")
+                for r in store.run(f"UNWIND $refs AS r {q} RETURN type(e) AS t, labels(a)[0] AS la, a.id AS a, "
+                                   "labels(b)[0] AS lb, b.id AS b, properties(e) AS p", {"refs": refs})]
+    out: Counter[Edge] = Counter()
+    for r in rows:
+        if r["la"] in lifecycle.DERIVED or r["lb"] in lifecycle.DERIVED:
+            continue
+        edge = (str(r["t"]), (str(r["la"]), str(r["a"])), (str(r["lb"]), str(r["b"])),
+                json.dumps(_props(r["p"] or {}), sort_keys=True, default=str))
+        out[edge] += 1
+    if scope is not None:  # an edge inside the scope was read from both of its ends
+        out = Counter({e: (n // 2 if e[1] in scope and e[2] in scope else n) for e, n in out.items()})
+    return out
+
+
+def _renumbered(store: GraphStore, scratch: GraphStore, source: str) -> list[Statement]:
+    """Every remaining Source's recorded call with its sequence number renumbered 1, 2, ... in load order (as a
+    store that never loaded `source` numbers them), the replayed ones as the replay recorded them."""
+    replayed = {str(r["id"]): json.loads(r["c"]) for r in scratch.run(
+        f"MATCH (s:Source) WHERE s.{LOAD_CALL} IS NOT NULL RETURN s.id AS id, s.{LOAD_CALL} AS c")}
+    calls = {str(r["id"]): json.loads(r["c"]) for r in store.run(
+        f"MATCH (s:Source) WHERE s.{LOAD_CALL} IS NOT NULL AND s.id <> $s RETURN s.id AS id, s.{LOAD_CALL} AS c",
+        {"s": source})}
+    ranks = {seq: n for n, seq in enumerate(sorted({int(c["seq"]) for c in calls.values()}), 1)}
+    rows = [{"id": i, "c": _call_text(c["source"], ranks[int(c["seq"])], replayed.get(i, c)["values"])}
+            for i, c in sorted(calls.items())]
+    return [(f"UNWIND $rows AS r MATCH (s:Source {{id: r.id}}) SET s.{LOAD_CALL} = r.c", {"rows": rows})]
