@@ -94,3 +94,22 @@ def test_cfr_section_caption_known_at_an_edition(tmp_path: Path) -> None:
     now = catalog.timeline(store, "cfr:7:10.1")
     assert then and {r.subject_caption for r in then} == {"§ 10.1 Purpose"}
     assert now and {r.subject_caption for r in now} == {"§ 10.1 Purpose and scope"}
+
+
+def test_a_name_first_given_by_a_later_release_is_unknown_before_it(tmp_path: Path) -> None:
+    """A concept 2020AA holds in a relation but names in no MRCONSO row, named by 2021AA: known at 2020 it has
+    no name (as the 2020 store had), known at 2021 and now the 2021 name."""
+    with KgliteStore(tmp_path / "s.kgl") as store:
+        umls.load(store, folders())
+        late = {r["id"]: r["v"][0].split("\t", 1)[1] for r in store.run(
+            "MATCH (e:Entity) WHERE e.caption_versions IS NOT NULL RETURN e.id AS id, e.caption_versions AS v")
+            if r["v"][0] > "2021-05-01"}
+        then = catalog.facts_as_of(store, dt.date(2020, 6, 1), known_at=dt.date(2020, 6, 1))
+        later = catalog.facts_as_of(store, dt.date(2020, 6, 1), known_at=dt.date(2021, 6, 1))
+        unnamed_then = [cui for cui in late if captions_of(then, cui)]
+        assert unnamed_then, "the fixture has a concept named only from 2021AA on that a 2020 fact holds"
+        for cui in unnamed_then:
+            assert captions_of(then, cui) == {None}
+            assert captions_of(later, cui) == {late[cui]}
+            assert {r.subject_caption for r in catalog.timeline(store, cui, known_at=dt.date(2020, 6, 1))
+                    if r.subject == cui} <= {None}

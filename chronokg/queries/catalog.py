@@ -46,10 +46,12 @@ RETURN f.id AS id, f.subject_id AS subject, s.caption AS subject_caption, f.pred
 
 def caption_at(var: str, param: str) -> str:
     """`var`'s caption as known at `param`: the newest of its `caption_versions` ("YYYY-MM-DD<TAB>name", one a
-    release) known by then, else its caption (an entity whose name never changed has no versions)."""
+    release) known by then; none when it has versions but none known by then (no release had named it yet);
+    its caption when it has no versions (a source whose names are not dated)."""
     best = (f"reduce(b = '', c IN coalesce({var}.caption_versions, []) | "
             f"CASE WHEN left(c, 10) <= toString({param}) AND c > b THEN c ELSE b END)")
-    return f"CASE WHEN {best} = '' THEN {var}.caption ELSE substring({best}, 11) END"
+    return (f"CASE WHEN {best} <> '' THEN substring({best}, 11) "
+            f"WHEN size(coalesce({var}.caption_versions, [])) = 0 THEN {var}.caption ELSE null END")
 
 
 def fact_return(known_at: str | None) -> str:
