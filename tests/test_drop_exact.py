@@ -239,3 +239,41 @@ def test_dropping_any_release_equals_loading_the_others(name: str, shared_data: 
 @pytest.mark.parametrize("name", SOURCE_NAMES)
 def test_dropping_any_release_in_every_load_order(name: str, shared_data: Path, tmp_path: Path) -> None:
     run_source(name, shared_data, tmp_path, every=True)
+
+
+def test_cli_drop_of_the_newest_umls_release_gives_back_what_it_retracted(tmp_path: Path) -> None:
+    """Through the commands: 2020AA, 2021AA, 2022AA loaded one by one, 2022AA dropped: the same content and the
+    same `query as-of` answers as a store that loaded 2020AA and 2021AA (the relations 2022AA closed are open)."""
+    from typer.testing import CliRunner
+
+    from chronokg.cli.app import app
+
+    def step(store: Path, *args: str) -> str:
+        result = CliRunner().invoke(app, ["--store", f"kglite://{store}", *args])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    full, fresh = tmp_path / "full.kgl", tmp_path / "fresh.kgl"
+    for name in ("2020AA", "2021AA", "2022AA"):
+        step(full, "ingest", "umls", str(FIXTURES / "umls" / name))
+        if name != "2022AA":
+            step(fresh, "ingest", "umls", str(FIXTURES / "umls" / name))
+    closed = KgliteStore(full, read_only=True)
+    try:
+        retracted = closed.run("MATCH (f:Fact) WHERE f.retracted_by = 'umls:2022AA' OR f.known_to = date('2022-05-01') "
+                               "RETURN count(f) AS n")[0]["n"]
+    finally:
+        closed.close()
+    assert retracted  # 2022AA closed relations that 2021AA held
+    step(full, "releases", "drop", "umls:2022AA")
+    a, b = KgliteStore(full, read_only=True), KgliteStore(fresh, read_only=True)
+    try:
+        assert content(a) == content(b)
+        subjects = sorted({r["s"] for r in b.run("MATCH (f:Fact) RETURN DISTINCT f.subject_id AS s")})
+    finally:
+        a.close()
+        b.close()
+    for subject in subjects:
+        for day in ("2020-06-01", "2021-06-01", "2023-01-01"):
+            args = ("query", "as-of", "--date", day, "--subject", subject, "--format", "json")
+            assert json.loads(step(full, *args)) == json.loads(step(fresh, *args)), (subject, day)

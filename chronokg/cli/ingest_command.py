@@ -7,7 +7,6 @@ option names, defaults and errors are what a hand-written command with those par
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import inspect
 from collections.abc import Callable
 from pathlib import Path
@@ -16,19 +15,10 @@ from typing import Annotated, Any
 import typer
 
 from chronokg.cli.common import console, guarded, opened, parse_day
-from chronokg.ingest.options import IngestOptions, OptionError, Param
+from chronokg.ingest.options import IngestOptions, OptionError, Param, resolve
 from chronokg.ingest.sources import SourceSpec
 
 _TYPES: dict[str, Any] = {"path": Path, "str": str, "int": int, "float": float, "bool": bool, "date": dt.date}
-
-
-def resolve(ref: str) -> Any:
-    """`package.module:name` (or `:Class.attr`) to the object, importing the module."""
-    module, _, name = ref.partition(":")
-    found: Any = importlib.import_module(module)
-    for part in name.split("."):
-        found = getattr(found, part)
-    return found
 
 
 def annotation(p: Param) -> Any:

@@ -55,14 +55,15 @@ def register(app: typer.Typer) -> None:
     @releases.command("drop")
     def drop(release: Annotated[str, typer.Argument(help="The release's id (chronokg releases list)")],
              derived: DerivedOpt = False,
-             force: Annotated[bool, typer.Option("--force", help="Drop it even where a value it changed cannot "
-                                                                 "be restored (a list a later release changed "
-                                                                 "again): those keep their current value")] = False,
+             force: Annotated[bool, typer.Option("--force", help="Where the other releases cannot be replayed "
+                                                                 "(an input changed or moved), undo it in place; "
+                                                                 "drop it even where a value it changed cannot be "
+                                                                 "restored: those keep their current value")] = False,
              ) -> None:
-        """Remove, in one step, exactly what only this release asserted (its facts and loaded nodes, its Source);
-        facts other releases assert stay, and values it replaced ("latest wins") are put back. Refused while
-        generated questions depend on it, unless --derived; refused where a value cannot be restored, unless
-        --force."""
+        """Leave, in one step, the store a store that loaded the other releases in the same order would be: the
+        other releases of its source are loaded again from their files and the source's part of the store made
+        equal to them. Refused while generated questions depend on it, unless --derived; refused where an input
+        changed or moved, unless --force (then undone in place)."""
         from chronokg.ingest.replay import drop_release
 
         def body() -> None:

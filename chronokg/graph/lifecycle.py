@@ -6,8 +6,10 @@ release asserted: the facts and loaded nodes whose every provenance edge (`ASSER
 to it, the nodes left with nothing but those (entities of removed facts, the source questions of removed change
 pairs, ...), and its `Source` node. Facts other releases assert too stay, their known time recomputed from the
 remaining releases; values it replaced on nodes that stay ("latest wins", union lists) are put back from what the
-load recorded (`graph.prior`). Derived things (questions testing or built from removed nodes, snapshots that include the
-release, predictions on removed questions, runs left empty) are refused unless `derived=True`.
+load recorded (`graph.prior`). That undo is the fallback: `chronokg.ingest.replay` drops exactly, by replaying the
+source's other releases and handing the difference here as a `Rebuild`. Derived things (questions testing or
+built from removed nodes, snapshots that include the release, predictions on removed questions, runs left empty)
+are refused unless `derived=True`.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ Declared next to each source in `sources.py`; nothing here imports a source's mo
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -65,8 +66,17 @@ class OptionError(Exception):
         self.option = option
 
 
+def resolve(ref: str) -> Any:
+    """`package.module:name` (or `:Class.attr`) to the object, importing the module."""
+    module, _, name = ref.partition(":")
+    found: Any = importlib.import_module(module)
+    for part in name.split("."):
+        found = getattr(found, part)
+    return found
+
+
 DATE_HELP = "YYYY-MM-DD (or YYYY)"
 RELEASE_DATE = Param(name="release_date", kind="date", help=DATE_HELP)
 
 
-__all__ = ["DATE_HELP", "RELEASE_DATE", "IngestOptions", "OptionError", "Param"]
+__all__ = ["DATE_HELP", "RELEASE_DATE", "IngestOptions", "OptionError", "Param", "resolve"]

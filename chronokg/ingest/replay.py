@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
-import importlib
 import json
 import tempfile
 from collections import Counter
@@ -28,19 +27,12 @@ from chronokg.graph import lifecycle, schema
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.graph.lifecycle import Edge, Ref
 from chronokg.graph.store import GraphStore, Statement
+from chronokg.ingest.options import resolve
 from chronokg.ingest.sources import SOURCES, SourceSpec
 from chronokg.progress import Progress
 
 LOAD_CALL = "load_call"
 ENGINE = {"title", "name", "label", "type"}  # filled by kglite itself, never written by chronokg
-
-
-def _resolve(ref: str) -> Any:
-    module, _, name = ref.partition(":")
-    found: Any = importlib.import_module(module)
-    for part in name.split("."):
-        found = getattr(found, part)
-    return found
 
 
 def _encode(value: Any) -> Any:
@@ -58,7 +50,7 @@ def _encode(value: Any) -> Any:
 def _prepare(spec: SourceSpec, values: dict[str, Any]) -> dict[str, Any]:
     if spec.ingest is None or spec.ingest.prepare is None:
         return dict(values)
-    prepared: dict[str, Any] = _resolve(spec.ingest.prepare)(dict(values))
+    prepared: dict[str, Any] = resolve(spec.ingest.prepare)(dict(values))
     return prepared
 
 
@@ -67,7 +59,7 @@ def load(store: GraphStore, name: str, values: Mapping[str, Any], progress: Prog
     the call on the Sources it created, so that dropping a release can replay it."""
     spec = SOURCES.get(name)
     before = {r["id"] for r in store.run("MATCH (s:Source) RETURN s.id AS id")}
-    summary = _resolve(spec.loader)(store, **_prepare(spec, dict(values)), progress=progress)
+    summary = resolve(spec.loader)(store, **_prepare(spec, dict(values)), progress=progress)
     new = sorted({r["id"] for r in store.run("MATCH (s:Source) RETURN s.id AS id")} - before)
     if new:
         seqs = [json.loads(r["c"])["seq"] for r in store.run(
@@ -177,7 +169,7 @@ def _typed(spec: SourceSpec, values: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in values.items():
         p = params[key]
-        convert: Callable[[Any], Any] = _resolve(p.enum) if p.kind == "enum" and p.enum else _CONVERT.get(
+        convert: Callable[[Any], Any] = resolve(p.enum) if p.kind == "enum" and p.enum else _CONVERT.get(
             p.kind, _same)
         out[key] = [convert(v) for v in value] if isinstance(value, list) else convert(value)
     return out
