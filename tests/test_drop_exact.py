@@ -161,6 +161,13 @@ def answers(store: GraphStore, queries: list[tuple[str, dict[str, Any]]]) -> lis
 
 # --- the property ----------------------------------------------------------------------------------------------
 
+def node_ids(store: GraphStore) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for r in store.run("MATCH (n) RETURN labels(n)[0] AS l, n.id AS id"):
+        out.setdefault(str(r["l"]), set()).add(str(r["id"]))
+    return out
+
+
 def build(path: Path, case: Case, order: tuple[int, ...]) -> KgliteStore:
     store = KgliteStore(path)
     for i in order:
@@ -190,7 +197,13 @@ def check(case: Case, order: tuple[int, ...], dropped: int, tmp: Path) -> None:
             assert content(full) == before
             TALLY.append((case.source, order, dropped, 0))
             return
-        replay.drop_release(full, source_of(full, order.index(dropped) + 1))
+        before = node_ids(full)
+        removal = replay.drop_release(full, source_of(full, order.index(dropped) + 1))
+        after = node_ids(full)
+        # what the drop prints: the nodes it removed and created, per label, are the store's difference
+        assert removal.removed == {lab: n for lab in before if (n := len(before[lab] - after.get(lab, set())))}
+        assert {k.split(" ")[0]: v for k, v in removal.restored.items() if k.endswith("give it)")} == {
+            lab: n for lab in after if (n := len(after[lab] - before.get(lab, set())))}
         got, want = content(full), content(fresh)
         assert got == want, (f"{name}: content differs\n- " + "\n- ".join(sorted(set(got) - set(want)))[:3000]
                              + "\n+ " + "\n+ ".join(sorted(set(want) - set(got)))[:3000])

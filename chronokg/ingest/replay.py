@@ -82,18 +82,16 @@ def drop_release(store: GraphStore, source: str, derived: bool = False, force: b
     equal to the replay (see the module docstring). A store whose releases carry no recorded call (loaded before
     calls were recorded) is dropped by undoing in place (`graph.lifecycle.drop_release`); a replay whose inputs are
     gone or changed is refused, unless `force` (then undone in place too)."""
-    rows = store.run(f"MATCH (s:Source) RETURN s.id AS id, s.path AS path, s.{LOAD_CALL} AS call")
+    rows = store.run(f"MATCH (s:Source) RETURN s.id AS id, s.kind AS kind, s.path AS path, s.{LOAD_CALL} AS call")
     calls = {str(r["id"]): json.loads(r["call"]) if r["call"] else None for r in rows}
+    kinds = {str(r["id"]): r["kind"] for r in rows}
     mine = calls.get(source)
-    if mine is None:
-        return lifecycle.drop_release(store, source, derived, force)
+    if mine is None or any(c is None and kinds[i] == kinds[source] for i, c in calls.items()):
+        return lifecycle.drop_release(store, source, derived, force)  # loaded before loads were recorded
     family = {i: c for i, c in calls.items() if c is not None and c["source"] == mine["source"]}
-    if any(c is None for i, c in calls.items() if i != source and _same_kind(store, i, source)):
-        return lifecycle.drop_release(store, source, derived, force)
     paths = {str(r["id"]): r["path"] for r in rows}
     try:
-        scratch_dir = tempfile.TemporaryDirectory(prefix="chronokg-replay-")
-        with scratch_dir as tmp:
+        with tempfile.TemporaryDirectory(prefix="chronokg-replay-") as tmp:
             scratch = KgliteStore(Path(tmp) / "replay.kgl", durable="off")
             try:
                 _replay(scratch, source, family, paths)
@@ -111,12 +109,6 @@ def drop_release(store: GraphStore, source: str, derived: bool = False, force: b
 
 class _NotReplayable(Exception):
     pass
-
-
-def _same_kind(store: GraphStore, a: str, b: str) -> bool:
-    kinds = {r["id"]: r["k"] for r in store.run("MATCH (s:Source) WHERE s.id IN $ids RETURN s.id AS id, "
-                                                "s.kind AS k", {"ids": [a, b]})}
-    return kinds.get(a) == kinds.get(b)
 
 
 def _replay(scratch: GraphStore, source: str, family: dict[str, dict[str, Any]], paths: dict[str, Any]) -> None:
