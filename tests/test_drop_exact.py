@@ -290,3 +290,16 @@ def test_cli_drop_of_the_newest_umls_release_gives_back_what_it_retracted(tmp_pa
         for day in ("2020-06-01", "2021-06-01", "2023-01-01"):
             args = ("query", "as-of", "--date", day, "--subject", subject, "--format", "json")
             assert json.loads(step(full, *args)) == json.loads(step(fresh, *args)), (subject, day)
+
+
+def test_a_release_the_others_need_is_refused_as_loading_them_alone_is(tmp_path: Path) -> None:
+    """MI-CXR questions need their scene graphs: the questions cannot be loaded without them, so dropping the
+    scene graphs under them is refused (naming the release) and changes nothing; dropping the questions is exact."""
+    root = FIXTURES / "cxr"
+    needy = Case("cxr", ({"paths": [root / "scene_data", root / "study_metadata.csv"],
+                          "release_date": _d("2024-01-01")},
+                         {"paths": [root / "questions.jsonl"], "release_date": _d("2025-06-01")}), False)
+    TALLY.clear()
+    for dropped in (0, 1):
+        check(needy, (0, 1), dropped, tmp_path)
+    assert [t[3] == 0 for t in TALLY] == [True, False]  # the first refused by both, the second compared
