@@ -9,6 +9,8 @@ from typing import Any
 
 from rich.console import Console
 
+from chronokg.cli.render import say
+
 
 def loop_steps(folder: Path) -> list[list[str]]:
     """The loop's command lines (without the `--store` option every one gets)."""
@@ -43,7 +45,7 @@ def run_loop(console: Console, folder: Path, command: Any) -> None:
             first = min((folder / "runs").glob("run-*"), key=lambda p: p.stat().st_mtime)
             args = ["eval", "compare", str(first), str(next((folder / "runs-again").glob("run-*"))), "--iterations",
                     "50"]
-        console.print(f"\n[bold]step {n}[/] $ chronokg {' '.join(args)}", highlight=False)
+        say(console, "\n", (f"step {n}", "bold"), f" $ chronokg {' '.join(args)}")
         try:
             command.main([*store, *args], prog_name="chronokg", standalone_mode=False)
         except SystemExit as exc:  # a step that exits non-zero ends the demo's loop with its code
