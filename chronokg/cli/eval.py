@@ -452,10 +452,14 @@ def compare_command(
         if not pairs:
             raise ChronoKGError(f"the runs share no model ({', '.join(in_a)} / {', '.join(in_b)}): give --model-a "
                                 "and --model-b")
-        rows = [row for ma, mb in pairs for row in compare_runs(a, b, ma, mb, iterations)]
-        emit(console, rows, Format.json if fmt == "json" else Format.table, title="paired comparison",
-             columns=["family", "metric", "a", "b", "n", "value_a", "value_b", "difference", "test", "p", "ci95"],
-             priority=["metric", "value_a", "value_b", "difference", "p", "n", "ci95"])
+        rows = [(ma, mb, compare_runs(a, b, ma, mb, iterations)) for ma, mb in pairs]
+        if fmt == "json":
+            emit(console, [row for _, _, found in rows for row in found], Format.json)
+            return
+        for ma, mb, found in rows:  # one table per pair of models: a and b said once, in its title
+            emit(console, found, Format.table, title=f"paired comparison: a {ma}, b {mb}",
+                 columns=["family", "metric", "n", "value_a", "value_b", "difference", "test", "p", "ci95"],
+                 priority=["metric", "value_a", "value_b", "difference", "p", "n", "ci95"])
     guarded(body)
 
 

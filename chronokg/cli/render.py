@@ -72,6 +72,26 @@ def say(console: Console, *parts: Any, err: bool = False) -> None:
     console.print(line, highlight=False)
 
 
+def heading(console: Console, title: str) -> None:
+    """A section's heading: a rule across a terminal; in a pipe `== title ==`, wrapped, no box drawing."""
+    if console.is_terminal:
+        console.rule(text(title, "bold"))
+        return
+    say(console, f"== {title} ==")
+
+
+def panel(console: Console, body: str, title: str, width: int | None = None) -> None:
+    """A block of stored text under a title: boxed on a terminal; in a pipe the title, then the text as it is."""
+    from rich.panel import Panel
+
+    if console.is_terminal:
+        console.print(Panel(text(body), title=text(title), width=min(console.width, width or console.width)))
+        return
+    say(console, (title, "bold"))
+    for line in body.splitlines():
+        say(console, f"  {line}" if line.strip() else "")
+
+
 def cell(value: Any) -> str:
     """A value as a table cell: None as —, floats to 4 significant digits, lists comma-separated."""
     if value is None:
@@ -105,8 +125,8 @@ def _numeric(values: Sequence[str]) -> bool:
 def _plan(headers: Sequence[str], cells: list[list[str]], width: int, order: list[int],
           overhead: tuple[int, int]) -> tuple[list[int], dict[int, int]]:
     """(columns shown, their widths): kept in `order` while every shown column's longest word (a column of
-    sentences: PROSE cells) fits in `width`; the rest of the space goes to columns whose text would otherwise wrap. `overhead` is
-    (per column, per table) in characters."""
+    sentences: PROSE cells) fits in `width`; the rest of the room makes names and labels whole, then goes to
+    the columns whose text would otherwise wrap. `overhead`: (per column, per table) in characters."""
     per, fixed = overhead
 
     def longest_word(i: int) -> int:
@@ -128,11 +148,12 @@ def _plan(headers: Sequence[str], cells: list[list[str]], width: int, order: lis
     room = max(1, width - fixed - per * len(chosen))
     widths = {i: min(need[i], cap, room) for i in chosen}
     spare = room - sum(widths.values())
-    for i in chosen:  # a long name or number whole before any text gets more room
-        grow = min(spare, need[i] - widths[i])
-        if grow > 0:
-            widths[i] += grow
-            spare -= grow
+    for goal in (need, {i: full(i) for i in chosen if not prose(i)}):  # names and labels whole, then sentences
+        for i in chosen:
+            grow = min(spare, goal.get(i, 0) - widths[i])
+            if grow > 0:
+                widths[i] += grow
+                spare -= grow
     wanting = [i for i in chosen if full(i) > widths[i]]
     while spare > 0 and wanting:
         share = max(1, spare // len(wanting))
@@ -192,10 +213,14 @@ def _boxed(console: Console, heads: list[str], cells: list[list[str]], title: st
 
 def _plain(console: Console, heads: list[str], cells: list[list[str]], title: str | None, shown: list[int],
            widths: dict[int, int], right: dict[int, bool]) -> None:
-    """Aligned columns separated by spaces; folded columns as `name: value` lines under their row."""
+    """Aligned columns separated by spaces; folded columns as `name: value` lines under their row, or once above
+    the table where every row holds the same value."""
     from rich.text import Text
 
     width = console.width
+    hidden = [i for i in range(len(heads)) if i not in shown]
+    same = [i for i in hidden if len(cells) > 1 and len({row[i] for row in cells}) == 1]
+    under = [i for i in hidden if i not in same]
 
     def emit_line(line: str, style: str = "") -> None:
         console.print(Text(line.rstrip(), style=style), soft_wrap=True, highlight=False)
@@ -203,16 +228,19 @@ def _plain(console: Console, heads: list[str], cells: list[list[str]], title: st
     if title:
         for line in _wrap(console, title, width):
             emit_line(line, "bold")
+    if same:
+        for line in _wrap(console, "in every row: " + "; ".join(f"{heads[i]} {cells[0][i]}" for i in same), width):
+            emit_line(line)
     blocks: list[list[str]] = []
     for row in [heads, *cells]:
         wrapped = {i: _wrap(console, row[i], widths[i]) for i in shown}
         height = max(len(v) for v in wrapped.values())
         lines = [(" " * GAP).join(_pad(wrapped[i][k] if k < len(wrapped[i]) else "", widths[i], right[i])
                                   for i in shown) for k in range(height)]
-        folded = "; ".join(f"{heads[i]}: {row[i]}" for i in range(len(heads))
-                           if i not in shown and row[i] not in ("", "—")) if row is not heads else ""
-        if folded:
-            lines += ["  " + line for line in _wrap(console, folded, width - 2)]
+        fields = [] if row is heads else [f"{heads[i]}: {row[i]}" for i in under if row[i] not in ("", "—")]
+        joined = "; ".join(fields)
+        for field in ([joined] if _width(joined) <= width - 2 else fields) if fields else []:  # one line, else one field a line
+            lines += ["  " + line for line in _wrap(console, field, width - 2)]
         blocks.append(lines)
     head, *body = blocks
     for line in head:
@@ -224,9 +252,9 @@ def _plain(console: Console, heads: list[str], cells: list[list[str]], title: st
             emit_line("")
         for line in block:
             emit_line(line)
-    if len(shown) < len(heads):
-        hidden = ", ".join(heads[i] for i in range(len(heads)) if i not in shown)
-        for line in _wrap(console, f"(under each row at {width} columns: {hidden})", width):
+    if under:
+        names = ", ".join(heads[i] for i in under)
+        for line in _wrap(console, f"(under each row at {width} columns: {names})", width):
             emit_line(line, "dim")
 
 

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.panel import Panel
 
-from chronokg.cli.render import Format, emit, esc, load_summary, say, text
+from chronokg.cli.render import Format, emit, heading, load_summary, panel, say, text
 from chronokg.demo.corpus import load_demo
 from chronokg.demo.sources import load_sources
 from chronokg.graph.store import GraphStore
@@ -17,14 +17,17 @@ from chronokg.queries import catalog
 
 
 def run_showcase(store: GraphStore, console: Console) -> None:
-    console.print(Panel.fit(text(f"chronokg demo — store {store.uri} ({store.engine})"), style="bold"))
+    if console.is_terminal:
+        console.print(Panel.fit(text(f"chronokg demo — store {store.uri} ({store.engine})"), style="bold"))
+    else:
+        say(console, (f"chronokg demo — store {store.uri} ({store.engine})", "bold"))
     load_summary(console, load_demo(store))
     sources = [SourceRow(source=x.source_kind, records=x.records, files=len(x.paths), facts=x.staged.get("Fact", 0))
                for x in load_sources(store)]
     emit(console, sources, Format.table, title="a slice of every other source (their own loaders)")
 
     def show(title: str, explain: str) -> None:
-        console.rule(f"[bold]{esc(title)}")
+        heading(console, title)
         say(console, (explain, "dim"))
 
     cols = ["decision_id", "recommendation", "guideline", "guideline_year"]
@@ -80,9 +83,8 @@ def show_benchmark(store: GraphStore, console: Console, show: Callable[[str, str
     questions, _ = generate("tempomed", store, snapshot.current(store),
                             {"protocol": "chronokg", "probes": True, "probe_years": (2000, 2024)})
     sample = next(q for q in questions if q.variant.startswith("mcq") and q.metadata["target"] == "historical")
-    console.print(Panel(text(sample.input.strip()), title=text(f"{sample.variant} · target {sample.target} · key "
-                                                              f"{sample.answer_key.query}{sample.answer_key.params}"),
-                        width=min(console.width, 110)))
+    panel(console, sample.input.strip(), f"{sample.variant} · target {sample.target} · key "
+                                         f"{sample.answer_key.query}{sample.answer_key.params}", width=110)
     report = verify_questions(store, questions)
     say(console, f"{len(questions)} questions; bench verify: {report.keys} answer keys re-run, "
                  f"{len(report.changed)} changed")
@@ -121,7 +123,7 @@ def show_families(store: GraphStore, console: Console, show: Callable[[str, str]
     for name in FAMILIES.names():
         questions, ctx = generate(name, store, snap, {})
         rows.append(FamilyRow(family=name, questions=len(questions), variants=len({q.variant for q in questions}),
-                              notes=len(ctx.notes), first_note=ctx.notes[0][:90] if ctx.notes else ""))
+                              notes=len(ctx.notes), first_note=ctx.notes[0] if ctx.notes else ""))
     emit(console, rows, Format.table)
 
 
