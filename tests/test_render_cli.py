@@ -79,7 +79,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     source = _inputs(tmp)
     ingest = invoke(store, ["ingest", "tempomed", str(source), "--release-date", "2024-01-01"], 200, False)
     questions = tmp / "q.jsonl"
-    invoke(store, ["generate", "tempomed", "--out", str(questions)], 200, False)
+    generated = invoke(store, ["generate", "tempomed", "--out", str(questions)], 200, False)
     rows = [json.loads(line) for line in questions.read_text().splitlines()]
     predictions = tmp / "p.jsonl"
     predictions.write_text("".join(json.dumps({"id": q["id"], "output": "A"}) + "\n" for q in rows))
@@ -89,7 +89,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     decision = json.loads(invoke(store, ["query", "recommended-on", "--date", "2022-06-01", "--guideline", "90000003",
                                          "-f", "json"], 80, False))[0]["decision_id"]
     return {"store": store, "questions": questions, "run": run, "decision": decision, "ingest": ingest,
-            "source": source}
+            "source": source, "generated": generated}
 
 
 def commands(w: dict[str, object]) -> list[tuple[list[str], list[str]]]:
@@ -133,6 +133,33 @@ def test_the_load_summary_counts_its_files_and_starts_with_its_title(world: dict
     out = str(world["ingest"])
     files = len(list(Path(str(world["source"])).iterdir()))
     assert out.splitlines()[0].startswith("tempomed: ") and f"from {files} files" in out
+    assert str(world["generated"]).splitlines()[0].startswith("wrote ")  # no blank line first (a progress bar's)
+
+
+def test_the_demo_corpus_load_names_its_file() -> None:
+    from chronokg.demo.corpus import corpus_file, load_demo
+    from chronokg.graph.open import open_store
+
+    with open_store("kglite://:memory:") as store:
+        summary = load_demo(store)
+    assert summary.paths == [str(corpus_file())] and corpus_file().is_file()
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_a_reader_that_stops_early_ends_the_command_quietly(world: dict[str, object], fmt: str) -> None:
+    """`chronokg query ... | head`: the reader is gone before the first write; no error line, no traceback."""
+    import os
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "chronokg.cli", "--store", f"kglite://{world['store']}", "query",
+               "changed-between", "--from", "2010", "--to", "2024", "-f", fmt]
+    env = {**os.environ, "COLUMNS": "80", "PYTHONPATH": str(Path(__file__).parents[1])}
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # like `head` that has read what it wanted
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and err == "", err
 
 
 def first_column(out: str) -> list[str]:

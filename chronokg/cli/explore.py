@@ -74,5 +74,5 @@ def register(app: typer.Typer, export_app: typer.Typer) -> None:
                 summary = export_html(store, out, chosen, report)
             say(console, ("wrote", "green"), f" {summary.path} ({summary.trajectories} trajectories, "
                           f"{summary.subjects} timelines, {summary.questions} questions, "
-                          f"{summary.bytes / 1e6:.1f} MB): open it in a browser", soft_wrap=True)
+                          f"{summary.bytes / 1e6:.1f} MB): open it in a browser")
         guarded(body)

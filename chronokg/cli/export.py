@@ -45,7 +45,7 @@ def register(export_app: typer.Typer) -> None:
 
         def body() -> None:
             for task, n in export_lm_eval(load_questions(questions, None), out, protocol).items():
-                say(console, ("wrote", "green"), f" task [bold]{task}[/] ({n:,} questions) to {out / task}")
+                say(console, ("wrote", "green"), " task ", (task, "bold"), f" ({n:,} questions) to {out / task}")
             console.print(f"run: lm_eval --include_path {out} --tasks NAME --model local-chat-completions "
                           "--apply_chat_template --log_samples --output_path RESULTS ...", soft_wrap=True,
                           markup=False)
