@@ -239,7 +239,8 @@ def _plain(console: Console, heads: list[str], cells: list[list[str]], title: st
                                   for i in shown) for k in range(height)]
         fields = [] if row is heads else [f"{heads[i]}: {row[i]}" for i in under if row[i] not in ("", "—")]
         joined = "; ".join(fields)
-        for field in ([joined] if _width(joined) <= width - 2 else fields) if fields else []:  # one line, else one field a line
+        one_line = _width(joined) <= width - 2  # else one field a line
+        for field in ([joined] if one_line else fields) if fields else []:
             lines += ["  " + line for line in _wrap(console, field, width - 2)]
         blocks.append(lines)
     head, *body = blocks
