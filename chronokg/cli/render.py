@@ -237,11 +237,8 @@ def _plain(console: Console, heads: list[str], cells: list[list[str]], title: st
         height = max(len(v) for v in wrapped.values())
         lines = [(" " * GAP).join(_pad(wrapped[i][k] if k < len(wrapped[i]) else "", widths[i], right[i])
                                   for i in shown) for k in range(height)]
-        fields = [] if row is heads else [f"{heads[i]}: {row[i]}" for i in under if row[i] not in ("", "—")]
-        joined = "; ".join(fields)
-        one_line = _width(joined) <= width - 2  # else one field a line
-        for field in ([joined] if one_line else fields) if fields else []:
-            lines += ["  " + line for line in _wrap(console, field, width - 2)]
+        if row is not heads:
+            lines += _folded(console, [(heads[i], row[i]) for i in under if row[i] not in ("", "—")], width)
         blocks.append(lines)
     head, *body = blocks
     for line in head:
@@ -257,6 +254,24 @@ def _plain(console: Console, heads: list[str], cells: list[list[str]], title: st
         names = ", ".join(heads[i] for i in under)
         for line in _wrap(console, f"(under each row at {width} columns: {names})", width):
             emit_line(line, "dim")
+
+
+def _folded(console: Console, fields: list[tuple[str, str]], width: int) -> list[str]:
+    """A row's folded columns, indented under it: `a: 1; b: 2` on one line where they fit, else one field a line,
+    a value of several lines under its name."""
+    joined = "; ".join(f"{name}: {value}" for name, value in fields)
+    if not fields:
+        return []
+    if "\n" not in joined and _width(joined) <= width - 2:
+        return ["  " + joined]
+    out: list[str] = []
+    for name, value in fields:
+        if "\n" in value:
+            out.append(f"  {name}:")
+            out += ["    " + line for part in value.split("\n") for line in _wrap(console, part, width - 4)]
+        else:
+            out += ["  " + line for line in _wrap(console, f"{name}: {value}", width - 2)]
+    return out
 
 
 def emit(console: Console, rows: Sequence[BaseModel], fmt: Format, title: str | None = None,
