@@ -58,9 +58,10 @@ def text(value: Any, style: str = "") -> Text:
     return Text(_visible(str(value)), style=style)
 
 
-def say(console: Console, *parts: Any, err: bool = False) -> None:
+def say(console: Console, *parts: Any, indent: int = 0) -> None:
     """One message built from parts: a `(value, style)` pair is styled, anything else is plain text. Stored values
-    go in as parts, never into markup: `say(console, ("wrote", "green"), f" {n:,} questions to ", path)`."""
+    go in as parts, never into markup: `say(console, ("wrote", "green"), f" {n:,} questions to ", path)`.
+    `indent`: every line, wrapped ones included, starts that many spaces in."""
     from rich.text import Text
 
     line = Text()
@@ -69,7 +70,12 @@ def say(console: Console, *parts: Any, err: bool = False) -> None:
             line.append_text(text(part[0], part[1]))
         else:
             line.append_text(text(part))
-    console.print(line, highlight=False)
+    if not indent:
+        console.print(line, highlight=False)
+        return
+    for wrapped in line.wrap(console, max(1, console.width - indent), overflow="fold"):
+        wrapped.rstrip()
+        console.print(Text(" " * indent) + wrapped, highlight=False, soft_wrap=True)
 
 
 def heading(console: Console, title: str) -> None:

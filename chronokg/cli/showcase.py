@@ -159,7 +159,8 @@ def show_tools(store: GraphStore, console: Console, show: Callable[[str, str], N
             answer = (f"{len(result.rows)} row(s): {result.content()[:100]}" if result.ok else
                       f"{result.error.type}: {result.error.message}" if result.error else "")
             mark = ("answered", "green") if result.ok else ("refused ", "red")
-            say(console, mark, f" {call}\n         → {answer}")
+            say(console, mark, f" {call}")
+            say(console, f"→ {answer}", indent=9)
 
 
 class SourceRow(BaseModel):
