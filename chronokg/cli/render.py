@@ -75,7 +75,7 @@ def say(console: Console, *parts: Any, indent: int = 0) -> None:
         return
     for wrapped in line.wrap(console, max(1, console.width - indent), overflow="fold"):
         wrapped.rstrip()
-        console.print(Text(" " * indent) + wrapped, highlight=False, soft_wrap=True)
+        console.print(Text(" " * indent) + wrapped if wrapped.plain else wrapped, highlight=False, soft_wrap=True)
 
 
 def heading(console: Console, title: str) -> None:
@@ -95,7 +95,7 @@ def panel(console: Console, body: str, title: str, width: int | None = None) -> 
         return
     say(console, (title, "bold"))
     for line in body.splitlines():
-        say(console, f"  {line}" if line.strip() else "")
+        say(console, line, indent=2)
 
 
 def cell(value: Any) -> str:
