@@ -222,3 +222,24 @@ def test_a_pipe_at_80_columns_splits_no_number_or_word(world: dict[str, object])
     lines = [line.split() for line in out.splitlines()]
     for row in counts:
         assert [row["kind"], row["name"], str(row["count"])] in lines or row["kind"] == "source", row
+
+
+@pytest.mark.parametrize("terminal", [False, True], ids=["pipe", "terminal"])
+def test_a_control_sequence_or_one_unbroken_word_stays_text_within_the_width(terminal: bool) -> None:
+    """An escape sequence in stored text is shown as `\\x1b`, never sent; a 10,000-character word is cut into lines
+    of the width (the one case a word is cut), every character kept."""
+    import io
+
+    from rich.console import Console
+
+    from chronokg.cli.render import table
+
+    word = "".join(chr(ord("a") + n % 26) for n in range(10_000))
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=80, force_terminal=terminal, color_system=None)
+    table(console, ["id", "text", "n"], [["a-1", "\x1b[31mred [bold]", 1234567], ["a-2", "x", 7]], title="t")
+    table(console, ["text"], [[word]])
+    out = buffer.getvalue()
+    assert "\x1b" not in out and "\\x1b[31mred [bold]" in out and "1234567" in out.split()
+    assert max(cell_len(line) for line in out.splitlines()) <= 80
+    assert word in re.sub(r"[\s\u2500-\u257f]", "", out)
