@@ -219,7 +219,7 @@ def test_cli(tmp_path: Path) -> None:
     uri = f"kglite://{tmp_path}/s.kgl"
     result = runner.invoke(app, ["--store", uri, "ingest", "chroknow", str(FIXTURES)])
     assert result.exit_code == 0, result.output
-    assert "10 records from 4 file(s)" in result.output
+    assert "10 records from 4 files" in result.output
     result = runner.invoke(app, ["--store", uri, "ingest", "chroknow", str(FIXTURES / "legal.jsonl"),
                                  "--domain", "legal"])
     assert result.exit_code == 0 and "store unchanged" in result.output

@@ -191,7 +191,7 @@ def test_download_then_ingest(mirror: tuple[str, Path], tmp_path: Path) -> None:
     uri = f"kglite://{tmp_path}/s.kgl"
     result = runner.invoke(app, ["--store", uri, "ingest", "driftmed", str(saved)])
     assert result.exit_code == 0, result.output
-    assert "6 records from 1 file(s)" in result.output
+    assert "6 records from 1 file\n" in result.output
     result = runner.invoke(app, ["--store", uri, "query", "as-of", "--date", "2026-01-01",
                                  "--subject", "driftmed:1", "-f", "json"])
     assert [r["value"] for r in json.loads(result.output)] == [raw()[0]["text"]]

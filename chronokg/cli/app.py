@@ -12,7 +12,7 @@ import typer
 from chronokg.cli.common import FormatOpt, console, guarded, opened, state
 from chronokg.cli.lazy import lazy_group
 from chronokg.cli.queries import query_app
-from chronokg.cli.render import Format, emit
+from chronokg.cli.render import Format, emit, say
 from chronokg.cli.root import root_app
 
 
@@ -56,7 +56,7 @@ def init() -> None:
     """Create the store (and its constraints and indexes) if it does not exist."""
     def body() -> None:
         with opened() as s:
-            console.print(f"[green]ready:[/] {s.uri} ({s.engine})")
+            say(console, ("ready:", "green"), f" {s.uri} ({s.engine})")
     guarded(body)
 
 

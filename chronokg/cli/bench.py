@@ -19,6 +19,7 @@ import typer
 from chronokg.cli.common import console, err, guarded, opened
 from chronokg.cli.lazy import Command
 from chronokg.cli.queries import option_parameter, split_lists
+from chronokg.cli.render import say
 
 
 def family_command(name: str) -> Command:
@@ -125,20 +126,20 @@ def generate_and_save(family: str, options: Any, out: Path, fmt: str, write: boo
             store_questions(store, questions)
     if fmt == "canonical":
         n = write_jsonl(out, questions)
-        console.print(f"[green]wrote[/] {n:,} questions to {out}")
+        say(console, ("wrote", "green"), f" {n:,} questions to {out}")
     else:
         files = write_seed(family, questions, out)
         for path, count in files.items():
-            console.print(f"[green]wrote[/] {count:,} records to {path}")
+            say(console, ("wrote", "green"), f" {count:,} records to {path}")
     by_variant = Counter(q.variant for q in questions)
     for variant, count in sorted(by_variant.items()):
-        console.print(f"  {variant}: {count:,}")
-    console.print(f"snapshot {snap}" + (" (stored with the questions)" if write else "")
-                  + (f"; new or changed since {base.snapshot}" if base is not None else ""))
+        say(console, f"  {variant}: {count:,}")
+    say(console, f"snapshot {snap}" + (" (stored with the questions)" if write else "")
+        + (f"; new or changed since {base.snapshot}" if base is not None else ""))
     for note in ctx.notes[:20]:
-        err.print(f"[yellow]note:[/] {note}")
+        say(err, ("note:", "yellow"), f" {note}")
     if len(ctx.notes) > 20:
-        err.print(f"[yellow]note:[/] … and {len(ctx.notes) - 20} more")
+        say(err, ("note:", "yellow"), f" … and {len(ctx.notes) - 20} more")
 
 
 def _evidence_changes(changed: list[Any], limit: int = 20) -> None:
@@ -154,10 +155,10 @@ def _evidence_changes(changed: list[Any], limit: int = 20) -> None:
             return
         old = [json.dumps(r, sort_keys=True, ensure_ascii=False) for r in c.old_evidence]
         new = [json.dumps(r, sort_keys=True, ensure_ascii=False) for r in c.new_evidence]
-        console.print(f"[bold]{key}[/]: {len(old)} evidence row(s) then, {len(new)} now", highlight=False)
+        say(console, (key, "bold"), f": {len(old)} evidence row(s) then, {len(new)} now")
         for sign, rows in (("-", [r for r in old if r not in new]), ("+", [r for r in new if r not in old])):
             for row in rows[:5]:
-                console.print(f"  {sign} {row[:200]}", highlight=False, markup=False)
+                say(console, f"  {sign} {row[:200]}")
 
 
 def provider() -> dict[str, Callable[[], Command]]:
@@ -211,7 +212,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                 console.print(f"{report.checked:,} questions, {report.keys:,} answer keys re-run: "
                               f"[{'red' if report.changed else 'green'}]{len(report.changed):,} changed[/]")
                 emit(console, report.changed, Format.table, title="questions whose evidence changed",
-                     columns=["id", "variant", "old_target", "new_target", "old_answer", "new_answer"], wrap=50)
+                     columns=["id", "variant", "old_target", "new_target", "old_answer", "new_answer"])
                 _evidence_changes(report.changed)
             if fail_on_change and report.changed:
                 raise typer.Exit(1)
@@ -233,7 +234,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                 by_family.setdefault(q.family, []).append(q)
             for family, items in by_family.items():
                 for file, count in write_seed(family, items, out).items():
-                    console.print(f"[green]wrote[/] {count:,} records to {file}")
+                    say(console, ("wrote", "green"), f" {count:,} records to {file}")
         guarded(body)
 
 
@@ -261,8 +262,8 @@ def register_trajectory(bench_app: typer.Typer) -> None:
 
         def body() -> None:
             built = build(manifest, open_model(model, base_url, api_key_env), out)
-            console.print(f"{built.extracted} differences extracted, {built.kept} verified (score 1) and kept; "
-                          f"wrote {built.trajectory.name} and {len(built.diffs)} difference file(s)")
+            say(console, f"{built.extracted} differences extracted, {built.kept} verified (score 1) and kept; "
+                         f"wrote {built.trajectory.name} and {len(built.diffs)} difference file(s)")
             if not built.diffs:
                 err.print("[yellow]note:[/] no verified difference: nothing to load or ask")
                 return
@@ -274,5 +275,5 @@ def register_trajectory(bench_app: typer.Typer) -> None:
                                         since=snapshot.added_since(store, before))
                 store_questions(store, questions)
             n = write_jsonl(out / "questions.jsonl", questions)
-            console.print(f"[green]wrote[/] {n:,} questions for the new change pairs to {out / 'questions.jsonl'}")
+            say(console, ("wrote", "green"), f" {n:,} questions for the new change pairs to {out / 'questions.jsonl'}")
         guarded(body)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import typer
 
-from chronokg.cli.render import Format
+from chronokg.cli.render import Format, say
 from chronokg.errors import ChronoKGError
 
 if TYPE_CHECKING:
@@ -33,7 +33,12 @@ class _FirstUse:
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(**self._options)
+            class _Console(Console):
+                def on_broken_pipe(self) -> None:  # rich's own exits 1; `guarded` ends the command as `cat` would
+                    self.quiet = True
+                    raise BrokenPipeError
+
+            self._console = _Console(**self._options)
         return self._console
 
     def __getattr__(self, name: str) -> Any:
@@ -122,7 +127,7 @@ def opened(uri: str | None = None, load: bool = False,
     if load and uri.startswith("kglite://") and "?" not in uri and not uri.endswith(":memory:"):
         uri += "?durable=off"
     def waiting(message: str) -> None:
-        err.print(f"[yellow]{message}…[/]")
+        say(err, (f"{message}…", "yellow"))
 
     early = None
     if quick and read_only:  # opened on a thread while the CLI started, or held by the query process?
@@ -136,14 +141,14 @@ def opened(uri: str | None = None, load: bool = False,
     with early if early is not None else open_store(uri, settings, read_only=read_only, on_wait=waiting,
                                                     quick_open=quick and read_only) as store:
         for notice in getattr(store, "notices", []):
-            err.print(f"[yellow]note:[/] {notice}")
+            say(err, ("note:", "yellow"), f" {notice}")
         yield store
 
 
 def _borrowed(store: GraphStore) -> Iterator[GraphStore]:
     """The query process's open store, lent to one command and left open (chronokg.cli.query_daemon)."""
     for notice in getattr(store, "notices", []):
-        err.print(f"[yellow]note:[/] {notice}")
+        say(err, ("note:", "yellow"), f" {notice}")
     yield store
 
 
@@ -156,15 +161,30 @@ def fresh_consoles() -> None:
 
 def fail_line(message: str) -> None:
     """The one way the CLI reports an error: `error: ...` on stderr, one line, in red."""
-    from rich.markup import escape
+    from chronokg.cli.render import esc
 
-    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)  # a message may hold [brackets]
+    err.print(f"[bold red]error:[/] {esc(message)}", soft_wrap=True)  # a message may hold [brackets]
 
 
 def os_error_message(exc: OSError) -> str:
     """`PATH: what went wrong` for a file the user named (no errno tuple, no traceback)."""
     what = exc.strerror or str(exc)
     return f"{exc.filename}: {what}" if exc.filename is not None else what
+
+
+SIGPIPE_EXIT = 128 + 13  # what a shell reports for a command ended by SIGPIPE (`yes | head`)
+
+
+def reader_gone() -> int:
+    """stdout's reader went away (`chronokg query ... | head`): say nothing more, as `cat` would. Later writes
+    (and the interpreter's flush at exit) go to /dev/null instead of raising again."""
+    import os
+    import sys
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return SIGPIPE_EXIT
 
 
 def guarded(fn: Callable[[], T]) -> T:
@@ -174,6 +194,8 @@ def guarded(fn: Callable[[], T]) -> T:
     except ChronoKGError as exc:
         fail_line(str(exc))
         raise typer.Exit(2) from None
+    except BrokenPipeError:  # stdout's reader left (`| head`)
+        raise typer.Exit(reader_gone()) from None
     except OSError as exc:  # a path the user gave: missing, a directory, unreadable
         fail_line(os_error_message(exc))
         raise typer.Exit(2) from None

@@ -9,6 +9,8 @@ from typing import Any
 
 from rich.console import Console
 
+from chronokg.cli.render import heading, say
+
 
 def loop_steps(folder: Path) -> list[list[str]]:
     """The loop's command lines (without the `--store` option every one gets)."""
@@ -29,21 +31,21 @@ def loop_steps(folder: Path) -> list[list[str]]:
 
 def run_loop(console: Console, folder: Path, command: Any) -> None:
     """Run every step in process through `command` (the CLI's own, passed in: this module never imports the
-    app that imports it); the last step compares the two runs of the first model."""
+    app that imports it); the last step compares the frozen model's two runs of the old questions."""
     from chronokg.demo.loop import write_releases
 
     if folder.exists():
         shutil.rmtree(folder)
     write_releases(folder)
     store = ["--store", f"kglite://{folder / 'loop.kgl'}"]
-    console.rule("the research loop: two releases, generate, evaluate, load the newer, --since, verify, compare")
+    heading(console, "the research loop: two releases, generate, evaluate, load the newer, --since, verify, compare")
     steps = loop_steps(folder)
     for n, args in enumerate([*steps, ["eval", "compare"]], start=1):
         if args == ["eval", "compare"]:  # the old questions, answered on the first release and on the newer one
             first = min((folder / "runs").glob("run-*"), key=lambda p: p.stat().st_mtime)
-            args = ["eval", "compare", str(first), str(next((folder / "runs-again").glob("run-*"))), "--iterations",
-                    "50"]
-        console.print(f"\n[bold]step {n}[/] $ chronokg {' '.join(args)}", highlight=False)
+            args = ["eval", "compare", str(first), str(next((folder / "runs-again").glob("run-*"))), "--model-a",
+                    "baseline/frozen:2018", "--iterations", "50"]
+        say(console, "\n", (f"step {n}", "bold"), f" $ chronokg {' '.join(args)}")
         try:
             command.main([*store, *args], prog_name="chronokg", standalone_mode=False)
         except SystemExit as exc:  # a step that exits non-zero ends the demo's loop with its code

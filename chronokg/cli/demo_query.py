@@ -66,11 +66,11 @@ def query_process_runs(uri: str, runs: int = 3, subject: str = SUBJECT) -> list[
 
 
 def show_query_process(console: Any, uri: str) -> None:
-    from chronokg.cli.render import Format, emit
+    from chronokg.cli.render import Format, emit, heading
 
     if not uri.startswith("kglite://") or uri.endswith(":memory:"):
         return
-    console.rule("[bold]chronokg query, three times from a shell")
+    heading(console, "chronokg query, three times from a shell")
     if environ.daemon_idle_s() <= 0:
         console.print("[dim]The local query process is off (CHRONOKG_QUERY_DAEMON_IDLE_S=0): each query runs "
                       "in-process.[/]")

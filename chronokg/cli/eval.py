@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from chronokg.cli.common import console, err, guarded, opened
+from chronokg.cli.render import say, table
 
 eval_app = typer.Typer(help="Evaluate models on generated benchmarks: run, score, metrics, reports.",
                        no_args_is_help=True)
@@ -114,13 +115,13 @@ def run_command(
             with run_progress(console) as progress:
                 info, _ = runner.run(folder, info, loaded, store, on_start=progress.begin,
                                      on_record=progress.record)
-        console.print(f"run [bold]{info.run_id}[/] in {folder}: {info.status}")
+        say(console, "run ", (info.run_id, "bold"), f" in {folder}: {info.status}")
         _summary(folder)
         if options.write:
             _write(folder, info, loaded)
         if info.status != "complete":
-            err.print(f"[yellow]note:[/] {info.totals.get('failed', 0):,} samples failed; '--resume {folder}' "
-                      f"tries them again (exit code {runner.EXIT_INCOMPLETE}: incomplete)")
+            say(err, ("note:", "yellow"), f" {info.totals.get('failed', 0):,} samples failed; '--resume {folder}' "
+                f"tries them again (exit code {runner.EXIT_INCOMPLETE}: incomplete)")
             raise typer.Exit(runner.EXIT_INCOMPLETE)
     guarded(body)
 
@@ -202,7 +203,7 @@ def _maybe_store() -> Any:
         cm = opened(read_only=True)
         store = cm.__enter__()
     except StoreError as exc:
-        err.print(f"[yellow]note:[/] no store to read ({exc}); running without one")
+        say(err, ("note:", "yellow"), f" no store to read ({exc}); running without one")
         return _NoStore()
 
     class _Open:
@@ -223,15 +224,13 @@ def _write(folder: Path, info: Any, questions: list[Any]) -> None:
     try:
         with opened() as store:
             report = write_predictions(store, info, questions, latest(folder / "samples.jsonl").values())
-        console.print(f"predictions in the graph: {report.created.get('Prediction', 0):,} new, "
-                      f"{report.unchanged.get('Prediction', 0):,} already there")
+        say(console, f"predictions in the graph: {report.created.get('Prediction', 0):,} new, "
+                     f"{report.unchanged.get('Prediction', 0):,} already there")
     except StoreError as exc:
-        err.print(f"[yellow]note:[/] predictions not written to the graph: {exc}")
+        say(err, ("note:", "yellow"), f" predictions not written to the graph: {exc}")
 
 
 def _summary(folder: Path) -> None:
-    from rich.table import Table
-
     from chronokg.eval.log import latest
 
     per: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
@@ -242,18 +241,10 @@ def _summary(folder: Path) -> None:
         row[2] += 0 if r.ok else 1
         row[3] += r.prompt_tokens
         row[4] += r.completion_tokens
-    table = Table(title="summary", header_style="bold cyan")
-    widest = max((len(spec) for spec in per), default=5)
-    for c in ("model", "samples", "correct", "accuracy", "failed", "tokens in", "tokens out"):
-        if c == "model":  # whole (folded past 40), never cut: specs often share a prefix (openai-compat/...)
-            table.add_column(c, justify="left", overflow="fold", min_width=min(widest, 40))
-        else:
-            table.add_column(c, justify="right")
-    for spec, (n, ok, failed, tin, tout) in sorted(per.items()):
-        done = n - failed
-        table.add_row(spec, f"{n:,}", f"{ok:,}", f"{ok / done:.1%}" if done else "—", f"{failed:,}", f"{tin:,}",
-                      f"{tout:,}")
-    console.print(table)
+    rows = [[spec, f"{n:,}", f"{ok:,}", f"{ok / (n - failed):.1%}" if n - failed else "—", f"{failed:,}",
+             f"{tin:,}", f"{tout:,}"] for spec, (n, ok, failed, tin, tout) in sorted(per.items())]
+    table(console, ["model", "samples", "correct", "accuracy", "failed", "tokens in", "tokens out"], rows,
+          title="summary")
     _failures(folder)
 
 
@@ -263,9 +254,6 @@ FIRST_MESSAGE_CHARS = 300
 def _failures(folder: Path) -> None:
     """Why samples failed, on the terminal: counts by reason (the error's type) and the first message of each,
     so a wrong key or a down server is read here, not dug out of samples.jsonl."""
-    from rich.markup import escape
-    from rich.table import Table
-
     from chronokg.eval.log import latest
 
     counts: dict[str, int] = defaultdict(int)
@@ -278,15 +266,13 @@ def _failures(folder: Path) -> None:
         first.setdefault(reason, (r.model, message.strip() or reason))
     if not counts:
         return
-    table = Table(title="failed samples by reason (all of them: samples.jsonl)", header_style="bold red")
-    table.add_column("reason")
-    table.add_column("samples", justify="right")
-    table.add_column("first message", overflow="fold")
+    rows = []
     for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         model, message = first[reason]
         cut = message if len(message) <= FIRST_MESSAGE_CHARS else message[:FIRST_MESSAGE_CHARS] + "…"
-        table.add_row(escape(reason), f"{n:,}", escape(cut if cut.startswith(model) else f"{model}: {cut}"))
-    console.print(table)
+        rows.append([reason, f"{n:,}", cut if cut.startswith(model) else f"{model}: {cut}"])
+    table(console, ["reason", "samples", "first message"], rows,
+          title="failed samples by reason (all of them: samples.jsonl)")
 
 
 @eval_app.command("chroknow-prompt")
@@ -319,8 +305,8 @@ def chroknow_prompt_command(
         folder, info = ckp.prepare(run, log_dir, options)
         with _maybe_store() as store:
             info, counts = ckp.run_pass(folder, info, samples, questions, store, model)
-        console.print(f"ChroKnowPrompt run [bold]{info.run_id}[/] in {folder}: {info.status} "
-                      f"({counts['facts']:,} sampled facts, {counts['skipped']:,} already done)")
+        say(console, "ChroKnowPrompt run ", (info.run_id, "bold"), f" in {folder}: {info.status} "
+                     f"({counts['facts']:,} sampled facts, {counts['skipped']:,} already done)")
         _, records = run_samples(folder)
         _metrics_table([v for v in metrics(records) if v.metric == "chroknow.prompt_gain"])
         if write:
@@ -356,7 +342,8 @@ def metrics_command(
 
 
 def _short(value: Any, depth: int = 0) -> str:
-    """A metric's value or groups on one line: numbers to 3 decimals, nested groups in brackets."""
+    """A metric's value or groups, short: numbers to 3 decimals, one line per group, nested groups in brackets
+    (a group's accuracy, share or count alone, with its n where it has one; every field: --format json)."""
     if isinstance(value, bool) or value is None:
         return "—" if value is None else str(value)
     if isinstance(value, float):
@@ -367,20 +354,18 @@ def _short(value: Any, depth: int = 0) -> str:
         if depth == 1:
             for key in ("accuracy", "share", "count"):
                 if key in value and not isinstance(value[key], dict):
-                    return _short(value[key], 2)
-        parts = [f"{k} {_short(v, depth + 1)}" for k, v in value.items()
-                 if not isinstance(v, list) and not (isinstance(v, str) and depth)]
-        text = ", ".join(p for p in parts if not p.endswith(" —") and p.strip())
+                    n = f" (n {value['n']:,})" if isinstance(value.get("n"), int) and key != "count" else ""
+                    return _short(value[key], 2) + n
+        parts = [f"{k}: {_short(v, depth + 1)}" if depth == 0 else f"{k} {_short(v, depth + 1)}"
+                 for k, v in value.items()
+                 if not isinstance(v, list) and not (isinstance(v, str) and depth) and not str(k).endswith(" · shares")]
+        text = ("\n" if depth == 0 else ", ").join(p for p in parts if not p.endswith(" —") and p.strip())
         return f"({text})" if depth else text
     return str(value)
 
 
 def _metrics_table(values: list[Any]) -> None:
-    from rich.table import Table
-
-    table = Table(title="metrics", header_style="bold cyan", show_lines=False)
-    for c in ("metric", "model", "value", "by group"):
-        table.add_column(c, overflow="fold")
+    rows = []
     for v in values:
         extra = ""
         if v.details.get("cutoff_estimate") is None and "cutoff_estimate" in v.details:
@@ -388,8 +373,9 @@ def _metrics_table(values: list[Any]) -> None:
         elif "cutoff_estimate" in v.details:
             extra = f" (cutoff ≈ {v.details['cutoff_estimate']}, Mann-Kendall p = " + (
                 f"{v.details['mann_kendall']['p']:.3g})" if "mann_kendall" in v.details else "—)")
-        table.add_row(v.metric, v.model, _short(v.value), _short(v.groups) + extra)
-    console.print(table)
+        rows.append([v.metric, v.model, _short(v.value), _short(v.groups) + extra])
+    table(console, ["metric", "model", "value", "by group"], rows, title="metrics",
+          priority=["metric", "value", "model", "by group"])
 
 
 @eval_app.command("export")
@@ -406,7 +392,7 @@ def export_command(
         if fmt != "seed":
             raise ChronoKGError("--format must be seed")
         for path, n in export_seed(run, out).items():
-            console.print(f"[green]wrote[/] {n:,} records to {path}")
+            say(console, ("wrote", "green"), f" {n:,} records to {path}")
     guarded(body)
 
 
@@ -427,7 +413,7 @@ def score_command(
 
     def body() -> None:
         folder = score_outputs(questions, predictions, model, protocol, log_dir)
-        console.print(f"scored run in {folder}")
+        say(console, f"scored run in {folder}")
         info, samples = run_samples(folder)
         _metrics_table(metrics(samples))
         if write:
@@ -466,9 +452,14 @@ def compare_command(
         if not pairs:
             raise ChronoKGError(f"the runs share no model ({', '.join(in_a)} / {', '.join(in_b)}): give --model-a "
                                 "and --model-b")
-        rows = [row for ma, mb in pairs for row in compare_runs(a, b, ma, mb, iterations)]
-        emit(console, rows, Format.json if fmt == "json" else Format.table, title="paired comparison",
-             columns=["family", "metric", "a", "b", "n", "value_a", "value_b", "difference", "test", "p", "ci95"])
+        rows = [(ma, mb, compare_runs(a, b, ma, mb, iterations)) for ma, mb in pairs]
+        if fmt == "json":
+            emit(console, [row for _, _, found in rows for row in found], Format.json)
+            return
+        for ma, mb, found in rows:  # one table per pair of models: a and b said once, in its title
+            emit(console, found, Format.table, title=f"paired comparison: a {ma}, b {mb}",
+                 columns=["family", "metric", "n", "value_a", "value_b", "difference", "test", "p", "ci95"],
+                 priority=["metric", "value_a", "value_b", "difference", "p", "n", "ci95"])
     guarded(body)
 
 
@@ -486,7 +477,7 @@ def report_command(
 
     def body() -> None:
         report = build_report(runs, out, model, title)
-        console.print(f"[green]wrote[/] {report.markdown}, {report.html} and {len(report.plots)} plots "
-                      f"(PNG and SVG) in {out / 'plots'}: {len(report.metrics)} metrics, "
-                      f"{len(report.series)} model columns")
+        say(console, ("wrote", "green"), f" {report.markdown}, {report.html} and {len(report.plots)} plots "
+                     f"(PNG and SVG) in {out / 'plots'}: {len(report.metrics)} metrics, "
+                     f"{len(report.series)} model columns")
     guarded(body)

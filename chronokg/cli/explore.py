@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from chronokg.cli.common import FormatOpt, console, guarded, opened
-from chronokg.cli.render import Format, emit
+from chronokg.cli.render import Format, emit, say
 
 RunsOpt = Annotated[list[Path] | None, typer.Option(
     "--runs", help="A run folder whose report (as `chronokg eval report` builds it) the Runs view shows beside "
@@ -72,7 +72,7 @@ def register(app: typer.Typer, export_app: typer.Typer) -> None:
             report = run_report(runs)
             with opened(read_only=True) as store:
                 summary = export_html(store, out, chosen, report)
-            console.print(f"[green]wrote[/] {summary.path} ({summary.trajectories} trajectories, "
+            say(console, ("wrote", "green"), f" {summary.path} ({summary.trajectories} trajectories, "
                           f"{summary.subjects} timelines, {summary.questions} questions, "
-                          f"{summary.bytes / 1e6:.1f} MB): open it in a browser", soft_wrap=True)
+                          f"{summary.bytes / 1e6:.1f} MB): open it in a browser")
         guarded(body)

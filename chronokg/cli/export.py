@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from chronokg.cli.common import console, guarded, opened
+from chronokg.cli.render import say
 
 
 def register(export_app: typer.Typer) -> None:
@@ -25,9 +26,9 @@ def register(export_app: typer.Typer) -> None:
             with opened(read_only=True) as store:
                 result = export(store, out)
             nodes = sum(n for key, n in result.counts.items() if not key.isupper())
-            console.print(f"[green]wrote[/] {len(result.nodes)} node files ({nodes} nodes) and "
+            say(console, ("wrote", "green"), f" {len(result.nodes)} node files ({nodes} nodes) and "
                           f"{len(result.relationships)} relationship files to {out}")
-            console.print(f"import (from {out}, Neo4j stopped):", soft_wrap=True)
+            say(console, f"import (from {out}, Neo4j stopped):")
             console.print(shlex.join(result.command(database)), soft_wrap=True, markup=False)
         guarded(body)
 
@@ -44,7 +45,7 @@ def register(export_app: typer.Typer) -> None:
 
         def body() -> None:
             for task, n in export_lm_eval(load_questions(questions, None), out, protocol).items():
-                console.print(f"[green]wrote[/] task [bold]{task}[/] ({n:,} questions) to {out / task}")
+                say(console, ("wrote", "green"), " task ", (task, "bold"), f" ({n:,} questions) to {out / task}")
             console.print(f"run: lm_eval --include_path {out} --tasks NAME --model local-chat-completions "
                           "--apply_chat_template --log_samples --output_path RESULTS ...", soft_wrap=True,
                           markup=False)

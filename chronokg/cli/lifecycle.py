@@ -10,29 +10,16 @@ from typing import Annotated, Any
 
 import typer
 
-from chronokg.cli.common import console, guarded, opened
+from chronokg.cli.common import FormatOpt, console, guarded, opened
+from chronokg.cli.render import Format, dicts, say
 
 DerivedOpt = Annotated[bool, typer.Option("--derived", help="Also remove what was derived from it (generated "
                                                             "questions, snapshots, predictions)")]
 
 
-def _table(rows: list[dict[str, Any]], title: str) -> None:
-    from rich.table import Table
-
-    if not rows:
-        console.print(f"[yellow]none[/] ({title})")
-        return
-    table = Table(title=title, header_style="bold cyan")
-    for key in rows[0]:
-        table.add_column(key, overflow="fold")
-    for row in rows:
-        table.add_row(*(", ".join(map(str, v)) if isinstance(v, list) else str(v) for v in row.values()))
-    console.print(table)
-
-
 def _print(removal: Any) -> None:
     for line in removal.lines():
-        console.print(line, highlight=False)
+        say(console, line)
 
 
 def register(app: typer.Typer) -> None:
@@ -42,14 +29,14 @@ def register(app: typer.Typer) -> None:
     app.add_typer(releases, name="releases")
 
     @releases.command("list")
-    def list_releases() -> None:
+    def list_releases(fmt: FormatOpt = Format.table) -> None:
         """The releases loaded, oldest first, with the facts each asserts."""
         def body() -> None:
             with opened(read_only=True) as store:
                 rows = store.run("MATCH (s:Source) OPTIONAL MATCH (f:Fact)-[:ASSERTED_IN]->(s) "
                                  "RETURN s.id AS id, s.kind AS kind, toString(s.release_date) AS release_date, "
                                  "s.path AS path, count(f) AS facts ORDER BY release_date, id")
-            _table(rows, "source releases")
+            dicts(console, rows, fmt, "source releases", priority=["id", "release_date", "facts", "kind"])
         guarded(body)
 
     @releases.command("drop")
@@ -74,13 +61,14 @@ def register(app: typer.Typer) -> None:
 
 def register_benchmarks(bench_app: typer.Typer) -> None:
     @bench_app.command("list")
-    def list_benchmarks() -> None:
+    def list_benchmarks(fmt: FormatOpt = Format.table) -> None:
         """The generated benchmarks the store holds: questions per family and snapshot."""
         from chronokg.graph.lifecycle import list_benchmarks as rows
 
         def body() -> None:
             with opened(read_only=True) as store:
-                _table(rows(store), "generated benchmarks (family, snapshot)")
+                found = rows(store)
+            dicts(console, found, fmt, "generated benchmarks (family, snapshot)")
         guarded(body)
 
     @bench_app.command("delete")
@@ -102,13 +90,14 @@ def register_runs(eval_app: typer.Typer) -> None:
     eval_app.add_typer(runs, name="runs")
 
     @runs.command("list")
-    def list_runs() -> None:
+    def list_runs(fmt: FormatOpt = Format.table) -> None:
         """The runs whose predictions the store holds."""
         from chronokg.graph.lifecycle import list_runs as rows
 
         def body() -> None:
             with opened(read_only=True) as store:
-                _table(rows(store), "runs in the store")
+                found = rows(store)
+            dicts(console, found, fmt, "runs in the store")
         guarded(body)
 
     @runs.command("delete")

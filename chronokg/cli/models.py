@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import BaseModel
-from rich.table import Table
 
 from chronokg.cli.common import FormatOpt, console, guarded
-from chronokg.cli.render import Format, emit
+from chronokg.cli.render import Format, emit, say, table, text
 
 if TYPE_CHECKING:
     from chronokg.settings import Settings
@@ -67,15 +66,11 @@ def check(
         if fmt is Format.json:
             print(result.model_dump_json(indent=2))
             return
-        table = Table(title=f"{result.spec}", show_header=True)
-        table.add_column("check")
-        table.add_column("result")
-        table.add_column("detail", overflow="fold")
-        table.add_row("server model", result.server_model or "—", "as the server reports it")
-        table.add_row("latency", f"{result.latency_s * 1000:.0f} ms", "one short chat request")
-        for f in result.features:
-            table.add_row(f.feature, "[green]yes[/]" if f.works else "[red]no[/]", f.detail)
-        console.print(table)
+        rows: list[list[Any]] = [["server model", result.server_model or "—", "as the server reports it"],
+                                 ["latency", f"{result.latency_s * 1000:.0f} ms", "one short chat request"]]
+        rows += [[f.feature, text("yes", "green") if f.works else text("no", "red"), f.detail]
+                 for f in result.features]
+        table(console, ["check", "result", "detail"], rows, title=result.spec)
 
     import asyncio
 
@@ -129,7 +124,8 @@ def cache_clear(
             deleted = store.clear(model)
         finally:
             store.close()
-        console.print(f"[green]deleted[/] {deleted} cached samples{f' of {model}' if model else ''} from {store.path}")
+        of = f" of {model}" if model else ""
+        say(console, ("deleted", "green"), f" {deleted} cached samples{of} from {store.path}")
     guarded(body)
 
 

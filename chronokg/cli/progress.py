@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -21,6 +20,20 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.text import Text
+
+from chronokg.cli.render import say
+
+
+class Bar(Progress):
+    """rich's Progress, shown on a terminal only: in a pipe or a log it draws nothing, not even the blank line
+    rich's own prints when it stops."""
+
+    def __init__(self, *columns: str | ProgressColumn, console: Console, transient: bool) -> None:
+        super().__init__(*columns, console=console, transient=transient, disable=not console.is_terminal)
+
+    def stop(self) -> None:
+        if not self.disable:
+            super().stop()
 
 
 class RichProgress:
@@ -40,7 +53,7 @@ class RichProgress:
 
 @contextmanager
 def progress_bar(console: Console) -> Iterator[RichProgress]:
-    with Progress(
+    with Bar(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=console, transient=True,
     ) as progress:
@@ -86,12 +99,12 @@ class _AboveTheBar(logging.Handler):
         self._progress = progress
 
     def emit(self, record: logging.LogRecord) -> None:
-        self._progress.console.print(f"[yellow]note:[/] {escape(record.getMessage())}", soft_wrap=True)
+        say(self._progress.console, ("note:", "yellow"), f" {record.getMessage()}")
 
 
 @contextmanager
 def run_progress(console: Console) -> Iterator[RunProgress]:
-    with Progress(
+    with Bar(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(), TimeRemainingColumn(),
         TextColumn("{task.fields[stats]}"), console=console, transient=False,
     ) as progress:

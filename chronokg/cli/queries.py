@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from chronokg.cli.common import FormatOpt, console, guarded, opened, parse_day
 from chronokg.cli.lazy import Command, lazy_group
-from chronokg.cli.render import Format, emit
+from chronokg.cli.render import Format, emit, say
 
 
 def _base(annotation: Any) -> tuple[Any, bool]:
@@ -102,7 +102,7 @@ def spec_command(name: str) -> Command:
                                                if v not in (None, False))
             for shown, rows in results:
                 emit(console, rows, fmt, title=title if shown is spec else shown.name,
-                     columns=list(shown.columns) or None, wrap=80 if shown is spec else 60)
+                     columns=list(shown.columns) or None)
         guarded(body)
 
     parameters = [option_parameter(n, f) for n, f in fields.items()]
@@ -180,7 +180,7 @@ def register(query_app: typer.Typer) -> None:
         rows = [Entry(name=n, answers=s.help,
                       parameters=", ".join(f.alias or k for k, f in s.params.model_fields.items()))
                 for n, s in all_queries().items()]
-        emit(console, rows, fmt, title="queries", wrap=90)
+        emit(console, rows, fmt, title="queries")
 
 
 query_app = typer.Typer(help="Run a named query from the catalog (chronokg query list).", no_args_is_help=True,
@@ -211,8 +211,8 @@ def query_cypher(
         print(json.dumps(result.rows, default=str, ensure_ascii=False, indent=2))
         if result.truncated:
             total = f" of {result.total_rows:,}" if result.total_rows else ""
-            err.print(f"[yellow]note:[/] showing the first {len(result.rows):,}{total} rows (--max-rows); add "
-                      "LIMIT or ORDER BY to choose which")
+            say(err, ("note:", "yellow"), f" showing the first {len(result.rows):,}{total} rows (--max-rows); add "
+                "LIMIT or ORDER BY to choose which")
     guarded(body)
 
 

@@ -14,10 +14,9 @@ from typing import Annotated, Any
 
 import typer
 from pydantic import BaseModel
-from rich.markup import escape
 
 from chronokg.cli.common import FormatOpt, OptDateOpt, console, guarded, opened, state
-from chronokg.cli.render import Format, emit
+from chronokg.cli.render import Format, emit, say
 
 KindOpt = Annotated[str, typer.Option("--kind", help="auto (flat below 50,000 passages, else ivf), flat or ivf")]
 
@@ -187,7 +186,7 @@ def refresh(
         if fmt is Format.json:
             print(summary.model_dump_json(indent=2))
             return
-        console.print(f"{summary.items} items, {len(summary.new_revisions)} new revisions, {summary.added} facts "
+        say(console, f"{summary.items} items, {len(summary.new_revisions)} new revisions, {summary.added} facts "
                       f"added and {summary.retracted} retracted (known from {summary.retrieved}); "
                       f"{len(summary.unchanged)} unchanged, {len(summary.stale)} behind the store, "
                       f"{len(summary.missing)} unknown to the endpoint")
@@ -239,8 +238,8 @@ def web(
                 await client.aclose()
         done = asyncio.run(go())
         for a in done:
-            console.print(f"[bold]{escape(a.question)}[/] {escape(f'[{a.status}]')} {escape(a.search_answer)}")
-        console.print(f"{len(done)} answered now, log: {log}")
+            say(console, (a.question, "bold"), f" [{a.status}] {a.search_answer}")
+        say(console, f"{len(done)} answered now, log: {log}")
     guarded(body)
 
 

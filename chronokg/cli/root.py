@@ -45,12 +45,15 @@ class RootGroup(TyperGroup):
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True, windows_expand_args: bool = True,
              **extra: Any) -> Any:
-        from chronokg.cli.common import fail_line, os_error_message
+        from chronokg.cli.common import fail_line, os_error_message, reader_gone
 
         code: Any = 0
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False,
                                 windows_expand_args=windows_expand_args, **extra)
+            sys.stdout.flush()  # a reader that left shows here, not in the interpreter's flush at exit
+        except BrokenPipeError:
+            code = reader_gone()
         except click.NoArgsIsHelpError as exc:
             exc.show()
             code = exc.exit_code

@@ -7,10 +7,9 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 from rich.console import Console
-from rich.markup import escape
 from rich.panel import Panel
 
-from chronokg.cli.render import Format, emit, load_summary
+from chronokg.cli.render import Format, emit, heading, load_summary, panel, say, text
 from chronokg.demo.corpus import load_demo
 from chronokg.demo.sources import load_sources
 from chronokg.graph.store import GraphStore
@@ -18,15 +17,18 @@ from chronokg.queries import catalog
 
 
 def run_showcase(store: GraphStore, console: Console) -> None:
-    console.print(Panel.fit(f"chronokg demo — store {store.uri} ({store.engine})", style="bold"))
+    if console.is_terminal:
+        console.print(Panel.fit(text(f"chronokg demo — store {store.uri} ({store.engine})"), style="bold"))
+    else:
+        say(console, (f"chronokg demo — store {store.uri} ({store.engine})", "bold"))
     load_summary(console, load_demo(store))
     sources = [SourceRow(source=x.source_kind, records=x.records, files=len(x.paths), facts=x.staged.get("Fact", 0))
                for x in load_sources(store)]
     emit(console, sources, Format.table, title="a slice of every other source (their own loaders)")
 
     def show(title: str, explain: str) -> None:
-        console.rule(f"[bold]{title}")
-        console.print(f"[dim]{explain}[/]")
+        heading(console, title)
+        say(console, (explain, "dim"))
 
     cols = ["decision_id", "recommendation", "guideline", "guideline_year"]
     for day in (dt.date(2008, 6, 1), dt.date(2016, 6, 1)):
@@ -43,7 +45,7 @@ def run_showcase(store: GraphStore, console: Console) -> None:
          columns=["value", "valid_from", "valid_to", "precision"])
 
     show("changed_between(2016-01-01, 2023-01-01)", "What a model trained on 2016 knowledge would now get wrong.")
-    emit(console, catalog.changed_between(store, dt.date(2016, 1, 1), dt.date(2023, 1, 1)), Format.table, wrap=60)
+    emit(console, catalog.changed_between(store, dt.date(2016, 1, 1), dt.date(2023, 1, 1)), Format.table)
 
     show("facts_as_of('un-secretary-general', valid 2018-01-01)",
          "Bitemporal: the same question, as known in mid-2016 (before the term ended) and as known now.")
@@ -81,12 +83,11 @@ def show_benchmark(store: GraphStore, console: Console, show: Callable[[str, str
     questions, _ = generate("tempomed", store, snapshot.current(store),
                             {"protocol": "chronokg", "probes": True, "probe_years": (2000, 2024)})
     sample = next(q for q in questions if q.variant.startswith("mcq") and q.metadata["target"] == "historical")
-    console.print(Panel(sample.input.strip(), title=f"{sample.variant} · target {sample.target} · key "
-                                                    f"{sample.answer_key.query}{sample.answer_key.params}",
-                        width=min(console.width, 110)))
+    panel(console, sample.input.strip(), f"{sample.variant} · target {sample.target} · key "
+                                         f"{sample.answer_key.query}{sample.answer_key.params}", width=110)
     report = verify_questions(store, questions)
-    console.print(f"{len(questions)} questions; bench verify: {report.keys} answer keys re-run, "
-                  f"{len(report.changed)} changed")
+    say(console, f"{len(questions)} questions; bench verify: {report.keys} answer keys re-run, "
+                 f"{len(report.changed)} changed")
 
     show("eval run (reference baselines)", "An oracle, a model that knows only today, and a model frozen at "
                                            "2012: the metrics show the signature of each.")
@@ -122,7 +123,7 @@ def show_families(store: GraphStore, console: Console, show: Callable[[str, str]
     for name in FAMILIES.names():
         questions, ctx = generate(name, store, snap, {})
         rows.append(FamilyRow(family=name, questions=len(questions), variants=len({q.variant for q in questions}),
-                              notes=len(ctx.notes), first_note=ctx.notes[0][:90] if ctx.notes else ""))
+                              notes=len(ctx.notes), first_note=ctx.notes[0] if ctx.notes else ""))
     emit(console, rows, Format.table)
 
 
@@ -142,7 +143,7 @@ def show_tools(store: GraphStore, console: Console, show: Callable[[str, str], N
     try:
         reader = open_store(store.uri, read_only=True)
     except ChronoKGError as exc:  # an in-memory store has no second handle
-        console.print(f"[dim]skipped: {escape(str(exc))}[/]")
+        say(console, (f"skipped: {exc}", "dim"))
         return
     calls: list[tuple[str, dict[str, object]]] = [
         ("decision_at", {"decision": "adult-cpr-compression-depth", "date": "2012-06-01"}),
@@ -151,14 +152,15 @@ def show_tools(store: GraphStore, console: Console, show: Callable[[str, str], N
         ("cypher", {"query": "LOAD CSV FROM 'file:///etc/passwd' AS line RETURN line"}),
     ]
     with ToolHost(reader, close_store=True) as host:
-        console.print("tools: " + ", ".join(spec.name for spec in host.tool_specs()))
+        say(console, "tools: " + ", ".join(spec.name for spec in host.tool_specs()))
         for name, args in calls:
             result = host.call_tool(name, args)
             call = f"{name}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
             answer = (f"{len(result.rows)} row(s): {result.content()[:100]}" if result.ok else
                       f"{result.error.type}: {result.error.message}" if result.error else "")
-            mark = "[green]answered[/]" if result.ok else "[red]refused [/]"
-            console.print(f"{mark} {escape(call)}\n         → {escape(answer)}", soft_wrap=True)
+            mark = ("answered", "green") if result.ok else ("refused ", "red")
+            say(console, mark, f" {call}")
+            say(console, f"→ {answer}", indent=9)
 
 
 class SourceRow(BaseModel):

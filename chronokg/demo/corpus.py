@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from importlib import resources
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -82,9 +83,13 @@ class Corpus(_Strict):
     facts: list[FactIn]
 
 
+def corpus_file() -> Path:
+    """The corpus shipped in the package (its summary names it as the one file read)."""
+    return Path(str(resources.files("chronokg.demo").joinpath("corpus.json")))
+
+
 def read_corpus() -> Corpus:
-    text = resources.files("chronokg.demo").joinpath("corpus.json").read_text(encoding="utf-8")
-    return Corpus.model_validate_json(text)
+    return Corpus.model_validate_json(corpus_file().read_text(encoding="utf-8"))
 
 
 def load_demo(store: GraphStore, progress: Progress | None = None) -> LoadSummary:
@@ -124,7 +129,7 @@ def load_demo(store: GraphStore, progress: Progress | None = None) -> LoadSummar
             known_to=parse_date(f.known_to)[0] if f.known_to else None, source_id=src.id, source_kind=KIND,
         ))
     records = len(corpus.decisions) + len(corpus.facts)
-    return apply(store, builder.batch, KIND, [], records, progress)
+    return apply(store, builder.batch, KIND, [corpus_file()], records, progress)
 
 
 __all__ = ["Corpus", "load_demo", "read_corpus"]

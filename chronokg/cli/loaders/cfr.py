@@ -9,6 +9,7 @@ import typer
 
 from chronokg.cli.common import DateOpt, Groups, console, guarded
 from chronokg.cli.progress import progress_bar
+from chronokg.cli.render import say
 
 
 def register(groups: Groups) -> None:
@@ -30,6 +31,6 @@ def register(groups: Groups) -> None:
             target = out / name if out is not None and out.is_dir() else (out or Path(name))
             with progress_bar(console) as bar:
                 got = cfr.download(title, date, target, base_url=base_url or cfr.ECFR_BASE_URL, progress=bar)
-            console.print(f"[green]saved[/] {got.path} ({got.bytes} bytes, sha256 {got.sha256})")
-            console.print(f"load it with: chronokg ingest cfr {got.path} --edition-date {date.isoformat()}")
+            say(console, ("saved", "green"), f" {got.path} ({got.bytes} bytes, sha256 {got.sha256})")
+            say(console, f"load it with: chronokg ingest cfr {got.path} --edition-date {date.isoformat()}")
         guarded(body)

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from chronokg.cli.common import Groups, console, guarded
+from chronokg.cli.render import say, table
 
 
 def register(groups: Groups) -> None:
@@ -42,14 +42,10 @@ def register(groups: Groups) -> None:
                 cohort = cxr_synth.generate(out, patients, visits, seed, findings, dist, median_gap_days, patterns)
             except ValueError as exc:
                 raise typer.BadParameter(str(exc)) from None
-            table = Table(title=f"cxr cohort in {out}", header_style="bold cyan")
-            table.add_column("pattern")
-            table.add_column("findings", justify="right")
-            for pattern, n in cohort.pattern_counts().items():
-                table.add_row(pattern, str(n))
-            console.print(table)
+            table(console, ["pattern", "findings"], [[p, n] for p, n in cohort.pattern_counts().items()],
+                  title=f"cxr cohort in {out}")
             gaps_days = cohort.gaps()
-            console.print(f"{len(cohort.patients)} patients × {visits} studies; gaps median "
+            say(console, f"{len(cohort.patients)} patients × {visits} studies; gaps median "
                           f"{statistics.median(gaps_days):.1f} d, max {max(gaps_days):.1f} d; "
                           f"{len(cohort.questions)} questions; ground truth: {out / cxr_synth.TRUTH_FILE}")
         guarded(body)

@@ -9,6 +9,7 @@ import typer
 
 from chronokg.cli.common import Groups, console, guarded
 from chronokg.cli.progress import progress_bar
+from chronokg.cli.render import say
 from chronokg.ingest.driftmed import DEFAULT_BASE_URL, DEFAULT_FILE
 
 
@@ -30,5 +31,5 @@ def register(groups: Groups) -> None:
             with progress_bar(console) as bar:
                 got = fetch(driftmed.download_url(base_url, file), out / driftmed.target_name(file), sha256,
                             progress=bar)
-            console.print(f"[green]saved[/] {got.path} ({got.bytes} bytes, sha256 {got.sha256})")
+            say(console, ("saved", "green"), f" {got.path} ({got.bytes} bytes, sha256 {got.sha256})")
         guarded(body)

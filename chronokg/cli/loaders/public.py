@@ -9,6 +9,7 @@ import typer
 
 from chronokg.cli.common import Groups, console, guarded
 from chronokg.cli.progress import progress_bar
+from chronokg.cli.render import say
 from chronokg.ingest.public import PUBLIC_FILES, PublicFile
 
 
@@ -31,6 +32,6 @@ def _add(download: typer.Typer, entry: PublicFile) -> None:
         def body() -> None:
             with progress_bar(console) as bar:
                 got = fetch(url, out / entry.filename, expected, progress=bar)
-            console.print(f"[green]saved[/] {got.path} ({got.bytes} bytes, sha256 {got.sha256})")
-            console.print(f"next: chronokg ingest {entry.loader} {got.path}")
+            say(console, ("saved", "green"), f" {got.path} ({got.bytes} bytes, sha256 {got.sha256})")
+            say(console, f"next: chronokg ingest {entry.loader} {got.path}")
         guarded(body)

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from chronokg.cli.common import DateOpt, Groups, OptDateOpt, console, guarded, opened
+from chronokg.cli.render import say
 from chronokg.ingest.qasets import Benchmark
 
 
@@ -32,8 +33,8 @@ def register(groups: Groups) -> None:
                 result = qasets.add_updated_answer(s, question_id, value, as_of, source=source,
                                                    known_from=known_from)
             if result.changed:
-                console.print(f"[green]updated[/] {question_id}: {answer!r} from {as_of} "
-                              f"(closed {len(result.closed)}, retracted {len(result.retracted)})")
+                say(console, ("updated", "green"), f" {question_id}: {answer!r} from {as_of} "
+                             f"(closed {len(result.closed)}, retracted {len(result.retracted)})")
             else:
-                console.print(f"[green]store unchanged:[/] {answer!r} already holds for {question_id} on {as_of}")
+                say(console, ("store unchanged:", "green"), f" {answer!r} already holds for {question_id} on {as_of}")
         guarded(body)

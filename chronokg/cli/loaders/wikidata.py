@@ -13,7 +13,7 @@ import typer
 from chronokg.cli.common import Groups, console, guarded, opened
 from chronokg.cli.ingest_reports import wikidata as wikidata_report
 from chronokg.cli.progress import progress_bar
-from chronokg.cli.render import load_summary
+from chronokg.cli.render import load_summary, say
 from chronokg.ingest.wikidata import ENTITY_DATA
 from chronokg.ingest.wikidata_sparql import DEFAULT_ENDPOINT
 
@@ -70,10 +70,10 @@ def register(groups: Groups) -> None:
             with opened(load=True) as s, progress_bar(console) as bar:
                 summary = wikidata_sparql.load(s, qids, pids, client, progress=bar)
             _report(summary)
-            console.print(f"{summary.requests} requests, {summary.cache_hits} answered from the cache"
+            say(console, f"{summary.requests} requests, {summary.cache_hits} answered from the cache"
                           + (f" ({folder})" if folder else ""))
             if summary.missing:
-                console.print(f"[yellow]not found at the endpoint:[/] {', '.join(summary.missing)}")
+                say(console, ("not found at the endpoint:", "yellow"), f" {', '.join(summary.missing)}")
         guarded(body)
 
     @groups.download.command("wikidata")
@@ -93,7 +93,7 @@ def register(groups: Groups) -> None:
             for q, url in urls:
                 with progress_bar(console) as bar:
                     got = download.fetch(url, out / f"{q}.json", progress=bar)
-                console.print(f"[green]saved[/] {got.path} ({got.bytes} bytes, sha256 {got.sha256[:12]}…)")
+                say(console, ("saved", "green"), f" {got.path} ({got.bytes} bytes, sha256 {got.sha256[:12]}…)")
         guarded(body)
 
     @groups.export.command("rdf")
@@ -110,5 +110,5 @@ def register(groups: Groups) -> None:
             with opened(read_only=True) as s:
                 graph = wikidata_rdf.store_graph(s, include_retracted=include_retracted)
             n = wikidata_rdf.write(graph, out, fmt.value)
-            console.print(f"[green]wrote[/] {n} triples to {out}")
+            say(console, ("wrote", "green"), f" {n} triples to {out}")
         guarded(body)
