@@ -51,6 +51,8 @@ def _files(store: str) -> tuple[tuple[int, int, int] | None, ...]:
 class Daemon:
     """One store, one socket, one caller at a time."""
 
+    process = "query"  # what it answers (chronokg.cli.search_daemon's sibling: "search")
+
     def __init__(self, socket_path: str, store: str, fingerprint: str, idle_s: float) -> None:
         self.socket_path = socket_path
         self.store_path = store
@@ -249,7 +251,7 @@ class Daemon:
                     os.close(fd)
 
     def control(self, conn: socket.socket, request: dict[str, Any]) -> None:
-        status = {"pid": os.getpid(), "store": self.store_path, "socket": self.socket_path,
+        status = {"pid": os.getpid(), "kind": self.process, "store": self.store_path, "socket": self.socket_path,
                   "started": self.started, "requests": self.requests, "idle_s": self.idle_s,
                   "indexed": self.indexed or self.pending is not None, "indexing": self.indexing,
                   "idle_for_s": round(time.monotonic() - self.last, 1)}
