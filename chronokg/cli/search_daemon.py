@@ -16,15 +16,13 @@ compares the index files).
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import threading
 from collections.abc import Sequence
 from typing import Any
 
-from chronokg import environ
-from chronokg.cli.query_client import PROTOCOL, forwardable, kind
-from chronokg.cli.query_daemon import Daemon, Stop
+from chronokg.cli.query_client import kind
+from chronokg.cli.query_daemon import Daemon, Stop, bound
 
 
 class SearchDaemon(Daemon):
@@ -54,29 +52,9 @@ class SearchDaemon(Daemon):
     def fresh(self) -> bool:
         return os.path.exists(self.store_path)
 
-    def refusal(self, request: dict[str, Any]) -> str | None:
-        """Why this process will not answer `request` (then the caller runs it in-process), or None."""
-        argv, env, cwd = request.get("argv"), request.get("env"), request.get("cwd")
-        if request.get("protocol") != PROTOCOL or request.get("fingerprint") != self.fingerprint:
-            return "other settings"
-        if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv) and isinstance(env, dict)
-                and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
-                and isinstance(cwd, str) and isinstance(request.get("prog"), str)):
-            return "a request it cannot read"
-        if kind(argv) != "search":
-            return "not a passage search"
-        try:
-            os.chdir(cwd)
-            with environ.swapped(env):
-                if environ.fingerprint() != self.fingerprint or forwardable(argv) != self.store_path:
-                    return "another store"
-        except OSError:
-            return "no such cwd"
-        finally:
-            os.chdir("/")
-        if not self.fresh():
-            raise Stop
-        return None
+    def not_mine(self, argv: Sequence[str]) -> str | None:
+        """Why `argv` is not a passage search (then the caller runs it in-process), or None."""
+        return None if kind(argv) == "search" else "not a passage search"
 
 
 def _default_index(store: str) -> Any:
@@ -87,20 +65,10 @@ def _default_index(store: str) -> Any:
 
 
 def main(argv: Sequence[str]) -> None:
-    if len(argv) != 3:
-        sys.exit("usage: python -m chronokg.cli.search_daemon SOCKET STORE FINGERPRINT")
-    socket_path, store, fingerprint = argv
-
-    def stop(signum: int, frame: object) -> None:
-        raise Stop
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    daemon = SearchDaemon(socket_path, store, fingerprint, environ.daemon_idle_s())
-    server = daemon.bind()
-    if server is None:
+    started = bound(argv, SearchDaemon, "chronokg.cli.search_daemon")
+    if started is None:
         return
+    daemon, server = started
     try:
         import typer
 
