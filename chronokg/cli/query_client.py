@@ -6,6 +6,8 @@ for the caller's store and settings by a socket name, hands it the caller's stdi
 is printed, its width and colour are what the caller's terminal gets), its argv, cwd and environment, and
 exits with the process's exit code. With no process, a stale one or a refusal, the command runs in-process
 as before and then starts the process for the next call, detached (its own session, stdio on /dev/null).
+`retrieve search` over the passage index has a sibling process (chronokg.cli.search_daemon, `r-` sockets) that
+holds the encoder warm; a first search starts it and lets it answer (`first_search`), so the encoder loads once.
 `CHRONOKG_QUERY_DAEMON_IDLE_S=0` turns all of this off.
 """
 
