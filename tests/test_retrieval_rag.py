@@ -238,7 +238,8 @@ def test_rag_context_wraps_the_question_in_the_conflictmedqa_template(retriever:
                     f"Do NOT answer [NO] just because it does not mention the topic.;\n{q.input}")
     assert context_lines(hits).startswith("Source aha-ecc-") and len(context_lines(hits).splitlines()) == 2
     atemporal = rag_context(q, "atemporal", k=2, retriever=retriever)
-    assert atemporal != text and "aha-ecc-2005" not in atemporal
+    every = retriever.retrieve(query_text(q), None, 2, scope="all")  # the atemporal arm: every version
+    assert atemporal == text.replace(context_lines(hits), context_lines(every))
     with pytest.raises(ChronoKGError, match="unknown RAG mode"):
         rag_context(q, "sometimes", k=2, retriever=retriever)  # type: ignore[arg-type]
 
@@ -251,10 +252,10 @@ def test_recall_and_stale_rate(retriever: Retriever) -> None:
     assert target_facts(questions[0]) == {old}
     aware = evaluate(retriever, questions, "time-aware", k=5)
     assert aware.questions == 2 and aware.stale_rate == 0.0 and aware.recall_at_k == 1.0
-    atemporal = evaluate(retriever, questions, "atemporal", k=5)
-    assert atemporal.recall_at_k == 0.0  # neither version is valid today
-    assert atemporal.stale_rate > 0.5
-    every = evaluate(retriever, questions, "all", k=5)
+    today = evaluate(retriever, questions, "today", k=5)
+    assert today.recall_at_k == 0.0  # neither version is valid today
+    assert today.stale_rate > 0.5
+    every = evaluate(retriever, questions, "atemporal", k=5)  # every version, by similarity alone
     assert every.hits == 10 and 0.0 < every.stale_rate < 1.0
     for h, q in zip(every.per_question, questions, strict=True):
         hits = retriever.retrieve(query_text(q), None, 5, scope="all")

@@ -34,6 +34,8 @@ def main() -> Any:
 
     args = sys.argv[1:]
     code = query_client.forward(args)  # a live local query process answers, if there is one for this store
+    if code is None:
+        code = query_client.first_search(args)  # a passage search: the search process it starts answers it
     if code is not None:
         sys.exit(code)
     from chronokg.cli import early_open

@@ -236,12 +236,13 @@ query_app.add_typer(daemon_app, name="daemon")
 
 @daemon_app.command("status")
 def daemon_status(fmt: FormatOpt = Format.table) -> None:
-    """The live query processes of this user: process id, store, calls answered, idle time, whether the
-    indexed open (seconds on a large store, made after the quick one) answers yet."""
+    """The live query processes of this user (kind `query`; `search`: the warm encoder of `retrieve search`):
+    process id, store, calls answered, idle time, whether the indexed open (search: the warm encoder) is ready."""
     from chronokg.cli.query_client import processes
 
     class Process(BaseModel):
         pid: int
+        kind: str = "query"
         store: str
         requests: int
         idle_for_s: float
@@ -255,7 +256,7 @@ def daemon_status(fmt: FormatOpt = Format.table) -> None:
 
 @daemon_app.command("stop")
 def daemon_stop() -> None:
-    """Stop every live query process of this user (the next query runs in-process and starts one again)."""
+    """Stop every live query and search process of this user (the next call starts one again)."""
     from chronokg.cli.query_client import processes
 
     stopped = processes("stop")

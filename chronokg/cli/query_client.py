@@ -6,6 +6,8 @@ for the caller's store and settings by a socket name, hands it the caller's stdi
 is printed, its width and colour are what the caller's terminal gets), its argv, cwd and environment, and
 exits with the process's exit code. With no process, a stale one or a refusal, the command runs in-process
 as before and then starts the process for the next call, detached (its own session, stdio on /dev/null).
+`retrieve search` over the passage index has a sibling process (chronokg.cli.search_daemon, `r-` sockets) that
+holds the encoder warm; a first search starts it and lets it answer (`first_search`), so the encoder loads once.
 `CHRONOKG_QUERY_DAEMON_IDLE_S=0` turns all of this off.
 """
 
@@ -28,13 +30,38 @@ from chronokg.cli.argv import command_word, store_option, subcommand_word
 NOT_FORWARDED = ("list", "batch", "cypher", "daemon")
 PROTOCOL = 1
 MAX_SOCKET_PATH = 107  # bytes of a Unix socket's path (sun_path holds 108, the last a NUL)
+PREFIXES = {"query": "q-", "search": "r-"}  # socket names per kind of process
+MODULES = {"query": "chronokg.cli.query_daemon", "search": "chronokg.cli.search_daemon"}
+BIND_WAIT_S = 5.0  # how long a first search waits for the process it started to listen
+
+
+def kind(args: Sequence[str]) -> str | None:
+    """Which local process may answer `chronokg ARGS`: `query` (a catalog query or `query run`), `search`
+    (`retrieve search` over the passage index: the process holds the encoder warm), else None."""
+    sub = subcommand_word(args)
+    word = command_word(args)
+    if word == "query" and sub is not None and sub not in NOT_FORWARDED:
+        return "query"
+    if word == "retrieve" and sub == "search" and _provider(args) in (None, "passages"):
+        return "search"
+    return None
+
+
+def _provider(args: Sequence[str]) -> str | None:
+    """The last `--provider` value in `args` (a web engine's search is never forwarded), or None."""
+    found: str | None = None
+    for i, arg in enumerate(args):
+        if arg == "--provider":
+            found = args[i + 1] if i + 1 < len(args) else ""
+        elif arg.startswith("--provider="):
+            found = arg.removeprefix("--provider=")
+    return found
 
 
 def forwardable(args: Sequence[str]) -> str | None:
-    """The absolute path of the embedded store `chronokg ARGS` queries when a query process may answer them
-    (a catalog query or `query run` on a plain `kglite://PATH`), else None."""
-    sub = subcommand_word(args)
-    if command_word(args) != "query" or sub is None or sub in NOT_FORWARDED:
+    """The absolute path of the embedded store `chronokg ARGS` reads when a local process may answer them (a
+    catalog query, `query run` or a passage search, on a plain `kglite://PATH`), else None."""
+    if kind(args) is None:
         return None
     if any(a in ("--help", "-h") or a.startswith("--install-completion") or a.startswith("--show-completion")
            for a in args):
@@ -64,11 +91,13 @@ def runtime_dir(create: bool = False) -> str | None:
     return path if private else None
 
 
-def socket_path(folder: str, store: str, fingerprint: str) -> str | None:
-    """One process per store and caller settings: the socket's name digests both (None when the folder is
-    too deep for a socket's name, at most 107 bytes: then no process)."""
+def socket_path(folder: str, store: str, fingerprint: str, process: str = "query") -> str | None:
+    """One process of each kind per store and caller settings: the socket's name digests both (None when the
+    folder is too deep for a socket's name, at most 107 bytes: then no process). `q-` answers queries, `r-`
+    passage searches (a search process never opens the graph engine: kglite, torch and faiss do not all fit
+    in one process, docs/retrieval.md)."""
     digest = hashlib.sha256(f"{store}\0{fingerprint}".encode()).hexdigest()[:32]
-    path = os.path.join(folder, f"q-{digest}.sock")
+    path = os.path.join(folder, f"{PREFIXES[process]}{digest}.sock")
     return path if len(os.fsencode(path)) <= MAX_SOCKET_PATH else None
 
 
@@ -122,7 +151,7 @@ def forward(args: Sequence[str]) -> int | None:
     folder = runtime_dir() if store is not None else None
     if store is None or folder is None:
         return None
-    path = socket_path(folder, store, environ.fingerprint())
+    path = socket_path(folder, store, environ.fingerprint(), kind(args) or "query")
     if path is None or not os.path.exists(path):
         return None
     sock = _connect(path)
@@ -157,31 +186,56 @@ def forward(args: Sequence[str]) -> int | None:
     return code
 
 
-def start(args: Sequence[str]) -> None:
-    """After an in-process run of `chronokg ARGS`: start the query process for its store, detached, when
-    the query process is on, the store exists and no process answers for it yet."""
+def start(args: Sequence[str]) -> str | None:
+    """After an in-process run of `chronokg ARGS` (a search: before it): start the local process for its store,
+    detached, when the local processes are on, the store exists and no process answers for it yet; the socket
+    path it will listen on, or None when none was started."""
     idle = environ.daemon_idle_s()
     store = forwardable(args) if idle > 0 else None
     if store is None or not os.path.isfile(store):
-        return
+        return None
     folder = runtime_dir(create=True)
     if folder is None:
-        return
+        return None
     fingerprint = environ.fingerprint()
-    path = socket_path(folder, store, fingerprint)
+    process = kind(args) or "query"
+    path = socket_path(folder, store, fingerprint, process)
     if path is None:
-        return
+        return None
     if os.path.exists(path):
         live = _connect(path)
         if live is not None:
             live.close()
-            return
+            return None
     import subprocess
 
-    with contextlib.suppress(OSError):  # no process this time: the next call runs in-process again
-        subprocess.Popen([sys.executable, "-m", "chronokg.cli.query_daemon", path, store, fingerprint],
+    try:  # no process this time: the next call runs in-process again
+        subprocess.Popen([sys.executable, "-m", MODULES[process], path, store, fingerprint],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          cwd="/", start_new_session=True, close_fds=True)
+    except OSError:
+        return None
+    return path
+
+
+def first_search(args: Sequence[str], wait_s: float = BIND_WAIT_S) -> int | None:
+    """`retrieve search` with no live search process: start one and let it answer this call too, so the encoder
+    loads once, in the process that keeps it (a search run in-process and then again in a new process would
+    load it twice, and the second call would wait for the second load). The exit code, or None when no process
+    could start or answer in time: then it runs in-process."""
+    if kind(args) != "search":
+        return None
+    path = start(args)
+    if path is None:
+        return None
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while not os.path.exists(path):  # the process binds before it imports anything heavy
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.02)
+    return forward(args)
 
 
 def _ask(path: str, op: str) -> dict[str, Any] | None:
@@ -198,13 +252,14 @@ def _ask(path: str, op: str) -> dict[str, Any] | None:
 
 
 def processes(op: str = "status") -> list[dict[str, Any]]:
-    """What each of the user's live query processes says to `op` (status, stop); stale sockets removed."""
+    """What each of the user's live local processes (query and search) says to `op` (status, stop); stale
+    sockets removed."""
     folder = runtime_dir()
     if folder is None:
         return []
     found = []
     for name in sorted(os.listdir(folder)):
-        if name.startswith("q-") and name.endswith(".sock"):
+        if name.startswith(tuple(PREFIXES.values())) and name.endswith(".sock"):
             answer = _ask(os.path.join(folder, name), op)
             if answer is not None:
                 found.append(answer)

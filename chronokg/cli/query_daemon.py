@@ -51,6 +51,8 @@ def _files(store: str) -> tuple[tuple[int, int, int] | None, ...]:
 class Daemon:
     """One store, one socket, one caller at a time."""
 
+    process = "query"  # what it answers (chronokg.cli.search_daemon's sibling: "search")
+
     def __init__(self, socket_path: str, store: str, fingerprint: str, idle_s: float) -> None:
         self.socket_path = socket_path
         self.store_path = store
@@ -249,7 +251,7 @@ class Daemon:
                     os.close(fd)
 
     def control(self, conn: socket.socket, request: dict[str, Any]) -> None:
-        status = {"pid": os.getpid(), "store": self.store_path, "socket": self.socket_path,
+        status = {"pid": os.getpid(), "kind": self.process, "store": self.store_path, "socket": self.socket_path,
                   "started": self.started, "requests": self.requests, "idle_s": self.idle_s,
                   "indexed": self.indexed or self.pending is not None, "indexing": self.indexing,
                   "idle_for_s": round(time.monotonic() - self.last, 1)}
@@ -270,11 +272,9 @@ class Daemon:
                 and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
                 and isinstance(cwd, str) and isinstance(request.get("prog"), str)):
             return "a request it cannot read"
-        from chronokg.cli.argv import subcommand_word
-
-        sub = subcommand_word(argv)
-        if sub is None or sub in NOT_FORWARDED or (sub != "run" and sub not in self.queries):
-            return "not a catalog query"
+        why = self.not_mine(argv)
+        if why is not None:
+            return why
         try:
             os.chdir(cwd)
             with environ.swapped(env):
@@ -286,6 +286,15 @@ class Daemon:
             os.chdir("/")
         if not self.fresh():
             raise Stop  # the store is gone or will not open: the caller answers, and the next one starts anew
+        return None
+
+    def not_mine(self, argv: Sequence[str]) -> str | None:
+        """Why `argv` is not a command this process answers (a catalog query or `query run`), or None."""
+        from chronokg.cli.argv import subcommand_word
+
+        sub = subcommand_word(argv)
+        if sub is None or sub in NOT_FORWARDED or (sub != "run" and sub not in self.queries):
+            return "not a catalog query"
         return None
 
     def query(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
@@ -359,9 +368,11 @@ def _run_as_caller(command: Any, argv: Sequence[str], prog: str, cwd: str, env: 
     return code
 
 
-def main(argv: Sequence[str]) -> None:
+def bound(argv: Sequence[str], cls: type[Daemon], module: str) -> tuple[Daemon, socket.socket] | None:
+    """A local process's start, whatever it answers: its arguments, SIGTERM/SIGINT as `Stop`, and its socket
+    bound (None when another live process already answers there)."""
     if len(argv) != 3:
-        sys.exit("usage: python -m chronokg.cli.query_daemon SOCKET STORE FINGERPRINT")
+        sys.exit(f"usage: python -m {module} SOCKET STORE FINGERPRINT")
     socket_path, store, fingerprint = argv
 
     def stop(signum: int, frame: object) -> None:
@@ -370,10 +381,16 @@ def main(argv: Sequence[str]) -> None:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # a caller gone mid-answer is its own business
-    daemon = Daemon(socket_path, store, fingerprint, environ.daemon_idle_s())
+    daemon = cls(socket_path, store, fingerprint, environ.daemon_idle_s())
     server = daemon.bind()  # first, so the callers meanwhile wait for this process instead of starting twins
-    if server is None:
+    return None if server is None else (daemon, server)
+
+
+def main(argv: Sequence[str]) -> None:
+    started = bound(argv, Daemon, "chronokg.cli.query_daemon")
+    if started is None:
         return
+    daemon, server = started
     try:
         import typer
 

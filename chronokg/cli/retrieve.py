@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel
 
-from chronokg.cli.common import FormatOpt, OptDateOpt, console, guarded, opened, state
+from chronokg.cli.common import FormatOpt, OptDateOpt, console, err, guarded, opened, state
 from chronokg.cli.render import Format, emit, say
 
 KindOpt = Annotated[str, typer.Option("--kind", help="auto (flat below 50,000 passages, else ivf), flat or ivf")]
@@ -76,9 +76,9 @@ def search(
     """Passages valid on --as-of (or today), ranked by similarity; or a web engine's results."""
     def body() -> None:
         if provider == "passages":
-            from chronokg.retrieval.rag import Retriever
+            from chronokg.retrieval.rag import shared_retriever
 
-            r = Retriever.open(_folder(index))
+            r = shared_retriever(_folder(index))  # warm in the local search process (chronokg.cli.search_daemon)
             hits = r.retrieve(query, as_of, k, scope="all" if every_version else "current", known_at=known_at)
         else:
             from chronokg.retrieval.providers import get_provider
@@ -108,7 +108,7 @@ def evaluate(
     index: IndexOpt = None,
     fmt: FormatOpt = Format.table,
 ) -> None:
-    """recall@k of the target version's passage and the stale-passage rate: time-aware, atemporal, all."""
+    """recall@k of the target version's passage and the stale-passage rate: time-aware, atemporal, today."""
     from chronokg.bench.question import read_jsonl
     from chronokg.retrieval.evaluate import evaluate as run
     from chronokg.retrieval.rag import Retriever
@@ -117,7 +117,7 @@ def evaluate(
         qs = [q for q in read_jsonl(questions) if variant is None or q.variant.startswith(variant)]
         r = Retriever.open(_folder(index))
         rows = [Metrics.model_validate(run(r, qs, mode, k, today).model_dump())
-                for mode in ("time-aware", "atemporal", "all")]
+                for mode in ("time-aware", "atemporal", "today")]
         emit(console, rows, fmt, title=f"retrieval over {len(qs)} questions")
     guarded(body)
 
@@ -260,9 +260,11 @@ def _update(index: Path | None, rebuild: bool, kind: str) -> None:
 
     if kind not in ("auto", "flat", "ivf"):
         raise typer.BadParameter("--kind is auto, flat or ivf")
+    from chronokg.cli.progress import progress_bar
+
     folder = _folder(index)
-    with opened(read_only=True) as store:
-        report = update_index(store, folder, rebuild=rebuild, kind=kind)  # type: ignore[arg-type]
+    with opened(read_only=True) as store, progress_bar(err) as bar:  # on stderr: stdout keeps the report alone
+        report = update_index(store, folder, rebuild=rebuild, kind=kind, progress=bar)  # type: ignore[arg-type]
     emit(console, [ReportRow.model_validate(report.model_dump())], Format.table, title=str(folder))
 
 

@@ -2,8 +2,9 @@
 
 * `--rag time-aware|atemporal --k N` (the ConflictMedQA protocol): each question's user message is wrapped
   with k passages from the store's passage index, valid on the question's target date (time-aware) or
-  ranked by similarity over today's passages (atemporal, as the seed did). Passages are retrieved for all
-  questions in one batch before the first request; each sample's log records which were given.
+  ranked by similarity alone over every version (atemporal, as a literature search is: docs/eval.md).
+  Passages are retrieved for all questions in one batch before the first request; each sample's log records
+  which were given.
 * `--agent tools`: the model is offered chronokg's tools (the query tools, guarded Cypher, search) and
   may call them in a bounded loop (`max_steps` model calls, `tool_budget` tool calls) before it answers;
   the tools run in process over the run's store, or over HTTP / MCP (`tools_url`). Every call and a
@@ -63,13 +64,14 @@ class RagArm:
 
     def prepare(self, questions: Sequence[Question]) -> None:
         """Retrieve for every question not yet prepared (one embedding batch, one search per distinct day)."""
-        from chronokg.retrieval.rag import query_text, question_day, wrap
+        from chronokg.retrieval.rag import mode_scope, query_text, question_day, wrap
 
         todo = list({q.id: q for q in questions if q.id not in self._given}.values())
         if not todo:
             return
         hits = self.retriever.retrieve_many([query_text(q) for q in todo],
-                                            [question_day(q, self.mode, self.retriever.today) for q in todo], self.k)
+                                            [question_day(q, self.mode, self.retriever.today) for q in todo], self.k,
+                                            scope=mode_scope(self.mode))
         for q, found in zip(todo, hits, strict=True):
             day = question_day(q, self.mode, self.retriever.today)
             step = {"step": "retrieval", "mode": self.mode, "k": self.k, "as_of": day.isoformat() if day else None,

@@ -177,6 +177,15 @@ def shared_embedder(settings: Settings | None = None) -> SentenceTransformerEmbe
         return _SHARED[key]
 
 
+def warm_encoder(settings: Settings | None = None) -> SentenceTransformerEmbedder:
+    """The shared encoder, its model loaded now (one text encoded) rather than at the first query: for a server
+    or the local search process to call on a background thread while it already answers. Thread-safe: a query
+    arriving meanwhile waits on the encoder's lock and finds the model loaded, never a second copy."""
+    embedder = shared_embedder(settings)
+    embedder.encode(["warm"])
+    return embedder
+
+
 def model_loads(name: str | None = None) -> int:
     """How many times this process has loaded model `name` (every model when None): the count a warm
     process keeps at one."""

@@ -18,7 +18,7 @@ from chronokg.bench.question import Question
 from chronokg.retrieval.rag import Retriever, Scope, query_text
 from chronokg.retrieval.types import RetrievalResult
 
-Arm = Literal["time-aware", "atemporal", "all"]  # all: similarity alone over every version
+Arm = Literal["time-aware", "atemporal", "today"]  # atemporal: every version (the runner's); today: valid today
 
 
 def target_facts(question: Question) -> set[str]:
@@ -68,14 +68,14 @@ class RetrievalReport(BaseModel):
 
 def evaluate(retriever: Retriever, questions: Iterable[Question], mode: Arm, k: int = 2,
              today: dt.date | None = None) -> RetrievalReport:
-    """Run one arm: `time-aware` (as of each question's date), `atemporal` (today's passages) or `all`
-    (similarity alone over every version)."""
+    """Run one arm: `time-aware` (as of each question's date), `atemporal` (similarity alone over every version,
+    as the runner's `--rag atemporal`) or `today` (only the passages valid today)."""
     items = [q for q in questions]
     kept = [(q, target_facts(q)) for q in items]
     usable = [(q, t) for q, t in kept if t and q.target_date is not None]
     days = [q.target_date for q, _ in usable]
     as_of: list[dt.date | None] = list(days) if mode == "time-aware" else [None] * len(usable)
-    scope: Scope = "all" if mode == "all" else "current"
+    scope: Scope = "all" if mode == "atemporal" else "current"
     if today is not None:
         retriever.today = today
     results = retriever.retrieve_many([query_text(q) for q, _ in usable], as_of, k, scope=scope)

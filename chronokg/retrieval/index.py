@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from chronokg.errors import ChronoKGError
+from chronokg.progress import Progress
 from chronokg.retrieval.embed import RAG_EXTRA, Embedder
 from chronokg.retrieval.index_layout import COLUMNS, EMBED_BATCH, FORMAT, NPROBE_BASE, SCHEMA, _date, _record, _spans
 from chronokg.retrieval.index_layout import INT_MAX as INT_MAX  # re-exported: indexing, rag, cli, benchmarks
@@ -100,7 +101,9 @@ class PassageIndex:
             raise IndexError_(f"{folder}: damaged passage index ({exc}); rebuild it: chronokg index build "
                               "--rebuild") from exc
         if meta.format != FORMAT:
-            raise IndexError_(f"{folder}: index format {meta.format}, this chronokg reads {FORMAT}: rebuild it")
+            raise IndexError_(f"{folder}: index format {meta.format}, this chronokg reads {FORMAT} (passages now carry "
+                              "their guideline's topic, title and organisation); rebuild it: chronokg index build "
+                              "--rebuild")
         if not (index.ntotal == len(spans) == meta.rows):
             raise IndexError_(f"{folder}: vectors ({index.ntotal}), spans ({len(spans)}) and metadata ({meta.rows}) "
                               "disagree (an interrupted write?); rebuild it: chronokg index build --rebuild")
@@ -173,21 +176,22 @@ class PassageIndex:
                             [(int(r), *_record(p)) for r, p in zip(ids, passages, strict=True)])
         self.spans = np.concatenate([self.spans, np.array([_spans(p) for p in passages], dtype=np.int32)])
 
-    def sync(self, passages: Iterable[Passage], embedder: Embedder, batch: int = EMBED_BATCH) -> SyncReport:
+    def sync(self, passages: Iterable[Passage], embedder: Embedder, batch: int = EMBED_BATCH,
+             progress: Progress | None = None) -> SyncReport:
         """Bring the index in line with `passages` (the store's, now): embed only what is new."""
         import numpy as np
 
         started = time.perf_counter()
         report = SyncReport()
-        existing = {key: (row, text) for row, key, text in self.db.execute("SELECT row, key, text FROM passages "
-                                                                             "WHERE alive = 1")}
+        existing = {key: (row, f"{heading}: {text}" if heading else text) for row, key, text, heading in
+                    self.db.execute("SELECT row, key, text, heading FROM passages WHERE alive = 1")}
         seen: set[int] = set()
         new: list[Passage] = []
         updates: list[tuple[int, Passage]] = []
         for p in passages:
             found = existing.get(p.key)
-            if found is None or found[1] != p.text:
-                if found is not None:  # the text changed (a caption): retire the old row, embed the new text
+            if found is None or found[1] != p.embedded:
+                if found is not None:  # the embedded text changed (a caption): retire the old row, embed anew
                     self._retire(found[0])
                 new.append(p)
                 continue
@@ -209,15 +213,19 @@ class PassageIndex:
                 report.removed += 1
         if new and not self.index.is_trained:
             raise IndexError_(f"{self.folder}: an untrained IVF index cannot take rows; rebuild it")
+        if progress is not None and new:
+            progress.start(len(new), "embedding new passages")
         for i in range(0, len(new), batch):
             part = new[i:i + batch]
             t0 = time.perf_counter()
-            vectors = embedder.encode([p.text for p in part])
+            vectors = embedder.encode([p.embedded for p in part])
             report.embed_s += time.perf_counter() - t0
             if vectors.shape[1] != self.meta.dim:
                 raise IndexError_(f"{embedder.name} gives {vectors.shape[1]} dimensions, the index has "
                                   f"{self.meta.dim}")
             self.append(part, vectors)
+            if progress is not None:
+                progress.advance(len(part))
         report.added = len(new)
         report.rows = int(self.index.ntotal)
         report.alive = int(np.count_nonzero(self.spans[:, 4])) if len(self.spans) else 0
@@ -380,15 +388,32 @@ def write_lock(folder: Path, timeout_s: float = 30.0) -> Iterator[None]:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
-def build(folder: Path, passages: Iterable[Passage], embedder: Embedder, kind: Kind | Literal["auto"] = "auto",
-          store: str | None = None, batch: int = EMBED_BATCH) -> tuple[PassageIndex, SyncReport]:
-    """A new index of `passages` in `folder` (replacing what is there): embed all, then add (IVF: train first)."""
+def encode_all(embedder: Embedder, items: Sequence[Passage], batch: int = EMBED_BATCH,
+               progress: Progress | None = None) -> npt.NDArray[np.float32]:
+    """The embedded texts of `items`, `batch` at a time, each batch reported to `progress` (the model's first
+    load happens inside the first batch: the bar is up before it, so a slow start is never a silent one)."""
     import numpy as np
+
+    if progress is not None:
+        progress.start(len(items), "embedding passages")
+    parts = []
+    for i in range(0, len(items), batch):
+        part = items[i:i + batch]
+        parts.append(embedder.encode([p.embedded for p in part]))
+        if progress is not None:
+            progress.advance(len(part))
+    return np.concatenate(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
+
+
+def build(folder: Path, passages: Iterable[Passage], embedder: Embedder, kind: Kind | Literal["auto"] = "auto",
+          store: str | None = None, batch: int = EMBED_BATCH,
+          progress: Progress | None = None) -> tuple[PassageIndex, SyncReport]:
+    """A new index of `passages` in `folder` (replacing what is there): embed all, then add (IVF: train first)."""
 
     started = time.perf_counter()
     items = list(passages)
     t0 = time.perf_counter()
-    vectors = embedder.encode([p.text for p in items]) if items else np.zeros((0, embedder.dim), dtype=np.float32)
+    vectors = encode_all(embedder, items, batch, progress)
     embed_s = time.perf_counter() - t0
     building = folder.with_name(folder.name + ".building")
     if building.exists():

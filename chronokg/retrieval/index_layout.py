@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from chronokg.errors import ChronoKGError
 from chronokg.retrieval.passages import Passage
 
-FORMAT = 1
+FORMAT = 2  # 2: passages carry topic, organization and the heading embedded before their text
 IVF_MIN_ROWS = 50_000  # below: exact flat search; from here IVF keeps p50 far under target (benchmarks/README.md)
 NPROBE_BASE = 8  # probes when every row is valid; divided by the valid share, capped at nlist
 EMBED_BATCH = 256
@@ -71,10 +71,11 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS passages (
     row INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, text TEXT NOT NULL,
     fact_id TEXT NOT NULL, subject TEXT NOT NULL, predicate TEXT NOT NULL, source TEXT NOT NULL, title TEXT,
-    valid_from TEXT, valid_to TEXT, known_from TEXT, known_to TEXT, alive INTEGER NOT NULL DEFAULT 1
+    topic TEXT, organization TEXT, heading TEXT, valid_from TEXT, valid_to TEXT, known_from TEXT, known_to TEXT,
+    alive INTEGER NOT NULL DEFAULT 1
 )"""
-COLUMNS = ("key", "kind", "text", "fact_id", "subject", "predicate", "source", "title", "valid_from", "valid_to",
-           "known_from", "known_to")
+COLUMNS = ("key", "kind", "text", "fact_id", "subject", "predicate", "source", "title", "topic", "organization",
+           "heading", "valid_from", "valid_to", "known_from", "known_to")
 
 
 def _spans(p: Passage, alive: int = 1) -> tuple[int, int, int, int, int]:
@@ -83,5 +84,6 @@ def _spans(p: Passage, alive: int = 1) -> tuple[int, int, int, int, int]:
 
 
 def _record(p: Passage) -> tuple[Any, ...]:
-    return (p.key, p.kind, p.text, p.fact_id, p.subject, p.predicate, p.source, p.title,
+    return (p.key, p.kind, p.text, p.fact_id, p.subject, p.predicate, p.source, p.title, p.topic, p.organization,
+            p.heading,
             *(None if d is None else d.isoformat() for d in (p.valid_from, p.valid_to, p.known_from, p.known_to)))

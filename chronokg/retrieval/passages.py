@@ -3,7 +3,9 @@
 Three kinds:
 
 * `recommendation`: a recommendation fact's text (TempoMed, DriftMed, ...), valid from its
-  guideline's issue until the version that replaces it; source = the guideline (PMID);
+  guideline's issue until the version that replaces it; source = the guideline (PMID); embedded
+  after its `heading` (the decision's caption, the guideline's organisation, title, year and topic:
+  the sentence alone rarely names what it is about);
 * `fact`: any other fact verbalised as one sentence ("Alice — employer: Acme, valid from
   2000-01-01 until 2010-01-01"), with the fact's own interval;
 * `chunk`: long literal texts (regulation paragraphs, guideline text) cut into chunks of at
@@ -43,6 +45,9 @@ class Passage(BaseModel):
     predicate: str
     source: str
     title: str | None = None
+    topic: str | None = None
+    organization: str | None = None
+    heading: str | None = None
     valid_from: dt.date | None = None
     valid_to: dt.date | None = None
     known_from: dt.date | None = None
@@ -50,6 +55,12 @@ class Passage(BaseModel):
 
     def valid_at(self, day: dt.date) -> bool:
         return (self.valid_from is None or self.valid_from <= day) and (self.valid_to is None or self.valid_to > day)
+
+    @property
+    def embedded(self) -> str:
+        """What is embedded: the heading (what the passage is about, whose guideline) before the text, so a
+        query that names the topic or the guideline finds a recommendation whose own words name neither."""
+        return f"{self.heading}: {self.text}" if self.heading else self.text
 
 
 _FACTS = """
@@ -63,7 +74,8 @@ OPTIONAL MATCH (g)-[:ISSUED_BY]->(org:Organization)
 RETURN f.id AS id, f.subject_id AS subject, s.caption AS subject_caption, f.predicate AS predicate,
        p.caption AS predicate_caption, f.object_id AS object, o.caption AS object_caption, f.value AS value,
        f.valid_from AS valid_from, f.valid_to AS valid_to, f.known_from AS known_from, f.known_to AS known_to,
-       f.source_id AS source_id, g.id AS guideline, g.year AS guideline_year, collect(org.caption) AS orgs
+       f.source_id AS source_id, g.id AS guideline, g.year AS guideline_year, g.caption AS guideline_caption,
+       g.topic AS guideline_topic, collect(org.caption) AS orgs
 ORDER BY id"""
 
 
@@ -127,22 +139,47 @@ def chunks(text: str, limit: int = CHUNK_CHARS) -> list[str]:
     return [p for p in pieces if p]
 
 
+def _organization(row: dict[str, Any]) -> str | None:
+    orgs = sorted(o for o in row.get("orgs") or [] if o)
+    return " / ".join(orgs) if orgs else None
+
+
 def _title(row: dict[str, Any]) -> str | None:
     if row.get("guideline") is None:
         return None
-    orgs = [o for o in row.get("orgs") or [] if o]
+    org = _organization(row)
     year = row.get("guideline_year")
-    who = f"{orgs[0]} " if orgs else ""
+    who = f"{org} " if org else ""
     return f"{who}guideline {row['guideline']}" + (f" ({year})" if year else "")
+
+
+def heading(row: dict[str, Any]) -> str | None:
+    """What a recommendation or chunk is about, for the embedded text: the subject's caption (a clinical
+    decision: "chest compression depth for an adult in cardiac arrest"), then the guideline's organisation,
+    title, year and topic. A recommendation's own sentence rarely names its topic ("Push down at least 2
+    inches"), so without this a query about the topic ranks it below any fact that names the words."""
+    parts: list[str] = []
+    caption = row.get("subject_caption")
+    if caption:
+        parts.append(str(caption))
+    if row.get("guideline") is not None:
+        guideline = ", ".join(str(x) for x in (_organization(row), row.get("guideline_caption")) if x)
+        year, topic = row.get("guideline_year"), row.get("guideline_topic")
+        extra = "; ".join(str(x) for x in (year, topic) if x)
+        parts.append(f"{guideline or 'guideline ' + str(row['guideline'])}" + (f" ({extra})" if extra else ""))
+    return " — ".join(parts) or None
 
 
 def passages_of_row(row: dict[str, Any], limit: int = CHUNK_CHARS) -> list[Passage]:
     """The passages one fact row gives (one, or several chunks of a long text)."""
     base = {"fact_id": row["id"], "subject": row["subject"], "predicate": row["predicate"],
             "source": row.get("guideline") or row["source_id"], "title": _title(row),
+            "topic": row.get("guideline_topic"), "organization": _organization(row),
             "valid_from": row.get("valid_from"), "valid_to": row.get("valid_to"),
             "known_from": row.get("known_from"), "known_to": row.get("known_to")}
     value = row.get("value")
+    if isinstance(value, str) and (row["predicate"] == RECOMMENDATION or len(value) > limit):
+        base["heading"] = heading(row)
     if row["predicate"] == RECOMMENDATION and isinstance(value, str):
         pieces = chunks(value, limit)
         if len(pieces) == 1:

@@ -1,14 +1,15 @@
 """Time-aware retrieval: `retrieve(query, as_of=DATE, k)` and the RAG context a question is sent with.
 
 * `as_of=DATE`: only passages valid on that day (and known now), ranked by cosine similarity;
-* `as_of=None`: the atemporal mode the seeds used (ConflictMedQA: cosine, k = 2, over the
-  current knowledge base): similarity over the passages valid *today*; `scope="all"` drops
-  even that and ranks every version by similarity alone.
+* `as_of=None`: similarity over the passages valid *today*; `scope="all"` drops even that and
+  ranks every version by similarity alone.
 
 `rag_context(question, mode, k)` is what the evaluation runner's `--rag time-aware|atemporal
 --k N` arm calls: the question's user message wrapped in ConflictMedQA's context template
 (`rag_code.txt`, the authors' `predict_scenarios.py`), with the k retrieved passages as
-`Source {id}: {text}` lines.
+`Source {id}: {text}` lines. Time-aware retrieves as of the question's date; atemporal ranks
+**every version** by similarity alone, as a search over PubMed does in TempoMed's Table 3 (the
+literature holds the superseded guideline beside its successor: docs/eval.md).
 """
 
 from __future__ import annotations
@@ -112,7 +113,8 @@ class Retriever:
         return RetrievalResult(
             id=p.key, text=p.text, score=score, rank=rank, provider=PROVIDER, kind=p.kind, title=p.title,
             source=p.source, valid_from=p.valid_from, valid_to=p.valid_to,
-            metadata={"fact_id": p.fact_id, "subject": p.subject, "predicate": p.predicate,
+            metadata={"fact_id": p.fact_id, "subject": p.subject, "predicate": p.predicate, "topic": p.topic,
+                      "organization": p.organization, "heading": p.heading,
                       "known_from": p.known_from.isoformat() if p.known_from else None,
                       "known_to": p.known_to.isoformat() if p.known_to else None})
 
@@ -148,6 +150,14 @@ def shared_retriever(folder: Path | None = None, settings: Settings | None = Non
         return held[1]
 
 
+def warm_retriever(folder: Path | None = None, settings: Settings | None = None) -> Retriever:
+    """`shared_retriever(folder)` with its encoder loaded (`warm_encoder`): callable from a background thread."""
+    from chronokg.retrieval.embed import warm_encoder
+
+    warm_encoder(settings)
+    return shared_retriever(folder, settings)
+
+
 def default_retriever(settings: Settings | None = None) -> Retriever:
     """The shared retriever over the settings' index (see `shared_retriever`)."""
     return shared_retriever(None, settings)
@@ -180,6 +190,11 @@ def query_text(question: Question) -> str:
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 
+def mode_scope(mode: Mode) -> Scope:
+    """Which passages a RAG mode ranks: time-aware those valid on its day, atemporal every version."""
+    return "all" if mode == "atemporal" else "current"
+
+
 def question_day(question: Question, mode: Mode, today: dt.date | None = None) -> dt.date | None:
     """The day a question retrieves for: its target date (time-aware; today if it has none), or None."""
     if mode == "atemporal":
@@ -202,9 +217,9 @@ def wrap(question_input: str, results: list[RetrievalResult]) -> str:
 
 def rag_context(question: Question, mode: Mode, k: int = 2, retriever: Retriever | None = None) -> str:
     """The user message to send for `question` under a RAG arm: time-aware (passages valid on the question's
-    target date) or atemporal (similarity over today's passages, the ConflictMedQA protocol), k passages."""
+    target date) or atemporal (similarity alone over every version), k passages."""
     if mode not in ("time-aware", "atemporal"):
         raise ChronoKGError(f"unknown RAG mode {mode!r} (time-aware or atemporal)")
     r = retriever or default_retriever()
-    hits = r.retrieve(query_text(question), question_day(question, mode, r.today), k)
+    hits = r.retrieve(query_text(question), question_day(question, mode, r.today), k, scope=mode_scope(mode))
     return wrap(question.input, hits)
