@@ -15,7 +15,7 @@ import kglite
 
 from chronokg.errors import QueryLimitExceeded, QueryRefused, StoreBusy, StoreError
 from chronokg.graph import interval_index, interval_reads, schema
-from chronokg.graph.kglite_files import WAL_HEADER, unreplayed_log
+from chronokg.graph.kglite_files import WAL_HEADER, remove_leftovers, unreplayed_log, writer_refusal
 from chronokg.graph.read_limits import LimitedResult, ReadLimits
 from chronokg.graph.sandbox import ChildError, can_fork, run_forked
 from chronokg.graph.store import Params, Row, Statement
@@ -77,6 +77,7 @@ class KgliteStore:
                 self._new = not Path(self._path).exists()
                 self._dirty = self._new
                 self._g = self._open_waiting(durable, lock_timeout, on_wait)
+                remove_leftovers(Path(self._path))  # temp files of killed saves and loads: the lease is ours now
                 self._base = interval_index.fingerprint(self._path)
                 self._facts_touched = self._dirty  # new, or commits replayed from the log
         except (kglite.KgError, ValueError) as exc:
@@ -130,6 +131,9 @@ class KgliteStore:
 
     def _open(self, durable: str) -> Any:
         level = cast(Literal["full", "normal", "off"], durable)
+        refusal = writer_refusal(Path(self._path))  # a damaged commit kglite would drop without a word
+        if refusal:
+            raise StoreError(refusal)
         wal = Path(self._path + "-wal")
         replay = wal.exists() and wal.stat().st_size > WAL_HEADER
         if durable == "off" and replay:

@@ -1,0 +1,256 @@
+"""`chronokg store check` predicts the next writer: for every kind of damage to an embedded store's files, the
+check's verdict (what the writer does: open, replay, replay and set a torn tail aside, wait, refuse; how many
+commits it replays) is what a real `chronokg ingest` then did, observed from its exit, its one-line error, the
+checkpoint's content and the files beside the store. A damaged commit is never dropped silently: the writer
+refuses and names `chronokg store check --repair`, which replays every commit before the damage.
+
+The table the test measured is printed and is the one in docs/integrity.md ("What the next writer does").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from chronokg.graph import recover
+from chronokg.graph.kglite_files import FRAME_HEAD, WAL_HEADER, readable_versions
+from chronokg.graph.kglite_store import KgliteStore
+from tests.helpers import REPO
+
+COMMITS = 3
+CRASHED_WRITER = textwrap.dedent("""
+    import datetime as dt, os, sys
+    from chronokg.graph.batch import GraphBatch
+    from chronokg.graph.kglite_store import KgliteStore
+    from chronokg.graph.model import Fact, Source
+    from chronokg.graph.writer import write_batch
+    path = sys.argv[1]
+    with KgliteStore(path) as store:
+        store.run("CREATE (:Entity {id: 'base', caption: 'checkpointed'})")
+    store = KgliteStore(path)
+    for i in range(int(sys.argv[2])):  # one commit, so one frame of the log, each
+        batch = GraphBatch()
+        batch.source(Source(id="late", kind="test", caption="commits after the checkpoint"))
+        batch.fact(Fact(subject=f"late{i}", predicate="p", value=i, valid_from=dt.date(2001, 1, 1),
+                        source_id="late", source_kind="test"))
+        write_batch(store, batch)
+    os._exit(0)  # killed before its checkpoint: the facts are only in the log
+""")
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from chronokg.graph.kglite_store import KgliteStore
+    store = KgliteStore(sys.argv[1])
+    print("holding", flush=True)
+    time.sleep(120)
+""")
+ENV = {"PATH": "/usr/bin:/bin", "COLUMNS": "1000", "PYTHONPATH": str(REPO), "CHRONOKG_QUERY_DAEMON_IDLE_S": "0",
+       "CHRONOKG_LOCK_TIMEOUT": "1"}
+
+
+def frames(log: bytes) -> list[int]:
+    """The offsets of the log's frames."""
+    at, found = WAL_HEADER, []
+    while at < len(log):
+        found.append(at)
+        at += FRAME_HEAD + int.from_bytes(log[at:at + 4], "little")
+    return found
+
+
+def flip(data: bytes, at: int) -> bytes:
+    return data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1:]
+
+
+def dead_pid() -> int:
+    done = subprocess.Popen(["true"])
+    done.wait()
+    return done.pid
+
+
+Damage = Callable[[Path, bytes], None]
+
+
+def log_of(make: Callable[[bytes], bytes | None]) -> Damage:
+    def damage(store: Path, log: bytes) -> None:
+        data = make(log)
+        wal = Path(f"{store}-wal")
+        if data is None:
+            wal.unlink()
+        else:
+            wal.write_bytes(data)
+    return damage
+
+
+def version(delta: int | None = None, exact: int | None = None) -> Damage:
+    lo, hi = readable_versions()
+    v = exact if exact is not None else (hi + (delta or 0))
+    assert delta != -1 or v >= lo  # "one lower" is a version this kglite reads
+    return log_of(lambda log: log[:4] + bytes([v]) + log[5:])
+
+
+def owner(text: Callable[[], str] | None) -> Damage:
+    def damage(store: Path, log: bytes) -> None:
+        file = Path(f"{store}.lock-owner")
+        if text is None:
+            file.unlink(missing_ok=True)
+        else:
+            file.write_text(text())
+    return damage
+
+
+def bad_checkpoint(store: Path, log: bytes) -> None:
+    store.write_bytes(b"this is not a store")
+
+
+DAMAGE: dict[str, Damage] = {
+    "no log": log_of(lambda log: None),
+    "empty log (0 bytes)": log_of(lambda log: b""),
+    "header only": log_of(lambda log: log[:WAL_HEADER]),
+    "header cut to 3 bytes": log_of(lambda log: log[:3]),
+    "3 bytes that are no header": log_of(lambda log: b"XYZ"),
+    "intact commits": log_of(lambda log: log),
+    "zero bytes after the last commit": log_of(lambda log: log + bytes(16)),
+    "format version one lower": version(-1),
+    "format version one higher": version(+1),
+    "format version 1 (kglite < 0.14)": version(exact=1),
+    "format version 0": version(exact=0),
+    "bad magic": log_of(lambda log: b"XXXX" + log[4:]),
+    "torn last frame (cut 10 bytes)": log_of(lambda log: log[:-10]),
+    "uncommitted tail (half a frame head)": log_of(lambda log: log + log[WAL_HEADER:WAL_HEADER + 3]),
+    "last commit: one payload byte flipped": log_of(lambda log: flip(log, frames(log)[-1] + FRAME_HEAD + 3)),
+    "first commit: one payload byte flipped": log_of(lambda log: flip(log, frames(log)[0] + FRAME_HEAD + 3)),
+    "first commit: its checksum flipped": log_of(lambda log: flip(log, frames(log)[0] + 5)),
+    "first commit: its length flipped": log_of(lambda log: flip(log, frames(log)[0] + 1)),
+    "missing lock owner file": owner(None),
+    "stale lock (owner process gone)": owner(lambda: f"pid={dead_pid()}\nsince=2026-01-01T00:00:00Z\n"),
+    "damaged checkpoint": bad_checkpoint,
+}
+LIVE = "live lock (another writer holds it)"
+
+
+def late_facts(store: Path) -> int:
+    with KgliteStore(store, read_only=True) as reader:
+        return int(reader.run("MATCH (f:Fact {source_id: 'late'}) RETURN count(f) AS n")[0]["n"])
+
+
+def digest(folder: Path) -> dict[str, str]:
+    """Every file's hash but the lease's (a refused writer takes the lease, then lets it go)."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())
+            if p.is_file() and ".lock" not in p.name}
+
+
+def ingest(store: Path) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([sys.executable, "-m", "chronokg.cli", "--store", f"kglite://{store}", "ingest", "qa",
+                           str(REPO / "tests/fixtures/qasets/boolq.jsonl")],
+                          capture_output=True, text=True, cwd=REPO, timeout=300, env=ENV)
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr[-3000:]
+    return done
+
+
+def observed(store: Path, done: subprocess.CompletedProcess[str], before: dict[str, str]) -> tuple[str, int]:
+    """What the writer did, from the outside: (action, commits replayed into the checkpoint)."""
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    if done.returncode != 0:
+        assert len(errors) == 1, done.stderr
+        assert digest(store.parent) == before  # refused: nothing changed, the log kept byte for byte
+        return ("wait" if "after waiting" in errors[0] else "refuse"), 0
+    replayed = late_facts(store)
+    aside = [n for n in set(digest(store.parent)) - set(before) if ".torn-" in n or ".quarantine-" in n]
+    if aside:
+        return "replay-discard", replayed
+    return ("replay" if replayed else "open"), replayed
+
+
+@pytest.fixture(scope="module")
+def crashed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes]:
+    """A store whose log holds three commits no checkpoint took in, each a fact 'lateN'."""
+    store = tmp_path_factory.mktemp("crashed") / "s.kgl"
+    subprocess.run([sys.executable, "-c", CRASHED_WRITER, str(store), str(COMMITS)], check=True, cwd=REPO,
+                   timeout=300, env=ENV)
+    log = Path(f"{store}-wal").read_bytes()
+    assert len(frames(log)) == COMMITS and late_facts(store) == 0
+    return store, log
+
+
+def copy_of(crashed: tuple[Path, bytes], folder: Path) -> Path:
+    store = folder / "s.kgl"
+    for f in crashed[0].parent.iterdir():
+        shutil.copy2(f, folder / f.name)
+    return store
+
+
+def row(kind: str, found: recover.StoreCheck, did: tuple[str, int]) -> str:
+    return f"| {kind} | {found.log} | {found.lease.split()[0]} | {found.writer} {found.commits} | {did[0]} {did[1]} |"
+
+
+def test_store_check_predicts_what_the_next_writer_does(crashed: tuple[Path, bytes], tmp_path: Path) -> None:
+    rows = ["| damage | `store check`: log | lease | predicted: writer, commits | `ingest` did: writer, commits |",
+            "|---|---|---|---|---|"]
+    for n, (kind, damage) in enumerate(DAMAGE.items()):
+        folder = tmp_path / str(n)
+        folder.mkdir()
+        store = copy_of(crashed, folder)
+        damage(store, crashed[1])
+        before = digest(folder)
+        found = recover.check(store)
+        assert digest(folder) == before  # the check changes nothing
+        done = ingest(store)
+        did = observed(store, done, before)
+        rows.append(row(kind, found, did))
+        assert (found.writer, found.commits) == did, (kind, found, done.stderr)
+        assert found.ok == (done.returncode == 0), kind
+        if found.log == "damaged" and found.checkpoint == "ok":
+            assert "chronokg store check --repair" in done.stderr, done.stderr
+        if found.writer in {"replay", "replay-discard"}:  # no committed frame is lost: every intact one is in
+            assert found.commits == late_facts(store)
+    rows.append(live_lease(crashed, tmp_path / "live"))
+    print("\n" + "\n".join(rows))
+    docs = (REPO / "docs" / "integrity.md").read_text()
+    assert "\n".join(rows) in docs  # the table docs/integrity.md shows is the one measured here
+
+
+def live_lease(crashed: tuple[Path, bytes], folder: Path) -> str:
+    folder.mkdir()
+    store = copy_of(crashed, folder)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(store)], stdout=subprocess.PIPE, text=True,
+                              cwd=REPO, env=ENV)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+        before = digest(folder)
+        found = recover.check(store)
+        done = ingest(store)
+        did = observed(store, done, before)
+        assert (found.writer, found.commits, found.ok) == (*did, False)
+        assert f"process {holder.pid}" in found.lease and f"process {holder.pid}" in done.stderr
+    finally:
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait(30)
+    time.sleep(0.1)
+    assert recover.check(store).lease.startswith("stale")  # and the next writer takes it over
+    return row(LIVE, found, did)
+
+
+@pytest.mark.parametrize("kind", ["last commit: one payload byte flipped", "first commit: its length flipped",
+                                  "bad magic"])
+def test_repair_replays_every_commit_before_the_damage(crashed: tuple[Path, bytes], tmp_path: Path,
+                                                       kind: str) -> None:
+    store = copy_of(crashed, tmp_path)
+    DAMAGE[kind](store, crashed[1])
+    damaged = Path(f"{store}-wal").read_bytes()
+    expected = {"last commit: one payload byte flipped": COMMITS - 1, "first commit: its length flipped": 0,
+                "bad magic": COMMITS}[kind]
+    assert recover.check(store).writer == "refuse"
+    repaired = recover.repair(store)
+    assert repaired.ok and repaired.log == "empty" and late_facts(store) == expected
+    (kept,) = tmp_path.glob("s.kgl-wal.damaged-*")
+    assert kept.read_bytes() == damaged  # what could not be replayed is kept, byte for byte
+    assert ingest(store).returncode == 0
