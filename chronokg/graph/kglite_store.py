@@ -354,17 +354,12 @@ class KgliteStore:
     def sidecar_before(self, graph: Any) -> dict[str, Any] | None:
         """The interval sidecar's arrays of the store as a bulk load starts (`graph`: its staged copy):
         `{}` when it holds no fact, None when no sidecar describes it (an older store, writes since)."""
-        import numpy as np
 
         if not int(graph.node_type_counts().get(schema.FACT, 0)):
             return {}
-        if self._path == MEMORY or self._facts_touched or not interval_index.describes(self._path, self._base):
+        if self._path == MEMORY or self._facts_touched:
             return None
-        try:
-            with np.load(interval_index.sidecar(self._path), allow_pickle=False) as data:
-                return {k: data[k] for k in data.files if k != "stamp"}
-        except (OSError, ValueError, KeyError):
-            return None
+        return interval_index.arrays(self._path, self._base)  # None unless current and whole
 
     def publish_sidecar(self, cols: dict[str, Any] | None) -> None:
         """The sidecar of the staged copy about to be saved, built by the bulk load (None: build it by Cypher
