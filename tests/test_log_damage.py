@@ -254,3 +254,35 @@ def test_repair_replays_every_commit_before_the_damage(crashed: tuple[Path, byte
     (kept,) = tmp_path.glob("s.kgl-wal.damaged-*")
     assert kept.read_bytes() == damaged  # what could not be replayed is kept, byte for byte
     assert ingest(store).returncode == 0
+
+
+def store_check(store: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "chronokg.cli", "--store", f"kglite://{store}", "store", "check"],
+                          capture_output=True, text=True, cwd=REPO, timeout=300, env=ENV)
+
+
+@pytest.mark.parametrize("kind", ["torn last frame (cut 10 bytes)", "first commit: one payload byte flipped"])
+def test_store_check_prints_its_verdict(crashed: tuple[Path, bytes], tmp_path: Path, kind: str) -> None:
+    """The lines `store check` prints are the check's fields, and a query's note names the damage."""
+    store = copy_of(crashed, tmp_path)
+    DAMAGE[kind](store, crashed[1])
+    found = recover.check(store)
+    done = store_check(store)
+    assert done.returncode == (0 if found.ok else 1), done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert f"checkpoint: ok ({found.nodes:,} nodes, {found.relationships:,} relationships)" in lines
+    assert f"log: {found.log} ({found.log_bytes:,} bytes): {found.log_problem}" in lines
+    pid = Path(f"{store}.lock-owner").read_text().split("pid=")[1].split()[0]
+    assert f"lease: {found.lease}" in lines and found.lease == f"stale (process {pid} is gone)"
+    said = {"replay-discard": f"next writer: replays {found.commits} intact commit(s), sets the torn tail aside "
+                              "and checkpoints",
+            "refuse": "next writer: refuses to open the store (nothing is changed)"}[found.writer]
+    assert said in lines and found.commits == (2 if found.writer == "replay-discard" else 0)
+    assert lines[-1] == ("ok: " if found.ok else "damaged: ") + found.advice
+    query = subprocess.run([sys.executable, "-m", "chronokg.cli", "--store", f"kglite://{store}", "stats"],
+                           capture_output=True, text=True, cwd=REPO, timeout=300, env=ENV)
+    assert query.returncode == 0
+    if found.writer == "refuse":
+        assert "cannot be replayed" in query.stderr and "chronokg store check" in query.stderr
+    else:
+        assert "never checkpointed" in query.stderr

@@ -213,6 +213,10 @@ def unreplayed_log(path: Path) -> str | None:
         return None
     if lease_holder(path) is not None:
         return None  # a writer is at work: its commits become visible at its checkpoint
+    scan = scan_log(path, readable_versions())  # after a crash only: a log holds commits
+    if scan.state in {"damaged", "newer", "older-unsupported"}:
+        return (f"{wal} cannot be replayed ({scan.problem}); readers see the last checkpoint, and no writer opens "
+                "the store until it is dealt with: run `chronokg store check`")
     return (f"{path} has writes in its log that were never checkpointed (a writer stopped without closing); "
             "readers do not see them until a writer opens the store again (chronokg init)")
 
