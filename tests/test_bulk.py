@@ -5,10 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import signal
-import subprocess
-import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +21,7 @@ from chronokg.graph.facts import FactTable
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.graph.model import Fact, Source
 from chronokg.graph.writer import write_batch
+from tests.helpers import child_at_marker
 
 D = dt.date
 SRC = Source(id="test:1@2020-01-01", kind="test", caption="test release", release_date=D(2020, 1, 1))
@@ -153,13 +151,7 @@ def test_a_killed_bulk_load_leaves_the_store_as_it_was(tmp_path: Path, durable: 
     with KgliteStore(path, read_only=True) as reader:
         before = content_digest(reader)
     marker = tmp_path / "marker"
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(path), str(marker), durable],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while not marker.exists():
-        assert child.poll() is None, child.stderr.read().decode() if child.stderr else ""
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    child = child_at_marker(CHILD, [str(path), str(marker), durable], marker)
     with KgliteStore(path, read_only=True) as reader:  # a reader beside the load sees the store as it was
         assert content_digest(reader) == before
     os.kill(child.pid, signal.SIGKILL)
@@ -210,13 +202,7 @@ def test_the_next_writer_removes_what_a_killed_load_left(tmp_path: Path) -> None
     with KgliteStore(path) as store:
         write_bulk(store, [table_of(facts(300))])
     marker = tmp_path / "marker"
-    child = subprocess.Popen([sys.executable, "-c", KILLED_BEFORE_STAMP, str(path), str(marker)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while not marker.exists():
-        assert child.poll() is None, child.stderr.read().decode() if child.stderr else ""
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    child = child_at_marker(KILLED_BEFORE_STAMP, [str(path), str(marker)], marker)
     os.kill(child.pid, signal.SIGKILL)
     child.wait(30)
     (left,) = tmp_path.glob("s.kgl.intervals.npz.*.tmp")

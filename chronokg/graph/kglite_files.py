@@ -172,7 +172,7 @@ def remove_leftovers(path: Path) -> list[str]:
     name = re.escape(path.name)
     patterns = rf"{name}\.tmp\.(\d+)\.\d+", rf"{name}\.intervals\.npz\.(\d+)\..*\.tmp", rf"\.{name}-wal\.(\d+)\..*"
     for pattern in patterns:
-        for leftover in path.parent.glob(f"*{path.name}*"):
+        for leftover in (p for p in path.parent.iterdir() if path.name in p.name):
             found = re.fullmatch(pattern, leftover.name)
             if found and int(found.group(1)) != os.getpid() and not process_alive(int(found.group(1))):
                 leftover.unlink(missing_ok=True)
