@@ -150,12 +150,15 @@ def readable_versions() -> tuple[int, int]:
 
 def writer_refusal(path: Path) -> str | None:
     """One line when a writer must not open the store at `path`: its log holds a damaged commit that kglite
-    would drop (None otherwise, and while another process holds the lease: that writer's frames may be half
-    written; the lease wait decides). kglite refuses a bad header and other versions by itself."""
+    would drop, or is another kglite's (None otherwise, and while another process holds the lease: that
+    writer's frames may be half written; the lease wait decides). kglite refuses a bad header by itself."""
     wal = Path(str(path) + "-wal")
     if not wal.exists() or wal.stat().st_size <= WAL_HEADER:
         return None  # the common case, decided without reading a byte
     scan = scan_log(path, readable_versions())
+    if scan.state in {"newer", "older-unsupported"}:
+        return (f"{path}-wal, the store's write-ahead log, was written by another kglite ({scan.problem}); nothing "
+                "was changed and readers still see the last checkpoint (`chronokg store check` says more)")
     if scan.state != "damaged" or scan.intact_end == 0 or lease_holder(path) is not None:
         return None
     return (f"{path}-wal, the store's write-ahead log, holds a damaged commit ({scan.problem}); nothing was "
