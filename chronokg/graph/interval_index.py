@@ -3,7 +3,7 @@
 Why: `changed_between` over a whole store is a scan of every version in Cypher (seconds at a
 million facts); over sorted numpy columns it is a few vectorised passes. The index is a
 sidecar (`<store>.kgl.intervals.npz`) written after each checkpoint of a writer, stamped with
-the checkpoint file's identity (inode, size, mtime) and a CRC-32 of its own arrays (`digest`);
+the checkpoint file's identity (inode, size, mtime) and an XXH3 hash of its own arrays (`digest`);
 a reader uses it only when the stamp matches the file it loaded and the arrays their digest, so
 a stale, missing or rewritten sidecar (an older store, a writer killed between its checkpoint and
 the sidecar, arrays replaced under a copied stamp) is never used: the query falls back to its Cypher.
@@ -21,7 +21,6 @@ import datetime as dt
 import os
 import tempfile
 import zipfile
-import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -369,14 +368,15 @@ def arrays(path: str | Path, stamp: Fingerprint | None) -> dict[str, Any] | None
         return None
 
 
-def digest(cols: dict[str, Any]) -> npt.NDArray[np.int64]:
-    """A CRC-32 of the arrays (names, types, shapes and bytes; the stamp and digest left out): cheap enough to
-    check on every open (about 25 ms per 100 MB), so a sidecar proves its content, not only its file's name."""
+def digest(cols: dict[str, Any]) -> npt.NDArray[np.uint64]:
+    """An XXH3 hash of the arrays (names, types, shapes and bytes; the stamp and digest left out): cheap enough
+    to check on every open (a few ms per 100 MB), so a sidecar proves its content, not only its file's name."""
     import numpy as np
+    import xxhash
 
-    crc = 0
+    h = xxhash.xxh3_64()
     for name in sorted(set(cols) - UNSTAMPED):
         arr = np.ascontiguousarray(cols[name])
-        crc = zlib.crc32(f"{name}:{arr.dtype.str}:{arr.shape};".encode(), crc)
-        crc = zlib.crc32(arr.reshape(-1).view(np.uint8).data, crc)
-    return np.array([crc], dtype=np.int64)
+        h.update(f"{name}:{arr.dtype.str}:{arr.shape};".encode())
+        h.update(arr.reshape(-1).view(np.uint8).data)
+    return np.array([h.intdigest()], dtype=np.uint64)
