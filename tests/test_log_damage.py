@@ -288,3 +288,29 @@ def test_store_check_prints_its_verdict(crashed: tuple[Path, bytes], tmp_path: P
         assert "cannot be replayed" in query.stderr and "chronokg store check" in query.stderr
     else:
         assert "never checkpointed" in query.stderr
+
+
+def test_the_scan_tells_a_torn_append_from_damage_that_hides_commits() -> None:
+    """Synthetic logs at sizes the crashed writer does not reach: a long torn last append is torn (the writer
+    replays what comes before it), and an intact commit behind damage is found wherever it lies."""
+    import random
+    import zlib
+
+    from chronokg.graph.kglite_files import scan_bytes
+
+    rng = random.Random(5)
+
+    def frame(payload: bytes) -> bytes:
+        return len(payload).to_bytes(4, "little") + zlib.crc32(payload).to_bytes(4, "little") + payload
+
+    readable = readable_versions()
+    log = b"KWAL" + bytes([readable[1]]) + b"".join(frame(rng.randbytes(50)) for _ in range(3))
+    cut = (10_000_000).to_bytes(4, "little") + rng.randbytes(4_000_000)  # a large commit, cut off mid-append
+    assert (scan_bytes(log, readable).state, scan_bytes(log, readable).commits) == ("commits", 3)
+    assert (scan_bytes(log + cut, readable).state, scan_bytes(log + cut, readable).commits) == ("torn", 3)
+    assert scan_bytes(log + bytes(4096), readable).state == "commits"  # zeros: no data
+    hidden = log + b"\xff\xff\xff\x7f" + rng.randbytes((1 << 22) + 17) + frame(b"late commit")
+    for tail in (b"", bytes(64), frame(b"and one more")):
+        found = scan_bytes(hidden + tail, readable)
+        assert (found.state, found.commits) == ("damaged", 3), tail
+        assert f"an intact commit follows it (at byte {len(log) + 4 + (1 << 22) + 17})" in (found.problem or "")

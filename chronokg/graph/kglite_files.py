@@ -92,9 +92,11 @@ def scan_bytes(data: bytes | mmap.mmap, readable: tuple[int, int]) -> LogScan:
         return LogScan("commits" if commits else "empty", size, version, commits, off)
     later = _intact_frame_after(data, off + 1)
     if later is not None:
+        follows = (f"an intact commit follows it (at byte {later})" if later > off + 1 else
+                   "what follows it is too long to show that no commit is in it")
         return LogScan("damaged", size, version, commits, off,
-                       f"the frame at byte {off} is damaged and an intact commit follows it (at byte {later}): a "
-                       f"writer would replay the {commits} commit(s) before it and drop the rest")
+                       f"the frame at byte {off} is damaged and {follows}: a writer would replay the {commits} "
+                       "commit(s) before it and drop the rest")
     if not any(data[off:size]):  # space the file system gave the log and nothing wrote: kglite drops it
         return LogScan("commits" if commits else "empty", size, version, commits, off,
                        f"{size - off} zero byte(s) after the last commit, which hold nothing")
@@ -108,22 +110,24 @@ def _intact_frame_after(data: bytes | mmap.mmap, start: int) -> int | None:
     budget, `start` itself: damage that cannot be shown harmless counts as hiding a commit."""
     import numpy as np
 
-    size = len(data)
-    if size - start < FRAME_HEAD + 1:
-        return None
-    raw = np.frombuffer(data, dtype=np.uint8, count=size - start, offset=start)
-    n = raw.size - 3
-    lengths = (raw[:n].astype(np.uint64) | raw[1:n + 1].astype(np.uint64) << 8 | raw[2:n + 2].astype(np.uint64) << 16
-               | raw[3:n + 3].astype(np.uint64) << 24)
-    room = (size - start - FRAME_HEAD) - np.arange(n, dtype=np.int64)
-    spent = 0
-    for i in np.flatnonzero((lengths > 0) & (lengths.astype(np.int64) <= room)).tolist():
-        at, length = start + i, int(lengths[i])
-        spent += length
-        if spent > SCAN_BUDGET:
-            return start
-        if zlib.crc32(data[at + FRAME_HEAD:at + FRAME_HEAD + length]) == int.from_bytes(data[at + 4:at + 8], "little"):
-            return at
+    size, spent, chunk = len(data), 0, 1 << 22  # candidate lengths read 4 MiB of offsets at a time
+    for base in range(start, size - FRAME_HEAD, chunk):
+        raw = np.frombuffer(data, dtype=np.uint8, count=min(chunk + 3, size - base), offset=base).astype(np.int64)
+        n = min(chunk, raw.size - 3)
+        lengths = raw[:n] | raw[1:n + 1] << 8 | raw[2:n + 2] << 16 | raw[3:n + 3] << 24
+        room = (size - base - FRAME_HEAD) - np.arange(n, dtype=np.int64)
+        for i in np.flatnonzero((lengths > 0) & (lengths <= room)).tolist():
+            at, length = base + i, int(lengths[i])
+            end = at + FRAME_HEAD + length  # a frame ends the log, or is followed by one that fits, or by zeros
+            follow = int.from_bytes(data[end:end + 4], "little") if end + FRAME_HEAD <= size else 0
+            if end != size and not 0 < follow <= size - end - FRAME_HEAD and any(data[end:end + FRAME_HEAD]):
+                continue
+            spent += length
+            if spent > SCAN_BUDGET:
+                return start
+            crc = int.from_bytes(data[at + 4:at + 8], "little")
+            if zlib.crc32(data[at + FRAME_HEAD:at + FRAME_HEAD + length]) == crc:
+                return at
     return None
 
 
