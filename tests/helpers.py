@@ -4,13 +4,28 @@ from __future__ import annotations
 
 import functools
 import http.server
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def child_at_marker(script: str, args: list[str], marker: Path, timeout: float = 120) -> subprocess.Popen[bytes]:
+    """A Python child running `script` with `args`, returned once it has written `marker` (where the test
+    kills it, as a crash would)."""
+    child = subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + timeout
+    while not marker.exists():
+        assert child.poll() is None, child.stderr.read().decode() if child.stderr else ""
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    return child
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):

@@ -5,6 +5,7 @@ Each case also checks that nothing was written: the store's content hash is unch
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 import subprocess
@@ -105,17 +106,39 @@ def test_absurd_release_dates_elsewhere(tmp_path: Path, shared_data: Path) -> No
 def test_a_truncated_csv_is_refused(tmp_path: Path, shared_data: Path) -> None:
     real = next((shared_data / "truthfulqa").glob("*.csv"))
     data = real.read_bytes()
+    quoted = data.index(b',"', len(data) // 2) + 5  # inside a quoted field in the second half
     cut = tmp_path / "TruthfulQA.csv"
-    cut.write_bytes(data[: len(data) // 2])  # in the middle of some row
+    cut.write_bytes(data[:quoted])
     store = KgliteStore(":memory:")
     digest = content_digest(store)
-    with pytest.raises(InputError, match=r"TruthfulQA.csv, record row \d+ \(line \d+\): .*looks truncated"):
+    with pytest.raises(InputError, match=r"TruthfulQA.csv, record row \d+ \(line \d+\): broken CSV: unexpected end"):
         qasets.load(store, [cut])
     assert content_digest(store) == digest
     header_only = tmp_path / "header.csv"
     header_only.write_bytes(data.split(b"\n", 1)[0] + b"\n")
     with pytest.raises(InputError, match="header but no rows"):
         qasets.load(store, [header_only])
+
+
+def test_a_csv_without_a_final_line_break_loads(tmp_path: Path, shared_data: Path) -> None:
+    """The released TruthfulQA.csv ends without a line break: every row loads, as from the file with one."""
+    real = next((shared_data / "truthfulqa").glob("*.csv"))
+    bare = tmp_path / real.name
+    bare.write_bytes(real.read_bytes().rstrip(b"\r\n"))
+    ended, unended = KgliteStore(":memory:"), KgliteStore(":memory:")
+    rows = sum(1 for _ in csv.reader(real.open(encoding="utf-8", newline=""))) - 1
+    assert qasets.load(ended, [real]).report == qasets.load(unended, [bare]).report
+    # The same questions; only the release (the file's content hash) differs.
+    questions = "MATCH (q:SourceQuestion) RETURN properties(q) AS q ORDER BY q.id"
+    assert [{k: v for k, v in r["q"].items() if k != "source_id"} for r in ended.run(questions)] == \
+        [{k: v for k, v in r["q"].items() if k != "source_id"} for r in unended.run(questions)]
+    assert len(unended.run(questions)) == rows == 613
+    small = tmp_path / "small.csv"  # a last field in quotes, closed, then the end of the file
+    small.write_text('Type,Category,Question,Best Answer,Correct Answers,Incorrect Answers,Source\r\n'
+                     'Adversarial,Misc,"Is it, though?",Yes,Yes; Indeed,No,"https://example.org/a,b"')
+    fresh = KgliteStore(":memory:")
+    qasets.load(fresh, [small])
+    assert [r["q"]["question"] for r in fresh.run(questions)] == ["Is it, though?"]
 
 
 @pytest.mark.parametrize("name,content", [("questions.jsonl", ""), ("questions2.jsonl", "\n\n  \n"),

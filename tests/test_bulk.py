@@ -5,10 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import signal
-import subprocess
-import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +21,7 @@ from chronokg.graph.facts import FactTable
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.graph.model import Fact, Source
 from chronokg.graph.writer import write_batch
+from tests.helpers import child_at_marker
 
 D = dt.date
 SRC = Source(id="test:1@2020-01-01", kind="test", caption="test release", release_date=D(2020, 1, 1))
@@ -153,13 +151,7 @@ def test_a_killed_bulk_load_leaves_the_store_as_it_was(tmp_path: Path, durable: 
     with KgliteStore(path, read_only=True) as reader:
         before = content_digest(reader)
     marker = tmp_path / "marker"
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(path), str(marker), durable],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while not marker.exists():
-        assert child.poll() is None, child.stderr.read().decode() if child.stderr else ""
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    child = child_at_marker(CHILD, [str(path), str(marker), durable], marker)
     with KgliteStore(path, read_only=True) as reader:  # a reader beside the load sees the store as it was
         assert content_digest(reader) == before
     os.kill(child.pid, signal.SIGKILL)
@@ -174,6 +166,61 @@ def test_a_killed_bulk_load_leaves_the_store_as_it_was(tmp_path: Path, durable: 
     with KgliteStore(path, read_only=True) as reader:  # the next load's sidecar, built from its columns
         assert reader.intervals() is not None
     assert not list(tmp_path.glob("*.tmp"))  # no unstamped sidecar left by the load that completed
+
+
+KILLED_BEFORE_STAMP = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from chronokg.graph import interval_index
+    from chronokg.graph.bulk import write_bulk
+    from chronokg.graph.facts import FactTable
+    from chronokg.graph.kglite_store import KgliteStore
+    from chronokg.graph.model import Source
+    import datetime as dt
+
+    path, marker = sys.argv[1], Path(sys.argv[2])
+
+    def stop_here(*args, **kwargs):  # the load is saved, its sidecar written unstamped: kill me now
+        marker.write_text("saved")
+        time.sleep(60)
+
+    interval_index.stamp_and_publish = stop_here
+    src = Source(id="kill:2", kind="kill", caption="killed load", release_date=dt.date(2021, 1, 1))
+    table = FactTable()
+    table.source(src)
+    for i in range(3000):
+        table.add(f"k{i}", "p", object=f"k{i + 1}", source_id=src.id, source_kind=src.kind)
+    with KgliteStore(path) as store:
+        write_bulk(store, [table])
+""")
+
+
+def test_the_next_writer_removes_what_a_killed_load_left(tmp_path: Path) -> None:
+    """A load killed between its save and its sidecar's stamp leaves the unstamped sidecar (`*.tmp`); the
+    next writer removes it, and kglite's save temp files of dead processes, leaving those of live ones."""
+    path = tmp_path / "s.kgl"
+    with KgliteStore(path) as store:
+        write_bulk(store, [table_of(facts(300))])
+    marker = tmp_path / "marker"
+    child = child_at_marker(KILLED_BEFORE_STAMP, [str(path), str(marker)], marker)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(30)
+    (left,) = tmp_path.glob("s.kgl.intervals.npz.*.tmp")
+    assert f".{child.pid}." in left.name
+    save_of_dead = tmp_path / f"s.kgl.tmp.{child.pid}.0"  # as a save killed midway leaves it
+    save_of_live = tmp_path / f"s.kgl.tmp.{os.getppid()}.0"  # a live process's: not ours to remove
+    for f in (save_of_dead, save_of_live):
+        f.write_bytes(b"partial")
+    with KgliteStore(path, read_only=True) as reader:
+        assert reader.intervals() is None  # the killed load's checkpoint has no stamped sidecar
+        assert left.exists()  # readers remove nothing
+    with KgliteStore(path) as writer:
+        assert not left.exists() and not save_of_dead.exists() and save_of_live.exists()
+        assert writer.run("MATCH (f:Fact {source_id: 'kill:2'}) RETURN count(f) AS n")[0]["n"] == 3000
+        write_bulk(writer, [table_of(facts(10, offset=700))])
+    assert sorted(p.name for p in tmp_path.iterdir() if "tmp" in p.name) == [save_of_live.name]
+    with KgliteStore(path, read_only=True) as reader:
+        assert reader.intervals() is not None
 
 
 def test_add_many_stages_what_add_stages_row_by_row() -> None:

@@ -181,6 +181,43 @@ def test_a_stale_or_missing_sidecar_is_never_used(tmp_path: Path) -> None:
     assert_index_agrees(path, 13)
 
 
+def test_a_rewritten_sidecar_under_a_copied_stamp_is_never_used(tmp_path: Path) -> None:
+    """The stamp names the checkpoint; the digest proves the arrays: other arrays under the stamp and digest
+    of the right sidecar (a tool that rewrote it, a copy from another store) are ignored, and the reader
+    answers from its Cypher."""
+    import numpy as np
+
+    path, other = tmp_path / "store.kgl", tmp_path / "other.kgl"
+    with KgliteStore(path) as store:
+        write_batch(store, synthetic(21, 40))
+    with KgliteStore(other) as store:
+        write_batch(store, synthetic(22, 40))
+    side = interval_index.sidecar(path)
+    with np.load(side) as data:
+        right = {k: data[k] for k in data.files}
+    with np.load(interval_index.sidecar(other)) as data:
+        foreign = {k: data[k] for k in data.files if k not in interval_index.UNSTAMPED}
+    shifted = dict(right)
+    shifted["vf"] = right["vf"] + 400  # every valid_from a year later, nothing else changed
+    start, end = D(2000, 1, 1), D(2030, 1, 1)
+    with KgliteStore(path, read_only=True) as reader:
+        assert reader.intervals() is not None
+        rows = catalog.changed_between(reader, start, end)
+        assert rows == by_cypher(reader, start, end) and rows
+    for arrays in (shifted, {**foreign, "stamp": right["stamp"], "digest": right["digest"]}):
+        with side.open("wb") as fh:
+            np.savez(fh, **arrays)
+        for quick in (False, True):
+            with KgliteStore(path, read_only=True, quick_open=quick) as reader:
+                assert reader.intervals() is None
+                assert catalog.changed_between(reader, start, end) == rows
+    with side.open("wb") as fh:  # the right arrays back under their stamp: used again
+        np.savez(fh, **right)
+    with KgliteStore(path, read_only=True) as reader:
+        assert reader.intervals() is not None
+        assert catalog.changed_between(reader, start, end) == rows
+
+
 def test_writers_and_stores_in_memory_answer_from_cypher(tmp_path: Path) -> None:
     path = tmp_path / "store.kgl"
     with KgliteStore(path) as store:

@@ -12,6 +12,14 @@ from chronokg.cli.common import FormatOpt, console, guarded, state
 from chronokg.cli.render import Format
 from chronokg.errors import ChronoKGError
 
+WRITER = {  # what the next writer does, in words (`StoreCheck.writer`)
+    "open": "opens the store and starts a new log (nothing to replay)",
+    "replay": "replays {n} commit(s) from the log and checkpoints",
+    "replay-discard": "replays {n} intact commit(s), sets the torn tail aside and checkpoints",
+    "wait": "waits for the lease's holder, then refuses",
+    "refuse": "refuses to open the store (nothing is changed)",
+}
+
 
 def register(app: typer.Typer) -> None:
     store_app = typer.Typer(help="The store's files: check them, recover a damaged write-ahead log.",
@@ -21,12 +29,13 @@ def register(app: typer.Typer) -> None:
 
 
 def check(
-    repair: Annotated[bool, typer.Option("--repair", help="Recover a log whose header is damaged: the damaged log "
-                                                          "is kept aside, every intact commit in it is replayed "
-                                                          "and checkpointed")] = False,
+    repair: Annotated[bool, typer.Option("--repair", help="Recover a damaged log (header or commit): the damaged "
+                                                          "log is kept aside, every intact commit before the damage "
+                                                          "is replayed and checkpointed")] = False,
     fmt: FormatOpt = Format.table,
 ) -> None:
-    """Check the embedded store's checkpoint and write-ahead log (exit 1 when a writer cannot open it)."""
+    """Check the embedded store's checkpoint and write-ahead log, and say what the next writer does with them
+    (exit 1 when it cannot open the store)."""
     from chronokg.graph import recover
     from chronokg.settings import Settings
 
@@ -47,6 +56,8 @@ def check(
         log = f"log: {found.log} ({found.log_bytes:,} bytes)" + (f": {found.log_problem}" if found.log_problem
                                                                  else "")
         console.print(log, markup=False, highlight=False)
+        console.print(f"lease: {found.lease}", markup=False, highlight=False)
+        console.print(f"next writer: {WRITER[found.writer].format(n=found.commits)}", markup=False, highlight=False)
         if repair and before.log == "damaged":
             gained = (found.nodes or 0) - (before.nodes or 0), (found.relationships or 0) - (before.relationships or 0)
             kept = next((n for n in reversed(found.kept_aside) if ".damaged-" in n), "?")

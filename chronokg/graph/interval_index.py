@@ -3,9 +3,10 @@
 Why: `changed_between` over a whole store is a scan of every version in Cypher (seconds at a
 million facts); over sorted numpy columns it is a few vectorised passes. The index is a
 sidecar (`<store>.kgl.intervals.npz`) written after each checkpoint of a writer, stamped with
-the checkpoint file's identity (inode, size, mtime); a reader uses it only when the stamp
-matches the file it loaded, so a stale or missing sidecar (an older store, a writer killed
-between its checkpoint and the sidecar) is never used: the query falls back to its Cypher.
+the checkpoint file's identity (inode, size, mtime) and an XXH3 hash of its own arrays (`digest`);
+a reader uses it only when the stamp matches the file it loaded and the arrays their digest, so
+a stale, missing or rewritten sidecar (an older store, a writer killed between its checkpoint and
+the sidecar, arrays replaced under a copied stamp) is never used: the query falls back to its Cypher.
 
 Each row is one fact known now (`known_to IS NULL`): subject, predicate and value
 (`coalesce(object_id, toString(value))`, computed by the engine so the text is the Cypher's)
@@ -30,7 +31,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-FORMAT = 2
+FORMAT = 3  # 3: the arrays' digest beside the stamp
+UNSTAMPED = frozenset({"stamp", "digest"})  # members that are not the index's arrays
 SUFFIX = ".intervals.npz"
 FACTS = (
     "MATCH (f:Fact) WHERE f.known_to IS NULL AND f.subject_id IS NOT NULL AND f.predicate IS NOT NULL "
@@ -268,10 +270,11 @@ def write(path: str | Path, cols: dict[str, Any] | None, stamp: Fingerprint | No
     if cols is None or stamp is None:
         target.unlink(missing_ok=True)
         return
-    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
+    cols = {k: v for k, v in cols.items() if k not in UNSTAMPED}
+    fd, tmp = tempfile.mkstemp(prefix=f"{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, stamp=np.array(stamp, dtype=np.int64), **cols)
+            np.savez(fh, stamp=np.array(stamp, dtype=np.int64), digest=digest(cols), **cols)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -284,10 +287,11 @@ def write_unstamped(path: str | Path, cols: dict[str, Any]) -> Path:
     import numpy as np
 
     target = sidecar(path)
-    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
+    cols = {k: v for k, v in cols.items() if k not in UNSTAMPED}
+    fd, tmp = tempfile.mkstemp(prefix=f"{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **cols)
+            np.savez(fh, digest=digest(cols), **cols)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -323,31 +327,15 @@ def refresh(graph: Any, path: str | Path) -> None:
         sidecar(path).unlink(missing_ok=True)  # never leave one that might pass for this checkpoint
 
 
-def describes(path: str | Path, stamp: Fingerprint | None) -> bool:
-    """Whether the sidecar at `path` is the one of checkpoint `stamp` (reads only its stamp)."""
-    import numpy as np
-
-    if stamp is None:
-        return False
-    try:
-        with np.load(sidecar(path), allow_pickle=False) as data:
-            return tuple(int(x) for x in data["stamp"]) == stamp and int(data["format"][0]) == FORMAT
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
-        return False
-
-
 def carry(path: str | Path, old: Fingerprint | None) -> None:
     """After a checkpoint that changed no fact and no caption (e.g. a run's predictions): the sidecar of
     checkpoint `old` now describes the new file too, so it is re-stamped instead of rebuilt (a full read
     of every fact: seconds and a gigabyte at a million facts). Without a current one there is none."""
-    import numpy as np
-
     try:
-        if not describes(path, old):
+        cols = arrays(path, old)
+        if cols is None:
             sidecar(path).unlink(missing_ok=True)
             return
-        with np.load(sidecar(path), allow_pickle=False) as data:
-            cols = {k: data[k] for k in data.files if k != "stamp"}
         write(path, cols, fingerprint(path))
     except Exception:
         sidecar(path).unlink(missing_ok=True)  # never leave one that might pass for this checkpoint
@@ -355,6 +343,13 @@ def carry(path: str | Path, old: Fingerprint | None) -> None:
 
 def load(path: str | Path, stamp: Fingerprint | None) -> IntervalIndex | None:
     """The sidecar of the checkpoint `stamp` (as the reader loaded it), or None (missing, stale, damaged)."""
+    cols = arrays(path, stamp)
+    return None if cols is None else IntervalIndex(cols)
+
+
+def arrays(path: str | Path, stamp: Fingerprint | None) -> dict[str, Any] | None:
+    """The sidecar's arrays when it is the one of checkpoint `stamp` and its arrays are the ones its digest
+    names, else None (missing, stale, damaged, rewritten)."""
     import numpy as np
 
     if stamp is None:
@@ -365,6 +360,23 @@ def load(path: str | Path, stamp: Fingerprint | None) -> IntervalIndex | None:
         with np.load(sidecar(path), allow_pickle=False) as data:
             if tuple(int(x) for x in data["stamp"]) != stamp or int(data["format"][0]) != FORMAT:
                 return None
-            return IntervalIndex({k: data[k] for k in data.files})
+            cols = {k: data[k] for k in data.files if k not in UNSTAMPED}
+            if not np.array_equal(data["digest"], digest(cols)):
+                return None
+            return cols
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
         return None
+
+
+def digest(cols: dict[str, Any]) -> npt.NDArray[np.uint64]:
+    """An XXH3 hash of the arrays (names, types, shapes and bytes; the stamp and digest left out): cheap enough
+    to check on every open (a few ms per 100 MB), so a sidecar proves its content, not only its file's name."""
+    import numpy as np
+    import xxhash
+
+    h = xxhash.xxh3_64()
+    for name in sorted(set(cols) - UNSTAMPED):
+        arr = np.ascontiguousarray(cols[name])
+        h.update(f"{name}:{arr.dtype.str}:{arr.shape};".encode())
+        h.update(arr.reshape(-1).view(np.uint8).data)
+    return np.array([h.intdigest()], dtype=np.uint64)

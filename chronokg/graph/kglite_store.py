@@ -15,7 +15,7 @@ import kglite
 
 from chronokg.errors import QueryLimitExceeded, QueryRefused, StoreBusy, StoreError
 from chronokg.graph import interval_index, interval_reads, schema
-from chronokg.graph.kglite_files import WAL_HEADER, unreplayed_log
+from chronokg.graph.kglite_files import WAL_HEADER, remove_leftovers, unreplayed_log, writer_refusal
 from chronokg.graph.read_limits import LimitedResult, ReadLimits
 from chronokg.graph.sandbox import ChildError, can_fork, run_forked
 from chronokg.graph.store import Params, Row, Statement
@@ -77,6 +77,7 @@ class KgliteStore:
                 self._new = not Path(self._path).exists()
                 self._dirty = self._new
                 self._g = self._open_waiting(durable, lock_timeout, on_wait)
+                remove_leftovers(Path(self._path))  # temp files of killed saves and loads: the lease is ours now
                 self._base = interval_index.fingerprint(self._path)
                 self._facts_touched = self._dirty  # new, or commits replayed from the log
         except (kglite.KgError, ValueError) as exc:
@@ -130,6 +131,9 @@ class KgliteStore:
 
     def _open(self, durable: str) -> Any:
         level = cast(Literal["full", "normal", "off"], durable)
+        refusal = writer_refusal(Path(self._path))  # a damaged commit kglite would drop without a word
+        if refusal:
+            raise StoreError(refusal)
         wal = Path(self._path + "-wal")
         replay = wal.exists() and wal.stat().st_size > WAL_HEADER
         if durable == "off" and replay:
@@ -350,17 +354,12 @@ class KgliteStore:
     def sidecar_before(self, graph: Any) -> dict[str, Any] | None:
         """The interval sidecar's arrays of the store as a bulk load starts (`graph`: its staged copy):
         `{}` when it holds no fact, None when no sidecar describes it (an older store, writes since)."""
-        import numpy as np
 
         if not int(graph.node_type_counts().get(schema.FACT, 0)):
             return {}
-        if self._path == MEMORY or self._facts_touched or not interval_index.describes(self._path, self._base):
+        if self._path == MEMORY or self._facts_touched:
             return None
-        try:
-            with np.load(interval_index.sidecar(self._path), allow_pickle=False) as data:
-                return {k: data[k] for k in data.files if k != "stamp"}
-        except (OSError, ValueError, KeyError):
-            return None
+        return interval_index.arrays(self._path, self._base)  # None unless current and whole
 
     def publish_sidecar(self, cols: dict[str, Any] | None) -> None:
         """The sidecar of the staged copy about to be saved, built by the bulk load (None: build it by Cypher

@@ -1,13 +1,15 @@
-"""`chronokg store check`: what an embedded store's files hold, and the recovery of a damaged write-ahead log.
+"""`chronokg store check`: what an embedded store's files hold, what the next writer will do with them, and
+the recovery of a damaged write-ahead log.
 
 An embedded store is its last checkpoint (`store.kgl`) plus a write-ahead log (`store.kgl-wal`) of commits
-made since. kglite itself recovers a log whose damage is a torn or corrupt *frame*: it replays the intact
-frames before it and sets the rest aside in a `.torn-`/`.quarantine-` copy beside the store. What it
-cannot open is a log whose *header* is damaged (`not a kglite WAL file (bad magic)`): every writer then
-fails. `repair` recovers that case without losing a committed byte: the damaged log is first copied aside
-unchanged (`store.kgl-wal.damaged-<UTC time>`, never deleted), then a log with a fresh header and the
-damaged log's frames replaces it (written to a temporary name, renamed when whole), and a writer opens the
-store, replays every intact frame and checkpoints. Whatever kglite cannot replay stays in the kept copies.
+made since. The check predicts the writer (`kglite_files`: the log read frame by frame, as kglite reads it):
+it starts a new log, replays the log's commits, replays them and sets a torn last append aside, waits for a
+live writer, or refuses (a damaged header, a log of another kglite, a damaged commit, an unreadable
+checkpoint). A damaged commit is never dropped silently: the writer refuses it, and `repair` recovers it
+without losing a committed byte: the damaged log is first copied aside unchanged
+(`store.kgl-wal.damaged-<UTC time>`, never deleted), then a log with this kglite's header and every intact
+commit before the damage replaces it (written to a temporary name, renamed when whole), and a writer opens
+the store, replays them and checkpoints. What cannot be replayed stays in the kept copy.
 """
 
 from __future__ import annotations
@@ -24,16 +26,25 @@ import kglite
 from pydantic import BaseModel
 
 from chronokg.errors import StoreBusy, StoreError
-from chronokg.graph.kglite_files import WAL_HEADER, lease_holder
+from chronokg.graph.kglite_files import (
+    WAL_HEADER,
+    WAL_MAGIC,
+    LogState,
+    lease_holder,
+    process_alive,
+    readable_versions,
+    scan_bytes,
+    scan_log,
+)
 from chronokg.graph.kglite_store import KgliteStore
 
-WAL_MAGIC = b"KWAL"
-LogState = Literal["absent", "empty", "commits", "damaged", "newer"]
 ASIDE = (".damaged-", ".torn-", ".quarantine-")  # copies of log bytes kept beside a store (ours and kglite's)
+WriterAction = Literal["open", "replay", "replay-discard", "wait", "refuse"]
+REFUSED: frozenset[LogState] = frozenset({"damaged", "newer", "older-unsupported"})
 
 
 class StoreCheck(BaseModel):
-    """What `chronokg store check` found; `ok` when a writer can open the store as it is."""
+    """What `chronokg store check` found, and what the next writer does (`writer`); `ok` when it opens."""
 
     path: str
     checkpoint: str  # "ok" or why it cannot be read
@@ -41,7 +52,11 @@ class StoreCheck(BaseModel):
     relationships: int | None = None
     log: LogState
     log_bytes: int = 0
+    log_version: int | None = None
+    commits: int = 0  # intact commits in the log, which the next writer replays (none when it refuses or waits)
     log_problem: str | None = None
+    lease: str  # "free", "stale (process N is gone)" or "held by process N"
+    writer: WriterAction
     kept_aside: list[str] = []
     ok: bool
     advice: str
@@ -56,22 +71,50 @@ def fresh_header() -> bytes:
     return header
 
 
-def _log_state(wal: Path, header: bytes) -> tuple[LogState, str | None]:
-    if not wal.exists():
-        return "absent", None
-    head = wal.read_bytes()[:WAL_HEADER] if wal.stat().st_size else b""
-    if not head:
-        return "empty", None
-    if not head.startswith(WAL_MAGIC):
-        return "damaged", f"not a kglite write-ahead log: it starts {head[:4]!r}, not {WAL_MAGIC!r} (bad magic)"
-    if len(head) < WAL_HEADER:
-        return "damaged", f"the log's header is cut short ({len(head)} of {WAL_HEADER} bytes)"
-    if head != header:
-        if head[4] > header[4]:
-            return "newer", (f"the log is format version {head[4]}, newer than this kglite reads ({header[4]}): "
-                             "open the store with the kglite that wrote it")
-        return "damaged", f"the log's header names format version {head[4]}, which this kglite does not read"
-    return ("commits" if wal.stat().st_size > WAL_HEADER else "empty"), None
+def lease_state(store: Path) -> str:
+    """The writer lease as the owner file beside the store tells it (kglite takes over a dead owner's)."""
+    holder = lease_holder(store)
+    if holder is not None:
+        return f"held by {holder}"
+    owner = Path(f"{store}.lock-owner")
+    text = owner.read_text(errors="replace") if owner.is_file() else ""
+    fields = dict(line.partition("=")[::2] for line in text.splitlines())
+    pid = fields.get("pid", "")
+    if pid.isdigit() and "released" not in fields and not process_alive(int(pid)):
+        return f"stale (process {pid} is gone)"
+    return "free"
+
+
+def _writer(checkpoint: str, lease: str, log: LogState) -> WriterAction:
+    if checkpoint != "ok" or log in REFUSED:
+        return "refuse"
+    if lease.startswith("held"):
+        return "wait"
+    return {"commits": "replay", "torn": "replay-discard"}.get(log, "open")  # type: ignore[return-value]
+
+
+def _advice(store: Path, writer: WriterAction, found: StoreCheck) -> str:
+    wal = f"{store.name}-wal"
+    if found.checkpoint != "ok":
+        return (f"the checkpoint {store.name} cannot be read: restore it from a backup or re-run the loads "
+                "(nothing was changed)")
+    if found.log == "damaged":
+        return (f"the next writer refuses: {found.log_problem}. `chronokg store check --repair` keeps the damaged "
+                f"log aside ({wal}.damaged-…), replays every intact commit in it and checkpoints; readers see "
+                "the last checkpoint meanwhile")
+    if writer == "refuse":
+        return f"the next writer refuses: {found.log_problem}"
+    if writer == "wait":
+        return f"the writer lease is {found.lease}: the next writer waits for it (CHRONOKG_LOCK_TIMEOUT), then refuses"
+    if writer == "replay":
+        return (f"the log holds {found.commits} commit(s) not yet checkpointed (a writer stopped without closing): "
+                "the next writer replays them (chronokg init)")
+    if writer == "replay-discard":
+        return (f"the next writer replays the log's {found.commits} intact commit(s) and sets the rest aside "
+                f"({wal}.torn-…): {found.log_problem}")
+    if found.log == "short":
+        return f"the next writer starts a new log: {found.log_problem}"
+    return "nothing to do"
 
 
 def check(path: str | Path) -> StoreCheck:
@@ -79,7 +122,6 @@ def check(path: str | Path) -> StoreCheck:
     store = Path(path)
     if not store.is_file():
         raise StoreError(f"no store at {store}")
-    wal = Path(f"{store}-wal")
     kept = sorted(p.name for p in store.parent.glob(f"{store.name}-wal*") if any(a in p.name for a in ASIDE))
     nodes = relationships = None
     try:
@@ -92,31 +134,21 @@ def check(path: str | Path) -> StoreCheck:
         checkpoint = "ok"
     except StoreError as exc:
         checkpoint = " ".join(str(exc).split())
-    log, problem = _log_state(wal, fresh_header())
-    size = wal.stat().st_size if wal.exists() else 0
-    if checkpoint != "ok":
-        advice = (f"the checkpoint {store.name} cannot be read: restore it from a backup or re-run the loads "
-                  "(nothing was changed)")
-    elif log == "damaged":
-        advice = (f"the log's header is damaged, so no writer can open the store; readers see the last checkpoint. "
-                  f"`chronokg store check --repair` keeps the damaged log aside ({wal.name}.damaged-…), replays "
-                  "every intact commit in it and checkpoints")
-    elif log == "newer":
-        advice = problem or ""
-    elif log == "commits":
-        advice = ("the log holds commits not yet checkpointed (a writer stopped without closing): the next writer "
-                  "replays them (chronokg init)")
-    else:
-        advice = "nothing to do"
-    return StoreCheck(path=str(store), checkpoint=checkpoint, nodes=nodes, relationships=relationships, log=log,
-                      log_bytes=size, log_problem=problem, kept_aside=kept,
-                      ok=checkpoint == "ok" and log not in {"damaged", "newer"}, advice=advice)
+    scan = scan_log(store, readable_versions())
+    lease = lease_state(store)
+    writer = _writer(checkpoint, lease, scan.state)
+    found = StoreCheck(path=str(store), checkpoint=checkpoint, nodes=nodes, relationships=relationships,
+                       log=scan.state, log_bytes=scan.size, log_version=scan.version,
+                       commits=0 if writer in {"refuse", "wait"} else scan.commits, log_problem=scan.problem,
+                       lease=lease, writer=writer, kept_aside=kept, ok=writer not in {"refuse", "wait"}, advice="")
+    found.advice = _advice(store, writer, found)
+    return found
 
 
 def repair(path: str | Path) -> StoreCheck:
-    """Recover a store whose log header is damaged (see the module docstring); a sound store is left as it is."""
+    """Recover a store whose log is damaged (see the module docstring); a sound store is left as it is."""
     found = check(path)
-    if found.checkpoint != "ok" or found.log == "newer":
+    if found.checkpoint != "ok" or found.log in {"newer", "older-unsupported"}:
         raise StoreError(f"{found.path}: {found.advice}")
     if found.log != "damaged":
         return found
@@ -128,17 +160,24 @@ def repair(path: str | Path) -> StoreCheck:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
     kept = wal.with_name(f"{wal.name}.damaged-{stamp}")
     shutil.copy2(wal, kept)  # the damaged log, byte for byte, before anything else happens
-    body = wal.read_bytes()[WAL_HEADER:]
-    fd, temp = tempfile.mkstemp(prefix=f".{wal.name}.", dir=store.parent)
+    data = wal.read_bytes()
+    header = fresh_header()
+    lo, hi = readable_versions()
+    if not data.startswith(WAL_MAGIC) or not lo <= data[4] <= hi:
+        data = header + data[WAL_HEADER:]  # a damaged header: this kglite's, over the same frames
+    scan = scan_bytes(data, (lo, hi))
+    if scan.state == "damaged":
+        data = data[:scan.intact_end]  # the commits before the damage; the rest stays in the kept copy
+    fd, temp = tempfile.mkstemp(prefix=f".{wal.name}.{os.getpid()}.", dir=store.parent)
     try:
         with os.fdopen(fd, "wb") as out:
-            out.write(fresh_header() + body)
+            out.write(data)
             out.flush()
             os.fsync(out.fileno())
         os.replace(temp, wal)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
-    with KgliteStore(store):  # replays the intact frames (kglite sets any damaged ones aside), checkpoints
+    with KgliteStore(store):  # replays the intact commits, checkpoints
         pass
     return check(store)

@@ -221,11 +221,13 @@ def validated(model: type[BaseModel], obj: Any, path: Path, record: str | int | 
         raise InputError(path, record, problems) from None
 
 
-def read_csv_records(path: Path) -> Iterator[tuple[str, dict[str, str]]]:
+def read_csv_records(path: Path, *, line_end_optional: bool = False) -> Iterator[tuple[str, dict[str, str]]]:
     """(`row N (line L)`, row) pairs of a CSV file with a header.
 
-    A truncated quote, a long or short row, no rows at all, or a last row with no line end after it
-    (a file cut in the middle of a row, which a CSV reader would take as a shorter last field) are errors.
+    A truncated quote, a long or short row, or no rows at all are errors; so is a last row with no line end
+    after it (a file cut in the middle of a row, which a CSV reader would take as a shorter last field),
+    unless `line_end_optional`: files released without a final line break (TruthfulQA.csv) load, and a
+    cut inside a quoted field is still refused as a truncated quote.
     """
     ended = _ends_with_newline(path)
     pending: tuple[str, dict[str, str]] | None = None
@@ -255,7 +257,7 @@ def read_csv_records(path: Path) -> Iterator[tuple[str, dict[str, str]]]:
         raise InputError(path, None, f"not UTF-8 text: {exc}") from exc
     if pending is None:
         raise InputError(path, None, "the CSV has a header but no rows")
-    if not ended:
+    if not ended and not line_end_optional:
         raise InputError(path, pending[0], "the file ends inside this row, with no line break after it: it looks "
                                            "truncated (if it is complete, end it with a line break)")
     yield pending

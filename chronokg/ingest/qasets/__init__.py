@@ -218,7 +218,8 @@ def _selfaware(path: Path, data: Any) -> Iterator[Question]:
 
 
 def _truthfulqa(path: Path) -> Iterator[Question]:
-    for n, (record, raw) in enumerate(read_csv_records(path), start=1):
+    # The released TruthfulQA.csv ends without a line break; a cut inside a quoted field is still refused.
+    for n, (record, raw) in enumerate(read_csv_records(path, line_end_optional=True), start=1):
         row: TruthfulRow = validated(TruthfulRow, raw, path, record)
         correct = _unique(row.correct_answers.split("; "))
         yield Question(
