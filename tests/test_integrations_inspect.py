@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,17 @@ def run_inspect(task: Task | str, answer: Callable[[list[ChatMessage]], str], lo
     return log
 
 
+def canonical_datasets(questions: dict[tuple[str, str], list[Question]],
+                       folder: Path) -> Iterator[tuple[str, str, list[Question], Any]]:
+    """(family, protocol, its multiple-choice questions, inspect's dataset of their canonical JSONL as written)."""
+    for (family, protocol), qs in questions.items():
+        mcq = [q for q in qs if q.choices]
+        if mcq:
+            path = folder / f"{family}-{protocol}.jsonl"
+            write_jsonl(path, mcq)
+            yield family, protocol, mcq, json_dataset(str(path))
+
+
 def test_inspect_multiple_choice_scores_an_always_correct_model_1_000_on_every_family(
         questions: dict[tuple[str, str], list[Question]], tmp_path: Path) -> None:
     """inspect's own `multiple_choice()` solver and `choice()` scorer over the canonical JSONL as written: a model
@@ -69,13 +80,7 @@ def test_inspect_multiple_choice_scores_an_always_correct_model_1_000_on_every_f
     and the prompt lists each option once (`input` leaves the options to `choices`). The model knows the sample by
     its id (inspect's running sample state), not by prompt text: some seed prompts repeat with different keys."""
     seen = set()
-    for (family, protocol), qs in questions.items():
-        mcq = [q for q in qs if q.choices]
-        if not mcq:
-            continue
-        path = tmp_path / f"{family}-{protocol}.jsonl"
-        write_jsonl(path, mcq)
-        dataset = json_dataset(str(path))
+    for family, protocol, mcq, dataset in canonical_datasets(questions, tmp_path):
         by_id: dict[str, Any] = {}
         for sample, q in zip(dataset, mcq, strict=True):
             assert isinstance(sample.input, str) and isinstance(sample.target, str) and sample.choices
@@ -149,13 +154,7 @@ def test_a_model_that_follows_the_first_label_instruction_answers_right_under_mu
     """A mock model that answers in the FIRST label set it reads in the prompt (the option it knows is correct, by
     its position, named in that set) scores 1.000 under inspect's `multiple_choice()` and `choice()` over every
     family's canonical records: that first set is inspect's own A, B, ..., and the prompt holds no other."""
-    for (family, protocol), qs in questions.items():
-        mcq = [q for q in qs if q.choices]
-        if not mcq:
-            continue
-        path = tmp_path / f"{family}-{protocol}.jsonl"
-        write_jsonl(path, mcq)
-        dataset = json_dataset(str(path))
+    for family, protocol, mcq, dataset in canonical_datasets(questions, tmp_path):
         correct = {q.id: [c.label for c in q.choices].index(q.target) for q in mcq}
 
         def answer(messages: list[ChatMessage], correct: dict[str, int] = correct) -> str:
