@@ -13,7 +13,8 @@ prints those. A fence without a language, or a bash/python block neither run nor
 What stands in for what a reader has and the test has not (nothing else is changed):
 
 - a model server (`http://gpu-box:8000/v1`, `http://gpu:8000[/v1]`, `--base-url URL`, `--base-url ...`, OpenAI's
-  API through `OPENAI_BASE_URL`): chronokg's loopback OpenAI-compatible server;
+  API through `OPENAI_BASE_URL`, inspect_ai's `openai-api/<service>/...` through `<SERVICE>_BASE_URL`): chronokg's
+  loopback OpenAI-compatible server;
 - `chronokg serve ...` (runs until stopped): started on a free port, probed (`/health`, or MCP `initialize` and
   `tools/list`), stopped (tests/docs_shell.py); `--tools http://127.0.0.1:8765` and
   `--tools mcp+http://127.0.0.1:8766/mcp` get such a server, left running for the block;
@@ -263,3 +264,16 @@ def test_the_pip_stand_in_checks_what_is_installed() -> None:
                               "no-such-package-docs==1.0", "pytest<1"], cwd=REPO, capture_output=True, text=True)
     assert missing.returncode == 1
     assert "no-such-package-docs==1.0" in missing.stderr and "pytest<1 (have" in missing.stderr
+
+
+def test_the_inspect_example_runs_against_the_loopback_server() -> None:
+    """README's inspect_ai example is run, not shown: its server is the loopback stand-in, named the way inspect
+    reaches a local OpenAI-compatible server (`openai-api/<service>/<model>` and `<SERVICE>_BASE_URL`; `openai/...`
+    would call `/v1/responses`, which such servers answer with 404)."""
+    (block,) = [b for b in code_blocks(REPO / "README.md") if "inspect eval" in b.code and b.language == "bash"]
+    assert block.skip is None and block.exit_code == 0
+    script = substitute(block.code)
+    service = re.search(r"--model openai-api/(\w+)/\S+", script)
+    assert service is not None, script
+    assert f"{service.group(1).upper()}_BASE_URL=$DOCS_MODEL_URL" in script
+    assert re.search(r"--model openai/", script) is None

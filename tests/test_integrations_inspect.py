@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,17 @@ def run_inspect(task: Task | str, answer: Callable[[list[ChatMessage]], str], lo
     return log
 
 
+def canonical_datasets(questions: dict[tuple[str, str], list[Question]],
+                       folder: Path) -> Iterator[tuple[str, str, list[Question], Any]]:
+    """(family, protocol, its multiple-choice questions, inspect's dataset of their canonical JSONL as written)."""
+    for (family, protocol), qs in questions.items():
+        mcq = [q for q in qs if q.choices]
+        if mcq:
+            path = folder / f"{family}-{protocol}.jsonl"
+            write_jsonl(path, mcq)
+            yield family, protocol, mcq, json_dataset(str(path))
+
+
 def test_inspect_multiple_choice_scores_an_always_correct_model_1_000_on_every_family(
         questions: dict[tuple[str, str], list[Question]], tmp_path: Path) -> None:
     """inspect's own `multiple_choice()` solver and `choice()` scorer over the canonical JSONL as written: a model
@@ -68,13 +80,7 @@ def test_inspect_multiple_choice_scores_an_always_correct_model_1_000_on_every_f
     and the prompt lists each option once (`input` leaves the options to `choices`). The model knows the sample by
     its id (inspect's running sample state), not by prompt text: some seed prompts repeat with different keys."""
     seen = set()
-    for (family, protocol), qs in questions.items():
-        mcq = [q for q in qs if q.choices]
-        if not mcq:
-            continue
-        path = tmp_path / f"{family}-{protocol}.jsonl"
-        write_jsonl(path, mcq)
-        dataset = json_dataset(str(path))
+    for family, protocol, mcq, dataset in canonical_datasets(questions, tmp_path):
         by_id: dict[str, Any] = {}
         for sample, q in zip(dataset, mcq, strict=True):
             assert isinstance(sample.input, str) and isinstance(sample.target, str) and sample.choices
@@ -97,6 +103,82 @@ def test_inspect_multiple_choice_scores_an_always_correct_model_1_000_on_every_f
         assert (family, protocol, value) == (family, protocol, 1.0)
         assert log.results.completed_samples == len(dataset) == len(mcq)
     assert set("WXYZV") in seen and set("ABCDE") in seen  # both label sets were there
+
+
+# A label instruction: a list of two or more labels as a prompt asks for them ("one of A,B,C", "(W/X/Y/Z/V)",
+# "A, B, C, D or E", "[YES] or [NO]", "true/false"), or a display label named alone in parentheses.
+LABEL_LIST = re.compile(r"\b(?:one of|letter:?)\s+([A-Za-z](?:\s*,\s*[A-Za-z])+(?:,?\s+or\s+[A-Za-z])?)\b"
+                        r"|\(([A-Za-z](?:/[A-Za-z])+)\)|\[(\w+)\] or \[(\w+)\]|\b(true/false)\b", re.IGNORECASE)
+
+
+def label_sets(text: str) -> list[list[str]]:
+    """Every label instruction in `text`, in reading order, as its list of labels."""
+    found = []
+    for m in LABEL_LIST.finditer(text):
+        if m.group(1):
+            found.append(re.split(r"\s*,\s*|,?\s+or\s+", m.group(1).strip()))
+        elif m.group(2) or m.group(5):
+            found.append((m.group(2) or m.group(5)).split("/"))
+        else:
+            found.append([m.group(3), m.group(4)])
+    return found
+
+
+def test_canonical_input_names_no_label_set_of_its_own(questions: dict[tuple[str, str], list[Question]]) -> None:
+    """No generated item's canonical `input`, in any family or protocol, carries an answer-format instruction or
+    a label of its own (the seed's "##Answer: [Your Choice Here (W/X/Y/Z/V)]", "(E)", "[YES] or [NO]", answered
+    few-shot demonstrations): inspect's template is then the only label set the model reads. The seed's exact
+    prompt, with all of them, stays in `metadata.prompt`."""
+    checked = 0
+    for qs in questions.values():
+        for q in qs:
+            record = q.canonical()
+            assert record["metadata"]["prompt"] == q.input
+            if not q.choices:
+                continue
+            text = record["input"]
+            assert label_sets(text) == [], (q.id, text)
+            assert not re.search(r"(?im)^\s*(#*\s*answer\b|\(\w\) |A\. )", text), (q.id, text)
+            for c in q.choices:
+                assert f"({c.label})" not in text and f"[{c.label}]" not in text, (q.id, c.label, text)
+            checked += 1
+    # the seed lines that were there, in the prompts themselves: the detector sees them
+    prompts = [q.input for qs in questions.values() for q in qs if q.choices]
+    assert any(["W", "X", "Y", "Z", "V"] in label_sets(p) for p in prompts)
+    assert any(["YES", "NO"] in label_sets(p) for p in prompts)
+    assert checked == sum(1 for qs in questions.values() for q in qs if q.choices) > 1000
+
+
+def test_a_model_that_follows_the_first_label_instruction_answers_right_under_multiple_choice(
+        questions: dict[tuple[str, str], list[Question]], tmp_path: Path) -> None:
+    """A mock model that answers in the FIRST label set it reads in the prompt (the option it knows is correct, by
+    its position, named in that set) scores 1.000 under inspect's `multiple_choice()` and `choice()` over every
+    family's canonical records: that first set is inspect's own A, B, ..., and the prompt holds no other."""
+    for family, protocol, mcq, dataset in canonical_datasets(questions, tmp_path):
+        correct = {q.id: [c.label for c in q.choices].index(q.target) for q in mcq}
+
+        def answer(messages: list[ChatMessage], correct: dict[str, int] = correct) -> str:
+            state = sample_state()
+            assert state is not None
+            text = "\n".join(m.text for m in messages)
+            sets = label_sets(text)
+            assert len(sets) == 1, (state.sample_id, sets)
+            return f"ANSWER: {sets[0][correct[str(state.sample_id)]]}"
+
+        log = run_inspect(Task(dataset=dataset, solver=multiple_choice(), scorer=choice()), answer,
+                          tmp_path / "logs-first")
+        assert (family, protocol, log.results.scores[0].metrics["accuracy"].value) == (family, protocol, 1.0)
+        assert log.results.completed_samples == len(mcq)
+
+
+def test_label_sets_reads_the_instructions_it_is_used_to_reject() -> None:
+    """The detector the two tests above rely on finds each family's answer-format line and inspect's."""
+    assert label_sets("##Answer: [Your Choice Here (W/X/Y/Z/V)]") == [["W", "X", "Y", "Z", "V"]]
+    assert label_sets("where LETTER is one of A,B,C,D,E.") == [["A", "B", "C", "D", "E"]]
+    assert label_sets("Answer with exactly one letter: A, B, C, D or E.") == [["A", "B", "C", "D", "E"]]
+    assert label_sets("Answer ONLY with [YES] or [NO].") == [["YES", "NO"]]
+    assert label_sets("Please answer true/false.") == [["true", "false"]]
+    assert label_sets("In 2019, what office does Donald Tusk hold?") == []
 
 
 def rendered(sample: Any) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -367,3 +368,43 @@ def test_the_agent_arm_runs_against_the_proxy(proxy: Proxy, demo: tuple[Path, Pa
     assert len(first) == len(last) == 9
     assert all(s["tool_choice"] == "auto" and "cypher" in s["tools"] for s in first)
     assert all(s["tool_choice"] == "none" and s["tools"] == first[0]["tools"] for s in last)
+
+
+def test_a_missing_or_wrong_key_is_one_line_naming_where_it_was_read(proxy: Proxy, key: str, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """LiteLLM's proxy refuses a missing key and a wrong one (its own words: "No connected db." for a key it
+    cannot check); chronokg prints one line that says the key was refused and where it read it: the variable named
+    by --api-key-env, the models file's api_key_env field, or that none was set."""
+    monkeypatch.setenv("CHRONOKG_TEST_WRONG_KEY", "sk-not-the-proxy-key")
+    models = tmp_path / "models.toml"
+    models.write_text(f'[models.proxied]\nspec = "openai-compat/mock-answer"\nbase_url = "{proxy.url}"\n'
+                      'api_key_env = "CHRONOKG_TEST_WRONG_KEY"\n', encoding="utf-8")
+    monkeypatch.setenv("CHRONOKG_MODELS_FILE", str(models))
+    cases = [
+        (["openai-compat/mock-answer", "--base-url", proxy.url], "no API key was set"),
+        (["openai-compat/mock-answer", "--base-url", proxy.url, "--api-key-env", "CHRONOKG_TEST_WRONG_KEY"],
+         "chronokg read it from CHRONOKG_TEST_WRONG_KEY (--api-key-env"),
+        (["proxied"], f'chronokg read it from CHRONOKG_TEST_WRONG_KEY (api_key_env of [models."proxied"] in {models})'),
+    ]
+    for args, says in cases:
+        done = invoke("models", "check", *args)
+        assert done.exit_code != 0, done.output
+        text = " ".join(done.output.split())  # a line the terminal folded reads as one
+        assert re.search(r"HTTP 40[013]", text) and says in text and "the server refused the API key" in text, text
+        refused = [line for line in done.output.splitlines() if "refused the API key" in line]
+        assert len(refused) <= 1 and "Traceback" not in done.output, done.output
+        assert "sk-not-the-proxy-key" not in done.output
+    assert invoke("models", "check", "openai-compat/mock-answer", "--base-url", proxy.url,
+                  "--api-key-env", key).exit_code == 0  # the right key passes: the refusal was the key's
+
+
+@pytest.mark.parametrize(("status", "body", "about_the_key"), [
+    (400, "No connected db.", True), (401, "anything at all", True),
+    (400, "Authentication Error, Invalid proxy server token passed.", True),
+    (403, "Incorrect API key provided: sk-xx***", True), (400, "invalid_api_key", True),
+    (403, "You have insufficient permissions for model gpt-x", False),
+    (400, "max_tokens is too large", False), (404, "invalid api key", False), (500, "Authentication Error", False)])
+def test_key_refused_reads_the_server_words(status: int, body: str, about_the_key: bool) -> None:
+    from chronokg.models._errors import key_refused
+
+    assert key_refused(status, body) is about_the_key

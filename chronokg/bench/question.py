@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -75,9 +76,11 @@ class Question(BaseModel):
         """inspect_ai's `Sample` fields (`id`, `input`, `choices`, `target`, `metadata`), in the meaning inspect gives
         them: `target` is the correct option's position as a letter (A = the first of `choices`), `input` is the
         prompt without the option lines that `choices` carries (inspect's `multiple_choice()` lists them itself).
-        The exact prompt, the display labels and the target label stay in `metadata` (`prompt`, `choice_labels`,
-        `target_label`), which is what chronokg's own runner sends and scores. Loads unchanged with
-        `inspect_ai.dataset.json_dataset` and Hugging Face `datasets.load_dataset("json", ...)`."""
+        `input` also leaves out what would teach a second label set beside the letters inspect's template asks for
+        (`mc_input`): the seed's answer-format lines, display labels in the text, and answered few-shot
+        demonstrations. The exact prompt, the display labels and the target label stay in `metadata` (`prompt`,
+        `choice_labels`, `target_label`), which is what chronokg's own runner and inspect tasks send and score.
+        Loads unchanged with `inspect_ai.dataset.json_dataset` and Hugging Face `datasets.load_dataset("json", ...)`."""
         labels = [c.label for c in self.choices]
         meta = {
             "family": self.family, "variant": self.variant, "system": self.system, "prompt": self.input,
@@ -88,7 +91,7 @@ class Question(BaseModel):
             **{k: v for k, v in self.metadata.items() if k not in {"family", "variant", "prompt", "target_label"}},
         }
         target = position_letter(labels.index(self.target)) if self.target in labels else self.target
-        return {"id": self.id, "input": without_options(self.input, self.choices),
+        return {"id": self.id, "input": mc_input(self.input, self.choices),
                 "choices": [c.text for c in self.choices], "target": target,
                 "metadata": json.loads(json.dumps(meta, default=str))}
 
@@ -138,6 +141,40 @@ def without_options(prompt: str, choices: list[Choice]) -> str:
             head, tail = prompt[:at].rstrip(" \n"), prompt[at + len(block):].lstrip(" \n")
             return f"{head}\n\n{tail}".strip("\n") if head and tail else (head or tail)
     return prompt
+
+
+# Lines that tell the model how to write its answer, in the families' prompts: under inspect's multiple-choice
+# template (its own "ANSWER: $LETTER" instruction, options as A-E) each one is a second, conflicting format.
+_FORMAT_LINES = re.compile(
+    r"#*\s*Please answer with the following format:?"  # TempoMed's format block and its two lines
+    r"|#*\s*(?:Answer|Explanation)\s*:\s*\[.*\]"
+    r"|Answer ONLY with .*|Answer with exactly one letter.*"  # ConflictMedQA, MI-CXR
+    r"|Please answer true/false\.?"  # ChroKnow's legal statements
+    r"|Answer:",  # a completion cue (BenchAge)
+    re.IGNORECASE)
+# A demonstration's answer line, ending an answered few-shot block: "A. true" (Q/A pairs), "(b) metformin".
+_DEMO_ANSWER = re.compile(r"A\. .+|\([a-z]\) .+")
+
+
+def mc_input(prompt: str, choices: list[Choice]) -> str:
+    """The prompt as the question alone, for inspect's `multiple_choice()` template (which adds its own
+    instruction and lists `choices` as A, B, ...): no option block, no answer-format line, no display label
+    named in the text, and no answered few-shot demonstrations (they answer in the seed's labels)."""
+    text = without_options(prompt, choices)
+    if not choices:
+        return text
+    blocks = [b for b in re.split(r"\n\s*\n", text) if b.strip()]
+    answered = [i for i, b in enumerate(blocks) if _DEMO_ANSWER.fullmatch(b.strip().splitlines()[-1])]
+    if answered and answered[-1] < len(blocks) - 1:
+        blocks = blocks[answered[-1] + 1:]
+    labels = "|".join(re.escape(c.label) for c in choices)
+    kept = []
+    for block in blocks:
+        lines = [re.sub(rf"(['\"])\s*\((?:{labels})\)", r"\1", line) for line in block.splitlines()
+                 if not _FORMAT_LINES.fullmatch(line.strip())]
+        if any(line.strip() for line in lines):
+            kept.append("\n".join(lines).strip("\n"))
+    return "\n\n".join(kept) or text
 
 
 def write_jsonl(path: Path, questions: Iterable[Question]) -> int:

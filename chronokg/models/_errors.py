@@ -2,7 +2,24 @@
 
 from __future__ import annotations
 
+import re
+
 from chronokg.errors import ModelError
+
+# What servers and proxies say when the key is missing or wrong. LiteLLM's proxy without a database answers a key
+# it cannot check with 400 "No connected db."; others say "Authentication Error", "Invalid API key", ...
+_KEY_REFUSED = re.compile(
+    r"no connected db|authenticat|unauthori[sz]ed|api[ _-]?key|invalid[ _-]?(?:proxy[ _-]server[ _-])?token"
+    r"|bearer token|missing (?:the )?(?:authorization|credentials)|invalid credentials|x-api-key",
+    re.IGNORECASE)
+
+
+def key_refused(status: int | None, message: str) -> bool:
+    """Whether a refusal is about the API key: any 401, or a 400/403 whose body says the key is missing or wrong
+    (a 403 about a model or a quota, or a 400 about the request, is not)."""
+    if status == 401:
+        return True
+    return status in (400, 403) and _KEY_REFUSED.search(message) is not None
 
 
 class ModelConfigError(ModelError):

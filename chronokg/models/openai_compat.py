@@ -18,7 +18,7 @@ import openai
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from chronokg.models._base import ManagedClient
-from chronokg.models._errors import ModelConfigError, ModelRequestError, TransientModelError
+from chronokg.models._errors import ModelConfigError, ModelRequestError, TransientModelError, key_refused
 from chronokg.models.retry import parse_retry_after
 from chronokg.models.spec import ClientOptions
 from chronokg.models.types import (
@@ -104,9 +104,17 @@ class OpenAICompatClient(ManagedClient):
         if status in _RETRY_STATUSES or status >= 500:
             return TransientModelError(f"HTTP {status}: {message}", status=status,
                                        retry_after=parse_retry_after(exc.response.headers))
-        if status in (401, 403) and self.options.api_key is None:
-            message += " (no API key was sent: name its variable with --api-key-env or api_key_env)"
+        if key_refused(status, message):
+            message = f"{' '.join(message.split())} (the server refused the API key: {self._key_source()})"
         return ModelRequestError(self.spec, status, message)
+
+    def _key_source(self) -> str:
+        """Where the key this client sent came from, or that none was set: what a user checks first."""
+        source = self.options.api_key_source
+        if self.options.api_key is None or source is None:
+            return ("no API key was set: name its variable with --api-key-env, or api_key_env in the models file "
+                    f"({self.options.settings.models_file})")
+        return f"chronokg read it from {source}; check that it holds a key this server accepts"
 
     def _common(self, config: GenerateConfig, n: int) -> dict[str, Any]:
         params: dict[str, Any] = {"model": self.options.model}
@@ -298,12 +306,17 @@ class _TextBody(_Body):
 
 def openai_client(options: ClientOptions) -> OpenAICompatClient:
     """`openai/<model>`: needs a key (`OPENAI_API_KEY` or `CHRONOKG_OPENAI_API_KEY`)."""
-    key = options.api_key or options.settings.openai_api_key
+    key, source = options.api_key, options.api_key_source
+    if key is None:
+        key = options.settings.openai_api_key
+        chronokg_var = options.settings.env_value("CHRONOKG_OPENAI_API_KEY") is not None
+        source = "CHRONOKG_OPENAI_API_KEY" if chronokg_var else "OPENAI_API_KEY"
     if key is None:
         raise ModelConfigError(f"{options.spec} needs an OpenAI API key: set OPENAI_API_KEY "
                                "(or CHRONOKG_OPENAI_API_KEY), or name another variable with --api-key-env")
     url = options.base_url or options.settings.openai_base_url or OPENAI_BASE_URL
-    return OpenAICompatClient(options.model_copy(update={"api_key": key, "base_url": url}), newest_params=True)
+    return OpenAICompatClient(options.model_copy(update={"api_key": key, "base_url": url, "api_key_source": source}),
+                              newest_params=True)
 
 
 def compat_client(options: ClientOptions) -> OpenAICompatClient:

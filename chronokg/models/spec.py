@@ -63,6 +63,8 @@ class ClientOptions(BaseModel):
     base_url: str | None = None
     api_key: SecretStr | None = None
     api_key_env: str | None = None
+    api_key_source: str | None = Field(default=None, description="Where the key was read from, for messages: the "
+                                                                  "variable and who named it (never the key)")
     limits: Limits = Limits()
     retry: RetryPolicy = RetryPolicy()
     timeout_s: float = 300.0
@@ -133,6 +135,10 @@ def resolve_options(spec: str, *, settings: Settings | None = None, config_file:
     provider, model = split_spec(full_spec)
     key_env = api_key_env or entry.api_key_env
     key = api_key
+    source = "the api_key given" if api_key is not None else None
+    if key is None and key_env is not None:
+        source = (f"{key_env} (--api-key-env or api_key_env=)" if api_key_env else
+                  f"{key_env} (api_key_env of [models.\"{spec}\"] in {config_file or settings.models_file})")
     if key is None and key_env is not None:
         key = settings.env_value(key_env)
         if key is None:
@@ -146,7 +152,7 @@ def resolve_options(spec: str, *, settings: Settings | None = None, config_file:
     return ClientOptions(
         spec=full_spec, provider=provider, model=model,
         base_url=normalize_base_url(url) if url else None,
-        api_key=SecretStr(key) if key is not None else None, api_key_env=key_env,
+        api_key=SecretStr(key) if key is not None else None, api_key_env=key_env, api_key_source=source,
         limits=Limits(concurrency=concurrency or entry.concurrency or settings.model_concurrency,
                       requests_per_minute=requests_per_minute or entry.requests_per_minute,
                       tokens_per_minute=tokens_per_minute or entry.tokens_per_minute),

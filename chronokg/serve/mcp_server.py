@@ -1,7 +1,8 @@
 """`chronokg serve mcp`: the same tools over the Model Context Protocol (the official `mcp` SDK, 2.x).
 
 stdio for a client that starts the server itself (one client, calls one at a time in
-process), streamable HTTP for a shared server (forked read workers, behind the same
+process; every request read before end of input is answered, an unreadable line gets -32700:
+`mcp_stdio.py`), streamable HTTP for a shared server (forked read workers, behind the same
 gate as the HTTP server). A failed call is a tool result with `isError` and the error
 as JSON text, so the model can read why and try again; an unknown tool is a protocol
 error, as the MCP specification asks.
@@ -13,13 +14,13 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
 from chronokg.serve.fair import CALLER
 from chronokg.serve.gate import SCOPE_CALLER, ASGIApp, Gate, is_loopback
 from chronokg.serve.host import ToolHost
+from chronokg.serve.mcp_stdio import draining_stdio
 
 INSTRUCTIONS = (
     "Read-only tools over a bitemporal fact graph: what was true on a date (facts_as_of), a subject's history "
@@ -73,9 +74,10 @@ def mcp_caller(ctx: Any) -> str | None:
 
 
 async def run_stdio(host: ToolHost) -> None:
-    """Serve one client over this process's stdin and stdout until it closes them."""
+    """Serve one client over this process's stdin and stdout until it closes them, answering every request read
+    before that (`mcp_stdio`)."""
     server = build_server(host)
-    async with stdio_server() as (read, write):
+    async with draining_stdio() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 

@@ -1,0 +1,118 @@
+"""`chronokg serve mcp` over stdio, through raw pipes and the official `mcp` client: every request written before
+the client closes its input is answered (the server drains in-flight handlers before it exits), and a line it
+cannot read gets JSON-RPC's -32700 Parse error with id null while it serves on."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp import Client
+
+from chronokg.graph.kglite_store import KgliteStore
+from chronokg.serve import ToolHost
+from chronokg.serve.mcp_stdio import unreadable
+from tests.helpers import REPO
+from tests.serve_helpers import server_env
+from tests.test_serve_mcp import stdio_params
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "pipe-test", "version": "1"}}}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+SUBJECTS = ["un-secretary-general", "nope", "un-secretary-general", "x"]
+
+
+def call(i: int) -> dict[str, Any]:
+    """Request `i`: tool calls (answered by the read workers, so they finish after end of input) and listings."""
+    if i % 3 == 2:
+        return {"jsonrpc": "2.0", "id": i, "method": "tools/list"}
+    args = {"date": f"{2010 + i % 10}-06-01", "subject": SUBJECTS[i % len(SUBJECTS)]}
+    return {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "facts_as_of", "arguments": args}}
+
+
+def through_pipes(store: Path, lines: list[str]) -> tuple[int, list[dict[str, Any]], str]:
+    """Write `lines` to a fresh `serve mcp`, close its stdin at once, read every reply until it exits."""
+    proc = subprocess.run([sys.executable, "-m", "chronokg.cli", "--store", f"kglite://{store}", "serve", "mcp"],
+                          input="".join(line + "\n" for line in lines), capture_output=True, text=True,
+                          env=server_env(), cwd=REPO, timeout=300)
+    return proc.returncode, [json.loads(line) for line in proc.stdout.splitlines() if line.strip()], proc.stderr
+
+
+def test_every_request_written_before_end_of_input_is_answered_20_times_of_20(served: tuple[Path, str]) -> None:
+    """N requests written and stdin closed immediately, 20 runs: every id answered, each once, exit 0; the tool
+    calls' rows are the in-process host's."""
+    path, _ = served
+    n = 12
+    lines = [json.dumps(INITIALIZE), json.dumps(INITIALIZED), *(json.dumps(call(i)) for i in range(1, n + 1))]
+    with ThreadPoolExecutor(4) as pool:
+        runs = list(pool.map(lambda _: through_pipes(path, lines), range(20)))
+    with ToolHost(KgliteStore(path, read_only=True), close_store=True) as host:
+        expected = {i: host.call_tool("facts_as_of", call(i)["params"]["arguments"]).rows
+                    for i in range(1, n + 1) if call(i)["method"] == "tools/call"}
+    for code, replies, err in runs:
+        assert code == 0, err
+        assert sorted(r["id"] for r in replies) == list(range(n + 1)), (replies, err)
+        by_id = {r["id"]: r for r in replies}
+        for i, rows in expected.items():
+            assert by_id[i]["result"]["structuredContent"]["rows"] == rows
+        assert all(len(by_id[i]["result"]["tools"]) > 1 for i in range(1, n + 1) if i % 3 == 2)
+
+
+def test_an_unreadable_line_gets_a_parse_error_and_the_server_serves_on(served: tuple[Path, str]) -> None:
+    """Not JSON, JSON nested 100,000 deep, JSON that is no JSON-RPC message: one error each, id null, in order,
+    and the requests after them are answered."""
+    path, _ = served
+    deep = "[" * 100_000 + "]" * 100_000
+    deep_object = '{"a":' * 100_000 + "1" + "}" * 100_000
+    lines = [json.dumps(INITIALIZE), json.dumps(INITIALIZED), "this is not json", deep, deep_object,
+             '{"jsonrpc": "2.0", "id": 7', '{"hello": "world"}', json.dumps(call(2)), json.dumps(call(1))]
+    code, replies, err = through_pipes(path, lines)
+    assert code == 0, err
+    errors = [r for r in replies if "error" in r]
+    assert [(r["id"], r["error"]["code"]) for r in errors] == [(None, -32700)] * 4 + [(None, -32600)]
+    assert all(r["jsonrpc"] == "2.0" and r["error"]["message"] for r in errors)
+    assert sorted(r["id"] for r in replies if "result" in r) == [0, 1, 2]
+    assert "Traceback" not in err
+
+
+def test_unreadable_classifies_parse_and_shape_errors() -> None:
+    """-32700 for what is not JSON (or too deep for the parser), -32600 for JSON that is no message."""
+    for text, code in [("{", types.PARSE_ERROR), ("[" * 5000 + "]" * 5000, types.PARSE_ERROR),
+                       ("[]", types.INVALID_REQUEST), ('{"id": 1}', types.INVALID_REQUEST)]:
+        try:
+            types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+        except ValueError as exc:
+            answer = unreadable(exc)
+        else:
+            raise AssertionError(f"{text[:20]!r} parsed")
+        assert (answer.id, answer.error.code) == (None, code), text[:20]
+
+
+def test_official_client_gets_every_concurrent_answer(served: tuple[Path, str]) -> None:
+    """The `mcp` client's stdio transport with 12 calls in flight at once, then closed: every call answered
+    with the in-process host's rows."""
+    path, _ = served
+    got: dict[int, Any] = {}
+
+    async def run() -> None:
+        async with Client(stdio_params(path), read_timeout_seconds=120) as client:
+            async def one(i: int) -> None:
+                got[i] = await client.call_tool("facts_as_of", call(i * 3)["params"]["arguments"])
+
+            async with anyio.create_task_group() as tg:
+                for i in range(12):
+                    tg.start_soon(one, i)
+
+    anyio.run(run)
+    with ToolHost(KgliteStore(path, read_only=True), close_store=True) as host:
+        for i, result in sorted(got.items()):
+            args = call(i * 3)["params"]["arguments"]
+            assert result.structured_content["rows"] == host.call_tool("facts_as_of", args).rows
+    assert sorted(got) == list(range(12))
