@@ -44,7 +44,7 @@ def test_evidence_that_grew_is_not_an_answer_change(shared_data: Path, tmp_path:
     assert report["evidence_changed"] == len(changed)
     assert report["answers_changed"] == sum(r["answer_changed"] for r in changed) == 0
     out = " ".join(run(store, "bench", "verify", str(tmp_path / "q1.jsonl"), "--fail-on-change").split())
-    assert f"0 answers changed, {len(changed):,} with new evidence but the same answer" in out
+    assert f"0 answers changed, {len(changed):,} evidence only (same answer)" in out
     run(store, "bench", "verify", str(tmp_path / "q1.jsonl"), "--fail-on-evidence-change", code=1)
 
 
@@ -72,4 +72,4 @@ def test_a_corrected_statement_is_an_answer_change(shared_data: Path, tmp_path: 
     questions = {q.id: q for q in read_jsonl(tmp_path / "w1.jsonl")}  # only the corrected statement's answers
     assert {questions[r["id"]].metadata["fact_key"] for r in moved} == {"wd-Q646148-P39"}
     out = " ".join(run(store, "bench", "verify", str(tmp_path / "w1.jsonl"), "--fail-on-change", code=1).split())
-    assert f"{len(moved):,} answers changed, {len(changed) - len(moved):,} with new evidence" in out
+    assert f"{len(moved):,} answers changed, {len(changed) - len(moved):,} evidence only" in out

@@ -54,7 +54,7 @@ class VerifyReport(BaseModel):
     def summary(self) -> str:
         """One line: answers changed, and questions whose evidence changed under an unchanged answer."""
         return (f"{self.checked:,} questions, {self.keys:,} answer keys re-run: {self.answers_changed:,} answers "
-                f"changed, {self.evidence_changed - self.answers_changed:,} with new evidence but the same answer")
+                f"changed, {self.evidence_changed - self.answers_changed:,} evidence only (same answer)")
 
 
 def verify_questions(store: GraphStore, questions: Iterable[Question]) -> VerifyReport:

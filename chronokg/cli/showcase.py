@@ -85,7 +85,7 @@ def show_benchmark(store: GraphStore, console: Console, show: Callable[[str, str
                                                     f"{sample.answer_key.query}{sample.answer_key.params}",
                         width=min(console.width, 110)))
     report = verify_questions(store, questions)
-    console.print(f"bench verify: {report.summary()}", highlight=False, markup=False)
+    console.print(f"bench verify: {report.summary()}", highlight=False, markup=False, soft_wrap=True)
 
     show("eval run (reference baselines)", "An oracle, a model that knows only today, and a model frozen at "
                                            "2012: the metrics show the signature of each.")
