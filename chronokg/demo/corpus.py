@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from importlib import resources
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -124,7 +125,8 @@ def load_demo(store: GraphStore, progress: Progress | None = None) -> LoadSummar
             known_to=parse_date(f.known_to)[0] if f.known_to else None, source_id=src.id, source_kind=KIND,
         ))
     records = len(corpus.decisions) + len(corpus.facts)
-    return apply(store, builder.batch, KIND, [], records, progress)
+    corpus_file = Path(str(resources.files("chronokg.demo").joinpath("corpus.json")))  # the one file it read
+    return apply(store, builder.batch, KIND, [corpus_file], records, progress)
 
 
 __all__ = ["Corpus", "load_demo", "read_corpus"]
