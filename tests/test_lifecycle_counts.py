@@ -165,3 +165,13 @@ def rows(output: str) -> dict[str, list[int]]:
                 re.fullmatch(r"[+-]?[\d,]+", c) for c in cells[1:]):
             out[cells[0]] = [int(c.replace(",", "")) for c in cells[1:]]
     return out
+
+
+def test_drop_without_derived_counts_what_it_removed(built: dict[str, Any], tmp_path: Path) -> None:
+    store = copy_store(built["loaded"], tmp_path / "s.kgl")
+    before = census(store)
+    printed = removed(step(store, "releases", "drop", built["r2"]))
+    after = census(store)
+    assert printed["Source"] == 1 and printed["Fact"] > 0
+    assert_removed_as_printed(before, after, printed)
+    assert after == census(built["base"])  # the store before the release, label for label
