@@ -359,7 +359,7 @@ def test_cli_generate_verify_and_seed_format(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "wrote 2 questions" in result.output and "triviaqa/ts: 1" in result.output
     result = runner.invoke(app, ["--store", uri, "bench", "verify", str(out)])
-    assert result.exit_code == 0 and "0 changed" in result.output, result.output
+    assert result.exit_code == 0 and "0 answers changed, 0 evidence only" in result.output, result.output
     result = runner.invoke(app, ["--store", uri, "ingest", "qa-update", UN, "António Guterres", "--as-of",
                                  "2017-01-01", "--known-from", "2024-03-01"])
     assert result.exit_code == 0, result.output

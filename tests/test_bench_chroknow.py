@@ -405,7 +405,7 @@ def test_cli_generate_then_bench_verify_reports_nothing_changed(tmp_path: Path) 
     assert "general/mcqa: 60" in result.output
     result = runner.invoke(app, ["--store", uri, "bench", "verify", str(out), "--fail-on-change"])
     assert result.exit_code == 0, result.output
-    assert "0 changed" in result.output
+    assert "0 answers changed, 0 evidence only" in result.output
     result = runner.invoke(app, ["--store", uri, "generate", "chroknow", "--out", str(out), "--domains", "Sports"])
     assert result.exit_code == 2 and "--domains: Input should be 'General'" in result.output
 

@@ -345,7 +345,8 @@ def test_cli_generate_then_bench_verify_zero_changed(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "wrote 110 questions" in result.output
     result = runner.invoke(app, ["--store", uri, "bench", "verify", str(out)])
-    assert result.exit_code == 0 and "110 questions, 5 answer keys re-run: 0 changed" in result.output
+    assert result.exit_code == 0
+    assert "110 questions, 5 answer keys re-run: 0 answers changed, 0 evidence only" in result.output
     result = runner.invoke(app, ["--store", uri, "generate", "conflictmedqa", "--out", str(out), "--factors",
                                  "recency,authority"])
     assert result.exit_code == 2 and "unknown ConflictMedQA factor 'authority'" in result.output

@@ -527,7 +527,7 @@ def test_cli_generate_verify_export(tmp_path: Path) -> None:
     for variant, n in collections.Counter(q.variant for q in qs).items():
         assert f"{variant}: {n}" in shown  # counts per question type
     result = runner.invoke(app, ["--store", uri, "bench", "verify", str(out), "--fail-on-change"])
-    assert result.exit_code == 0 and "0 changed" in result.output, result.output
+    assert result.exit_code == 0 and "0 answers changed, 0 evidence only" in result.output, result.output
     result = runner.invoke(app, ["--store", uri, "bench", "export", str(out), "--out", str(tmp_path / "seed")])
     assert result.exit_code == 0, result.output
     lines = (tmp_path / "seed" / "micxr_test.jsonl").read_text().splitlines()

@@ -31,7 +31,7 @@ def test_demo_runs_every_showcase_query(store_path: Path) -> None:
         assert title in out
     assert "C-A-B" in out and "Guterres" in out and "Ban Ki-moon" in out
     flat = " ".join(out.split())  # the tables wrap
-    assert re.search(r"bench verify: \d+ answer keys re-run, 0 changed", flat)
+    assert re.search(r"bench verify: \d+ questions, \d+ answer keys re-run: 0 answers changed, 0 evidence only", flat)
     assert "eval run (reference baselines)" in flat and "generate tempomed" in flat
     # the agent tools: a read answered, a write and a file read refused by the guard
     # 34 facts of the demo corpus + 242 of the slice of the other sources (DriftMed, NQ, ChroKnow, UMLS, CFR, CXR)

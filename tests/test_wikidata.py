@@ -335,7 +335,7 @@ def test_precision_calendar_and_skips(samples: Path, tmp_path: Path, store: Kgli
         "Q907": (dt.date(2009, 1, 1), dt.date(2010, 1, 1), "year"),  # 2009–2009 widened to the year
         "Q908": (dt.date(2010, 5, 1), None, "month"),
         "Q910": (dt.date(1990, 1, 1), dt.date(1995, 1, 1), "year"),
-        "Q911": (None, None, "day"),  # a bound coarser than a millennium is dropped
+        "Q911": (None, None, "none"),  # a bound coarser than a millennium is dropped: no date left
     }
     props = store.run("MATCH (f:Fact {subject_id: 'Q646148'}) RETURN f.object_id AS o, f.start_qualifier AS sq, "
                       "f.end_qualifier AS eq, f.start_precision AS sp, f.calendar AS cal, f.end_widened AS w")

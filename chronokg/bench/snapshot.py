@@ -36,8 +36,8 @@ def record(store: GraphStore, taken_at: dt.datetime | None = None) -> str:
     sid = snapshot_id(ids)
     batch = GraphBatch()
     batch.node(schema.SNAPSHOT, sid, sources=ids, source_count=len(ids))
-    found = store.run("MATCH (s:Snapshot {id: $id}) RETURN s.id AS id", {"id": sid})
-    if not found:
+    found = store.run("MATCH (s:Snapshot {id: $id}) RETURN s.taken_at AS taken_at", {"id": sid})
+    if not found or found[0]["taken_at"] is None:  # none, or known by id only (a run stored questions at it)
         batch.node(schema.SNAPSHOT, sid, taken_at=(taken_at or dt.datetime.now(dt.UTC)).isoformat(timespec="seconds"))
         write_batch(store, batch)
     return sid

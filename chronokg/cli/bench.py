@@ -194,9 +194,13 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     def verify(
         path: Annotated[Path, typer.Argument(help="Questions (canonical JSONL from chronokg generate)")],
         fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
-        fail_on_change: Annotated[bool, typer.Option(help="Exit 1 when any answer key's evidence changed")] = False,
+        fail_on_change: Annotated[bool, typer.Option(help="Exit 1 when any question's answer changed (its "
+                                                         "target or the target's text)")] = False,
+        fail_on_evidence_change: Annotated[bool, typer.Option(help="Exit 1 when any answer key's evidence "
+                                                                  "changed, even where the answer did not")] = False,
     ) -> None:
-        """Re-run every answer key against the store; list the questions whose evidence changed."""
+        """Re-run every answer key against the store; list the questions whose evidence changed, and say of each
+        whether its answer changed too or only its evidence grew (a later version, the same answer)."""
         from chronokg.bench.verify import verify_questions
         from chronokg.cli.render import Format, emit
 
@@ -209,12 +213,12 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             if fmt == "json":
                 print(json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=2))
             else:
-                console.print(f"{report.checked:,} questions, {report.keys:,} answer keys re-run: "
-                              f"[{'red' if report.changed else 'green'}]{len(report.changed):,} changed[/]")
+                console.print(report.summary(), highlight=False, markup=False, soft_wrap=True)
                 emit(console, report.changed, Format.table, title="questions whose evidence changed",
-                     columns=["id", "variant", "old_target", "new_target", "old_answer", "new_answer"])
+                     columns=["id", "variant", "answer_changed", "old_target", "new_target", "old_answer",
+                              "new_answer"])
                 _evidence_changes(report.changed)
-            if fail_on_change and report.changed:
+            if (fail_on_change and report.answers_changed) or (fail_on_evidence_change and report.evidence_changed):
                 raise typer.Exit(1)
         guarded(body)
 

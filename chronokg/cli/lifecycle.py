@@ -76,7 +76,8 @@ def register_benchmarks(bench_app: typer.Typer) -> None:
                snapshot: Annotated[str, typer.Argument(help="The snapshot it was generated at (bench list)")],
                derived: DerivedOpt = False) -> None:
         """Remove the family's questions generated at SNAPSHOT (questions also generated at another snapshot
-        keep that one). Refused while predictions answer them, unless --derived."""
+        keep that one), and the snapshot when nothing else refers to it. Refused while predictions answer them,
+        unless --derived (which removes those predictions, and runs left without one, too)."""
         from chronokg.graph.lifecycle import delete_benchmark
 
         def body() -> None:
@@ -102,7 +103,8 @@ def register_runs(eval_app: typer.Typer) -> None:
 
     @runs.command("delete")
     def delete(run_id: Annotated[str, typer.Argument(help="The run's id (run-…)")]) -> None:
-        """Remove the run and its predictions from the store (its folder on disk is left as it is)."""
+        """Remove the run and its predictions from the store, with the questions it stored that no benchmark
+        holds and no other run answers (its folder on disk is left as it is)."""
         from chronokg.graph.lifecycle import delete_run
 
         def body() -> None:

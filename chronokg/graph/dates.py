@@ -16,6 +16,13 @@ class Precision(StrEnum):
     YEAR = "year"
     MONTH = "month"
     DAY = "day"
+    NONE = "none"  # no date given at all (an undated statement): there is no precision to claim
+
+
+def id_precision(precision: str) -> str:
+    """The precision a fact's id hashes. Undated facts were once stored at `day`; hashing `none` as `day` keeps
+    their ids, so a store loaded before still matches a new load of the same input fact for fact."""
+    return Precision.DAY.value if precision == Precision.NONE.value else precision
 
 
 _ISO = re.compile(r"^(?P<y>-?\d{1,4})(?:-(?P<m>\d{1,2})(?:-(?P<d>\d{1,2}))?)?$")

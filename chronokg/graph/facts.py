@@ -18,7 +18,7 @@ from typing import Any
 from chronokg.errors import InputError
 from chronokg.graph import schema
 from chronokg.graph.batch import GraphBatch, conflict_error, origin_text
-from chronokg.graph.dates import Precision
+from chronokg.graph.dates import Precision, id_precision
 from chronokg.graph.merge import DEFAULT_POLICY, ORIGIN, Policy, merge
 from chronokg.graph.model import Fact, Scalar, Source
 
@@ -107,7 +107,7 @@ class FactTable:
         prec = precision.value if isinstance(precision, Precision) else Precision(precision).value
         text = self._text
         key = "\x1f".join((source_kind, subject, predicate, text(object), text(value), text(valid_from),
-                           text(valid_to), prec))
+                           text(valid_to), id_precision(prec)))
         fid = "f-" + hashlib.sha1(key.encode()).hexdigest()[:16]
         entities = self.entities
         if subject not in entities:
@@ -173,7 +173,7 @@ class FactTable:
             if (objs[bad] is None) == (vals[bad] is None):
                 raise ValueError("a fact has exactly one of object (an entity id) or value (a literal)")
             raise ValueError(f"valid_to {ends[bad]} is before valid_from {starts[bad]}")
-        head, tail, sha1 = source_kind + "\x1f", "\x1f" + prec, hashlib.sha1
+        head, tail, sha1 = source_kind + "\x1f", "\x1f" + id_precision(prec), hashlib.sha1
         keys = zip(subjects, predicates, self._texts(objs), self._texts(vals), self._texts(starts),
                    self._texts(ends), strict=True)
         ids = ["f-" + sha1(f"{head}{s}\x1f{p}\x1f{o}\x1f{v}\x1f{a}\x1f{b}{tail}".encode()).hexdigest()[:16]

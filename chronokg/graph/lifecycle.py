@@ -137,14 +137,44 @@ def list_runs(store: GraphStore) -> list[dict[str, Any]]:
 
 
 def delete_run(store: GraphStore, run_id: str) -> Removal:
-    """The run and its predictions (the questions stay: they belong to their benchmark)."""
+    """The run, its predictions, and what writing it stored that nothing else holds: questions of a file never
+    stored by `generate` (at a snapshot never recorded) that no other run answers, and such snapshots left
+    without a question. Questions of a stored benchmark stay: they belong to it."""
     if not store.run("MATCH (r:Run {id: $id}) RETURN r.id AS id", {"id": run_id}):
         known = [r["id"] for r in list_runs(store)]
         raise ChronoKGError(f"no run {run_id!r} in the store (held: {', '.join(known) or 'none'})")
-    preds = [r["id"] for r in store.run("MATCH (p:Prediction)-[:IN_RUN]->(:Run {id: $id}) RETURN p.id AS id",
-                                        {"id": run_id})]
-    _commit(store, [_delete(schema.PREDICTION, preds), _delete(schema.RUN, [run_id])])
-    return Removal(what=f"run {run_id}", removed={schema.PREDICTION: len(preds), schema.RUN: 1})
+    preds = _predictions(store, [], [run_id])
+    recorded = {r["id"] for r in store.run("MATCH (s:Snapshot) WHERE s.taken_at IS NOT NULL RETURN s.id AS id")}
+    questions = {r["id"] for r in store.run(
+        "MATCH (:Run {id: $id})<-[:IN_RUN]-(:Prediction)-[:ANSWERS]->(q:Question) "
+        "OPTIONAL MATCH (q)-[:GENERATED_AT]->(s:Snapshot) RETURN q.id AS id, collect(s.id) AS snaps",
+        {"id": run_id}) if not set(r["snaps"]) & recorded}
+    answered = {r["id"] for r in store.run(  # by another run
+        "UNWIND $ids AS i MATCH (q:Question {id: i})<-[:ANSWERS]-(p:Prediction) WHERE NOT p.id IN $preds "
+        "RETURN DISTINCT q.id AS id", {"ids": sorted(questions), "preds": sorted(preds)})}
+    questions -= answered
+    snapshots = _orphaned(store, {r["id"] for r in store.run(
+        "UNWIND $ids AS i MATCH (:Question {id: i})-[:GENERATED_AT]->(s:Snapshot) RETURN DISTINCT s.id AS id",
+        {"ids": sorted(questions)})}, questions, {run_id})
+    _commit(store, [_delete(schema.PREDICTION, preds), _delete(schema.RUN, [run_id]),
+                    _delete(schema.QUESTION, questions), _delete(schema.SNAPSHOT, snapshots)])
+    removed = {schema.PREDICTION: len(preds), schema.RUN: 1, schema.QUESTION: len(questions),
+               schema.SNAPSHOT: len(snapshots)}
+    return Removal(what=f"run {run_id}", removed={k: v for k, v in removed.items() if v})
+
+
+def _orphaned(store: GraphStore, snapshots: set[str], questions: set[str], runs: set[str]) -> set[str]:
+    """Of `snapshots`, those no question outside `questions` was generated at and no run outside `runs` was
+    evaluated against: nothing would refer to them once those go."""
+    out = set()
+    for sid in snapshots:
+        others = store.run("MATCH (q:Question)-[:GENERATED_AT]->(:Snapshot {id: $s}) WHERE NOT q.id IN $ids "
+                           "RETURN count(q) AS n", {"s": sid, "ids": sorted(questions)})[0]["n"]
+        users = store.run("MATCH (r:Run {snapshot: $s}) WHERE NOT r.id IN $runs RETURN count(r) AS n",
+                          {"s": sid, "runs": sorted(runs)})[0]["n"]
+        if not others and not users:
+            out.add(sid)
+    return out
 
 
 # --- generated benchmarks ------------------------------------------------------------------------------------
@@ -158,17 +188,23 @@ def list_benchmarks(store: GraphStore) -> list[dict[str, Any]]:
 
 def delete_benchmark(store: GraphStore, family: str, snapshot: str, derived: bool = False) -> Removal:
     """The family's questions generated at `snapshot` (a question also generated at another snapshot only loses
-    that link); predictions on removed questions are refused unless `derived`, then removed with them."""
+    that link), and the snapshot when nothing else was generated at it or evaluated against it; predictions on
+    removed questions (and runs left without one) are refused unless `derived`, then removed with them."""
     rows = store.run("MATCH (q:Question {family: $f})-[:GENERATED_AT]->(:Snapshot {id: $s}) "
                      "OPTIONAL MATCH (q)-[:GENERATED_AT]->(o:Snapshot) WHERE o.id <> $s "
                      "RETURN q.id AS id, count(o) AS others", {"f": family, "s": snapshot})
     if not rows:
         raise ChronoKGError(f"no {family} questions generated at {snapshot!r} in the store "
                             "(chronokg bench list shows what is held)")
-    gone = [r["id"] for r in rows if not r["others"]]
+    gone = {r["id"] for r in rows if not r["others"]}
     unlink = [r["id"] for r in rows if r["others"]]
     removal = Removal(what=f"benchmark {family} at {snapshot}", removed={schema.QUESTION: len(gone)})
-    statements = [_delete_predictions_of(store, gone, derived, removal)] if gone else []
+    preds = _predictions(store, gone, [])
+    if preds and not derived:
+        raise ChronoKGError(f"{removal.what}: {len(preds):,} predictions answer these questions; delete their "
+                            "runs first (chronokg eval runs delete) or pass --derived to remove them too")
+    statements, runs = _remove_derived(store, gone, [], removal)
+    orphaned = _orphaned(store, {snapshot}, gone | set(unlink), runs)
     statements += [
         ("UNWIND $ids AS i MATCH (q:Question {id: i})-[g:GENERATED_AT]->(:Snapshot {id: $s}) DELETE g",
          {"ids": unlink, "s": snapshot}),
@@ -176,18 +212,39 @@ def delete_benchmark(store: GraphStore, family: str, snapshot: str, derived: boo
     ]
     if unlink:
         removal.removed["GENERATED_AT"] = len(unlink)
+    if orphaned:
+        statements.append(_delete(schema.SNAPSHOT, orphaned))
+        removal.removed[schema.SNAPSHOT] = 1
     _commit(store, statements)
-    return removal
+    return Removal(what=removal.what, removed={k: v for k, v in removal.removed.items() if v})
 
 
-def _delete_predictions_of(store: GraphStore, questions: list[str], derived: bool, removal: Removal) -> Statement:
-    preds = [r["id"] for r in store.run("UNWIND $ids AS i MATCH (p:Prediction)-[:ANSWERS]->(:Question {id: i}) "
-                                        "RETURN p.id AS id", {"ids": questions})]
-    if preds and not derived:
-        raise ChronoKGError(f"{removal.what}: {len(preds):,} predictions answer these questions; delete their "
-                            "runs first (chronokg eval runs delete) or pass --derived to remove them too")
+def _predictions(store: GraphStore, questions: Iterable[str], runs: Iterable[str]) -> set[str]:
+    """The predictions answering `questions` or made in `runs`, each once (a run's prediction answers a question
+    of the same benchmark: counting both ways would count it twice)."""
+    found = {r["id"] for r in store.run("UNWIND $ids AS i MATCH (p:Prediction)-[:ANSWERS]->(:Question {id: i}) "
+                                        "RETURN p.id AS id", {"ids": sorted(questions)})}
+    return found | {r["id"] for r in store.run("UNWIND $ids AS i MATCH (p:Prediction)-[:IN_RUN]->(:Run {id: i}) "
+                                               "RETURN p.id AS id", {"ids": sorted(runs)})}
+
+
+def _emptied_runs(store: GraphStore, predictions: set[str]) -> set[str]:
+    """Runs every prediction of which is in `predictions`: nothing of them would be left."""
+    rows = store.run("MATCH (p:Prediction)-[:IN_RUN]->(r:Run) WITH r, collect(p.id) AS ps "
+                     "RETURN r.id AS id, ps", {})
+    return {r["id"] for r in rows if set(r["ps"]) <= predictions}
+
+
+def _remove_derived(store: GraphStore, questions: Iterable[str], runs: Iterable[str], removal: Removal
+                    ) -> tuple[list[Statement], set[str]]:
+    """Delete the predictions on `questions` and in `runs`, `runs` and the runs that leaves without a prediction
+    (returned); `removal` counts each node once, as deleted."""
+    asked = set(runs)
+    preds = _predictions(store, questions, asked)
+    gone = asked | _emptied_runs(store, preds)
     removal.removed[schema.PREDICTION] = len(preds)
-    return _delete(schema.PREDICTION, preds)
+    removal.removed[schema.RUN] = len(gone)
+    return [_delete(schema.PREDICTION, preds), _delete(schema.RUN, gone)], gone
 
 
 # --- source releases -----------------------------------------------------------------------------------------
@@ -275,11 +332,7 @@ def drop_release(store: GraphStore, source: str, derived: bool = False, force: b
             raise ChronoKGError(f"release {source}: {len(questions):,} generated questions, {len(snapshots):,} "
                                 f"snapshots and {len(runs):,} runs depend on it; pass --derived to remove them "
                                 "(and their predictions) too")
-        statements.append(_delete_predictions_of(store, sorted(questions), True, removal))
-        preds = [r["id"] for r in store.run("UNWIND $ids AS i MATCH (p:Prediction)-[:IN_RUN]->(:Run {id: i}) "
-                                            "RETURN p.id AS id", {"ids": runs})]
-        statements += [_delete(schema.PREDICTION, preds), _delete(schema.RUN, runs)]
-        removal.removed[schema.PREDICTION] += len(set(preds))
+        statements += _remove_derived(store, questions, runs, removal)[0]
         removal.removed[schema.QUESTION] = len(questions)
         removal.removed[schema.SNAPSHOT] = len(snapshots)
         statements += [_delete(schema.QUESTION, questions), _delete(schema.SNAPSHOT, snapshots)]
@@ -295,8 +348,6 @@ def drop_release(store: GraphStore, source: str, derived: bool = False, force: b
     removal.removed[schema.SOURCE] = 1
     if rebuild is not None:
         statements += rebuild.calls
-    if derived:  # runs left without a prediction
-        statements.append(("MATCH (r:Run) WHERE NOT (r)<-[:IN_RUN]-() DETACH DELETE r", {}))
     _commit(store, statements)
     return Removal(what=removal.what, removed={k: v for k, v in removal.removed.items() if v},
                    updated=removal.updated, restored=removal.restored, kept=removal.kept)

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from chronokg.graph.dates import Precision
+from chronokg.graph.dates import Precision, id_precision
 
 Scalar = str | int | float | bool | dt.date | None
 
@@ -74,7 +74,7 @@ class Fact(BaseModel):
         """Identity of the statement itself, independent of which release asserted it."""
         return stable_id(
             self.source_kind, self.subject, self.predicate, self.object, self.value,
-            self.valid_from, self.valid_to, self.precision, prefix="f-",
+            self.valid_from, self.valid_to, id_precision(self.precision.value), prefix="f-",
         )
 
     def node_properties(self) -> dict[str, Any]:

@@ -36,6 +36,8 @@ def metrics(samples: Sequence[SampleRecord], models: Sequence[str] | None = None
     """Every metric of the families in `samples`, per model; from the graph's Prediction nodes when a store
     and run id are given and the metric has a Cypher form, else from the samples."""
     families = sorted({s.family for s in samples})
+    if store is not None and run is not None:
+        _held(store, run, models or sorted({s.model for s in samples}))
     out = []
     for model in models or sorted({s.model for s in samples}):
         for spec in for_family(families):
@@ -44,6 +46,22 @@ def metrics(samples: Sequence[SampleRecord], models: Sequence[str] | None = None
             else:
                 out.append(spec.compute(samples, model))
     return out
+
+
+def _held(store: GraphStore, run: str, models: Sequence[str]) -> None:
+    """Refuse to count over predictions the store does not hold: an empty count would read as a run that
+    scored nothing."""
+    rows = store.run("MATCH (p:Prediction)-[:IN_RUN]->(:Run {id: $r}) RETURN p.model AS model, count(p) AS n",
+                     {"r": run})
+    held = {r["model"]: r["n"] for r in rows}
+    if not held:
+        raise ChronoKGError(f"run {run}: the store {store.uri} holds no predictions of it (deleted, or run with "
+                            "--no-write; chronokg eval runs list shows the runs it holds); leave out --from-graph "
+                            "to count the run's own samples")
+    missing = [m for m in models if m not in held]
+    if missing:
+        raise ChronoKGError(f"run {run}: the store holds no predictions of {', '.join(missing)} (it holds "
+                            f"{', '.join(sorted(held))})")
 
 
 def export_seed(folder: Path, out: Path) -> dict[Path, int]:

@@ -67,5 +67,5 @@ def _pick(rows: list[LatestRow], p: LatestParams) -> list[LatestRow]:
 LATEST = register(QuerySpec(
     "latest", "The facts of SUBJECT valid today (or on DATE), and where none is, each predicate's newest version.",
     LatestParams, LatestRow, _latest, post=_pick, tags=frozenset({"cli", "tool"}),
-    columns=("predicate", "object_caption", "value", "valid_from", "valid_to", "current"),
+    columns=("predicate", "object", "object_caption", "value", "valid_from", "valid_to", "current"),
 ))

@@ -146,14 +146,14 @@ def _pair_list(p: PairListParams) -> tuple[str, dict[str, Any]]:
     cypher = change_pair_head(params, p.sources, where)
     cypher += (
         "\nOPTIONAL MATCH (cg)-[:ISSUED_BY]->(o:Organization)"
-        "\nOPTIONAL MATCH (q:SourceQuestion)-[:ABOUT]->(c)"
-        "\nWITH c, sources, cf, pf, cg, pg, collect(DISTINCT o.caption) AS orgs, collect(q) AS qs"
-        "\nWITH c, sources, cf, pf, cg, pg, orgs, CASE WHEN size(qs) = 0 THEN null ELSE qs[0] END AS q"
+        "\nOPTIONAL MATCH (sq:SourceQuestion)-[:ABOUT]->(c)"
+        "\nWITH c, sources, cf, pf, cg, pg, min(o.caption) AS organization, min(sq.id) AS qid"
+        "\nOPTIONAL MATCH (q:SourceQuestion {id: qid})"
         "\nRETURN c.id AS pair, c.decision_id AS decision, c.current_pmid AS current_pmid,"
         " c.prior_pmid AS prior_pmid, cg.year AS current_year, pg.year AS prior_year, cf.value AS current_text,"
         " pf.value AS prior_text, cf.id AS current_fact, pf.id AS prior_fact, c.clinical_focus AS clinical_focus,"
         " c.category AS category, c.summary AS summary, coalesce(cg.topic, pg.topic) AS topic,"
-        " CASE WHEN size(orgs) = 0 THEN null ELSE orgs[0] END AS organization, q.id AS question_id,"
+        " organization, q.id AS question_id,"
         " q.question AS question, q.choices AS choices, q.correct AS correct, q.explanation AS explanation,"
         " q.record AS record, sources"
         "\nORDER BY pair"
@@ -161,8 +161,22 @@ def _pair_list(p: PairListParams) -> tuple[str, dict[str, Any]]:
     return cypher, params
 
 
+def _pair_picks(rows: list[PairRow], _: PairListParams) -> list[PairRow]:
+    """Sorted `sources`, and the organization the pair's own question names ("According to the X guideline
+    issued in YYYY": the loader issued the guideline by X from that stem) where its guideline has several; the
+    query's pick (the first by name) otherwise. Picks that no engine's `collect` order can move."""
+    from chronokg.ingest.tempomed import organization_from_question
+
+    out = []
+    for r in rows:
+        named = (organization_from_question(r.question, r.current_year)
+                 if r.question is not None and r.current_year is not None else None)
+        out.append(r.model_copy(update={"sources": sorted(r.sources), "organization": named or r.organization}))
+    return out
+
+
 CHANGE_PAIR_LIST = register(QuerySpec(
     "change-pair-list", "Every change pair with its two recommendations, years, topic and source question.",
-    PairListParams, PairRow, _pair_list, tags=frozenset({"tool"}),
+    PairListParams, PairRow, _pair_list, post=_pair_picks, tags=frozenset({"tool"}),
     columns=("pair", "current_pmid", "current_year", "prior_pmid", "prior_year", "question_id"),
 ))

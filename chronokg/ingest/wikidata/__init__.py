@@ -18,6 +18,8 @@ transaction. Each statement of a selected property becomes one fact:
   of that period (`end_widened`). Decade/century/millennium precisions are
   kept as the first year of the period at year precision (`start_precision`
   keeps Wikidata's number); coarser ones drop the bound (counted);
+  a statement with no time qualifier has no valid time, and its precision is
+  `none` (there is no date to be precise about);
 * a statement with only P585 point in time is valid from that point until
   the next point of the same property on the same item (a series such as
   population), the last one for its own precision period (a month for a

@@ -192,7 +192,7 @@ def _fact(record: EntityRecord, c: Claim, point: Resolved | None, series: _Serie
         raise Skip("inverted_interval")
     return Fact(
         subject=record.id, predicate=c.pid, object=obj, value=literal if obj is None else None,
-        valid_from=valid_from, valid_to=valid_to, precision=_coarser(*grains) if grains else Precision.DAY,
+        valid_from=valid_from, valid_to=valid_to, precision=_coarser(*grains) if grains else Precision.NONE,
         known_from=record.modified.date(), source_id=record.source_id, source_kind=KIND,
         attrs={k: v for k, v in attrs.items() if v is not None},
     )
