@@ -213,7 +213,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             if fmt == "json":
                 print(json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=2))
             else:
-                console.print(report.summary(), highlight=False, markup=False, soft_wrap=True)
+                say(console, report.summary())
                 emit(console, report.changed, Format.table, title="questions whose evidence changed",
                      columns=["id", "variant", "answer_changed", "old_target", "new_target", "old_answer",
                               "new_answer"])
