@@ -16,7 +16,7 @@ from chronokg.graph.kglite_store import KgliteStore
 from chronokg.reports import build_report
 
 MODELS = ["baseline/oracle", "baseline/latest-only", "baseline/always-yes"]
-NEW_PLOTS = ("tempomed-table3", "conflictmedqa-ecda-category-factor", "conflictmedqa-ikcr-category-factor")
+NEW_PLOTS = ("conflictmedqa-ecda-category-factor", "conflictmedqa-ikcr-category-factor")  # no --rag: no Table 3 plot
 
 
 @pytest.fixture(scope="module")

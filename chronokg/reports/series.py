@@ -12,6 +12,7 @@ from pathlib import Path
 
 from chronokg.eval.log import RunInfo, SampleRecord
 from chronokg.metrics.spec import MetricValue
+from chronokg.progress import Progress
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,24 @@ class Series:
 
     def get(self, metric: str) -> MetricValue | None:
         return self.values.get(metric)
+
+    @property
+    def tick(self) -> str:
+        """The label as a plot shows it: one line, at most `TICK` characters (the tables give it whole)."""
+        return short(self.label)
+
+
+TICK = 40
+
+
+def short(text: str, limit: int = TICK) -> str:
+    """`text` on one line and at most `limit` characters, its middle elided (a run id at the end stays
+    readable): a 10,000-character model name must not make a plot 10,000 characters wide."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    head = (limit - 1) * 3 // 5
+    return flat[:head] + "…" + flat[len(flat) - (limit - 1 - head):]
 
 
 @dataclass(frozen=True)
@@ -47,7 +66,8 @@ def load_run(folder: Path) -> RunData:
     return RunData(folder=folder, info=info, samples=ok, failed=len(records) - len(ok))
 
 
-def build_series(runs: Sequence[RunData], models: Sequence[str] | None = None) -> list[Series]:
+def build_series(runs: Sequence[RunData], models: Sequence[str] | None = None,
+                 progress: Progress | None = None) -> list[Series]:
     """A series per (run, model) in run order, labelled by the model, with the run id added where a model
     appears in more than one run."""
     from chronokg.metrics.runs import metrics
@@ -60,9 +80,13 @@ def build_series(runs: Sequence[RunData], models: Sequence[str] | None = None) -
     for _, model in wanted:
         seen[model] = seen.get(model, 0) + 1
     out = []
+    if progress is not None:
+        progress.start(len(wanted), "computing the metrics")
     for index, (run, model) in enumerate(wanted):
         mine = [s for s in run.samples if s.model == model]
         values = {v.metric: v for v in metrics(mine, [model])} if mine else {}
         label = model if seen[model] == 1 else f"{model} · {run.info.run_id}"
         out.append(Series(label=label, run=run.info.run_id, model=model, index=index, values=values, samples=mine))
+        if progress is not None:
+            progress.advance(1)
     return out
