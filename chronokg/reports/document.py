@@ -82,9 +82,11 @@ def markdown(blocks: Sequence[Block]) -> str:
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; max-width: 1200px;
-       margin: 2em auto; padding: 0 1em; color: #222; line-height: 1.45; }
+       margin: 2em auto; padding: 0 1em; color: #222; line-height: 1.45; overflow-wrap: anywhere; }
 h1, h2, h3 { line-height: 1.2; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; margin-top: 2em; }
-table { border-collapse: collapse; margin: .8em 0; font-size: 0.85em; }
+table { border-collapse: collapse; margin: .8em 0; font-size: 0.85em; display: block; max-width: 100%;
+        overflow-x: auto; }  /* a table wider than the page scrolls inside its own box, never the page */
+td, th { overflow-wrap: anywhere; min-width: 4em; }
 th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: right; vertical-align: top; }
 th:first-child, td:first-child, table.text th, table.text td { text-align: left; }
 th { background: #f4f6f8; } tr:nth-child(even) td { background: #fafafa; }
