@@ -25,6 +25,7 @@ class Series:
     index: int  # position among the report's series: picks the colour, the same in every plot
     values: dict[str, MetricValue]
     samples: Sequence[SampleRecord] = field(repr=False)
+    short_label: str = ""  # the label as plots show it, set beside the report's other labels (`ticks`)
 
     def get(self, metric: str) -> MetricValue | None:
         return self.values.get(metric)
@@ -32,10 +33,41 @@ class Series:
     @property
     def tick(self) -> str:
         """The label as a plot shows it: one line, at most `TICK` characters (the tables give it whole)."""
-        return short(self.label)
+        return self.short_label or short(self.label)
 
 
 TICK = 40
+
+
+def ticks(labels: Sequence[str], limit: int = TICK) -> list[str]:
+    """Each label shortened, keeping what tells it from the others: long labels that differ only in their
+    middle ("org/model-a-<100 chars>", "org/model-b-<100 chars>") keep that middle, not one shared head."""
+    flat = [" ".join(x.split()) for x in labels]
+    plain = [short(x, limit) for x in flat]
+    if len(set(plain)) == len(set(flat)):
+        return plain
+    head = _common(flat)
+    tail = _common([x[::-1] for x in flat])
+    out = []
+    for x, p in zip(flat, plain, strict=True):
+        if len(x) <= limit:
+            out.append(p)
+            continue
+        middle = x[head:max(head, len(x) - tail)]
+        room = max(0, limit - len(middle) - 2)
+        out.append(x[:min(head, room // 2)] + "…" + middle[:limit - 2] + "…" + x[len(x) - min(tail, room - room // 2):]
+                   if room // 2 < head or tail > room - room // 2 else x)
+    return out
+
+
+def _common(texts: Sequence[str]) -> int:
+    """The length of the characters every text starts with."""
+    n = 0
+    for chars in zip(*texts, strict=False):
+        if len(set(chars)) > 1:
+            break
+        n += 1
+    return n
 
 
 def short(text: str, limit: int = TICK) -> str:
@@ -80,13 +112,15 @@ def build_series(runs: Sequence[RunData], models: Sequence[str] | None = None,
     for _, model in wanted:
         seen[model] = seen.get(model, 0) + 1
     out = []
+    shorts = ticks([model if seen[model] == 1 else f"{model} · {run.info.run_id}" for run, model in wanted])
     if progress is not None:
         progress.start(len(wanted), "computing the metrics")
     for index, (run, model) in enumerate(wanted):
         mine = [s for s in run.samples if s.model == model]
         values = {v.metric: v for v in metrics(mine, [model])} if mine else {}
         label = model if seen[model] == 1 else f"{model} · {run.info.run_id}"
-        out.append(Series(label=label, run=run.info.run_id, model=model, index=index, values=values, samples=mine))
+        out.append(Series(label=label, run=run.info.run_id, model=model, index=index, values=values, samples=mine,
+                          short_label=shorts[index]))
         if progress is not None:
             progress.advance(1)
     return out
