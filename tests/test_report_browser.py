@@ -12,32 +12,18 @@ from typing import Any
 import pytest
 
 from chronokg.reports import build_report
+from tests.report_helpers import chromium
 from tests.test_report_plots import MODELS, demo_run, renamed
 
 __all__ = ["demo_run"]  # the module fixture, shared with tests/test_report_plots.py
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
 WIDTH = 1280
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError as exc:
-        missing = f"playwright is not installed ({exc}): pip install -e '.[dev]'"
-    else:
-        missing = "" if CHROMIUM.exists() else f"{CHROMIUM} not found: apt-get install -y chromium"
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(missing)
-        pytest.skip(missing)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 def test_the_report_fits_1280_px_in_chromium(demo_run: Path, browser: Any, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 from itertools import combinations
@@ -17,18 +18,12 @@ from typing import Any
 
 import pytest
 
-from chronokg.bench import snapshot
-from chronokg.bench.family import generate
-from chronokg.bench.question import write_jsonl
-from chronokg.demo.corpus import load_demo
-from chronokg.demo.sources import load_sources
-from chronokg.eval import runner
-from chronokg.graph.kglite_store import KgliteStore
 from chronokg.metrics.spec import METRICS, MetricSpec, all_metrics
 from chronokg.reports import build_report
 from chronokg.reports.build import _compose, _plots
 from chronokg.reports.plots import Omitted, Plot, color_at, lay_out, style
-from chronokg.reports.series import Series, short
+from chronokg.reports.series import Series, short, ticks
+from tests import report_helpers
 
 MODELS = ["baseline/oracle", "baseline/latest-only", "baseline/always-yes", "baseline/random"]
 HOSTILE = ["[x]model", "[/x]", "</script><script>alert(1)</script>", "/*DATA*/", "\"quoted\" 'single'",
@@ -37,20 +32,7 @@ HOSTILE = ["[x]model", "[/x]", "</script><script>alert(1)</script>", "/*DATA*/",
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("plots")
-    with KgliteStore(tmp / "demo.kgl", durable="off") as store:
-        load_demo(store)
-        load_sources(store)
-        snap = snapshot.current(store)
-        questions = generate("tempomed", store, snap, {"protocol": "chronokg", "perturbations": ["reorder_only"]})[0]
-        questions += generate("conflictmedqa", store, snap, {})[0]
-        qfile = tmp / "questions.jsonl"
-        write_jsonl(qfile, questions)
-        options = runner.RunOptions(protocol="chronokg", cache=False, concurrency=16)
-        folder, info = runner.prepare(tmp / "runs", [qfile], [runner.ModelEntry(spec=m) for m in MODELS], options)
-        info, _ = runner.run(folder, info, runner.load_questions([qfile], None), store)
-        assert info.status == "complete"
-    return folder
+    return report_helpers.demo_run(tmp_path_factory.mktemp("plots"), MODELS)
 
 
 def renamed(folder: Path, out: Path, names: dict[str, str], run_id: str | None = None) -> Path:
@@ -113,8 +95,21 @@ def test_no_label_overlaps_another_in_any_plot(demo_run: Path, n: int) -> None:
         plots = [p for made in drawn.values() for p in made if isinstance(p, Plot)]
         assert len(plots) >= 8
         for p in plots:
-            lay_out(p.figure)
+            with warnings.catch_warnings(record=True) as heard:
+                warnings.simplefilter("always")
+                lay_out(p.figure)
+            assert not [w for w in heard if "constrained_layout not applied" in str(w.message)], p.name
             assert overlaps(p.figure) == [], (p.name, n)
+
+
+def test_plot_labels_are_short_and_tell_long_names_apart() -> None:
+    """Names that differ only in their middle keep that middle; every label is one line of at most 40."""
+    longs = [f"an-organisation-with-a-long-name/{m}-" + "x" * 120 + " [bold]</td>$x$"
+             for m in ("oracle", "latest-only", "always-yes", "random")]
+    for labels in (longs, [*longs, "baseline/oracle"], ["A" * 10_000, "B" * 10_000], ["a\nb", "c"]):
+        got = ticks(labels)
+        assert len(set(got)) == len(labels) and all(len(x) <= 40 and "\n" not in x for x in got), got
+    assert [x.split("…")[1] for x in ticks(longs)] == ["oracle", "latest-only", "always-yes", "random"]
 
 
 def _quiet() -> Any:

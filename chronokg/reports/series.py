@@ -46,17 +46,22 @@ def ticks(labels: Sequence[str], limit: int = TICK) -> list[str]:
     plain = [short(x, limit) for x in flat]
     if len(set(plain)) == len(set(flat)):
         return plain
-    head = _common(flat)
-    tail = _common([x[::-1] for x in flat])
+    long = [x for x in flat if len(x) > limit]
+    if len(set(long)) < 2:
+        return plain
+    head, tail = _common(long), _common([x[::-1] for x in long])
     out = []
     for x, p in zip(flat, plain, strict=True):
-        if len(x) <= limit:
+        middle = x[head:len(x) - tail]
+        if len(x) <= limit or not middle:
             out.append(p)
-            continue
-        middle = x[head:max(head, len(x) - tail)]
-        room = max(0, limit - len(middle) - 2)
-        out.append(x[:min(head, room // 2)] + "…" + middle[:limit - 2] + "…" + x[len(x) - min(tail, room - room // 2):]
-                   if room // 2 < head or tail > room - room // 2 else x)
+        elif len(middle) >= limit - 2:
+            out.append("…" + short(middle, limit - 2) + "…")
+        else:
+            room = limit - len(middle) - 2
+            a = min(head, room // 2)
+            b = min(tail, room - a)
+            out.append(x[:a] + ("…" if a < head else "") + middle + ("…" if b < tail else "") + x[len(x) - b:])
     return out
 
 
