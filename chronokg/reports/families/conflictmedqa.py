@@ -74,7 +74,7 @@ def ecda(series: Sequence[Series]) -> list[Plot | Omitted]:
             ax.text(1.02, y, f"{x:.2f}", va="center", fontsize=7, transform=ax.get_yaxis_transform())
         ax.set_xlim(0, 1)
         percent_axis(ax, "x")
-        ax.set_title(s.tick, loc="left", fontsize=9.5, fontweight="bold", color=color(s), pad=14)
+        ax.set_title(s.tick, loc="left", fontsize=9.5, fontweight="bold", pad=14)  # black: a yellow title is unreadable
         if i == 0:
             handles, names = ax.get_legend_handles_labels()
             fig.legend(handles, names, loc="outside lower center", ncol=3, frameon=False)
@@ -91,7 +91,7 @@ def ikcr(series: Sequence[Series]) -> list[Plot | Omitted]:
         return []
     labels = rows([v for _, v in shown])
     step = min(0.14, 0.7 / len(shown))
-    fig = figure(7.0, 0.3 * len(labels) + 1.2)
+    fig = figure(7.0, 0.3 * len(labels) + 1.4 + 0.18 * ((len(shown) + 1) // 2))
     ax = fig.subplots()
     ys = _label_rows(ax, labels)
     for k, (s, v) in enumerate(shown):
@@ -105,8 +105,10 @@ def ikcr(series: Sequence[Series]) -> list[Plot | Omitted]:
                 ax.text(0.025, y + offset, "n/a", va="center", fontsize=6, color=color(s))
     ax.set_xlim(-0.03, 1.03)
     percent_axis(ax, "x")
-    ax.set_xlabel("IKCR: pairs with both versions endorsed ÷ pairs with at least one endorsed (lower is better)")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.set_xlabel("IKCR: pairs with both versions endorsed ÷ pairs with at least one endorsed\n(lower is better)")
+    # below the axes, not beside them: long model names beside would squeeze the axes to a sliver
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2 if len(shown) > 3 else len(shown),
+               frameon=False)
     return [Plot("conflictmedqa-ikcr", "ConflictMedQA: IKCR by factor, change category and disease group",
                  "Internal knowledge conflict (Eq. 4), pooled over the concept × factor pairs of each group, a dot "
                  "per run and model; a hollow dot marked 'n/a' where no pair has a YES (0/0, undefined).", fig)]
@@ -133,7 +135,7 @@ def _heatmap(series: Sequence[Series], metric: str, cell: Any, title: str, label
         ax.set_xticks(range(len(factors)), factors, rotation=90, ha="center", fontsize=7.5)
         ax.set_yticks(range(len(cats)), cats, fontsize=8)
         ax.grid(False)
-        ax.set_title(f"{s.tick}: {label}", loc="left", fontsize=9.5, fontweight="bold", color=color(s))
+        ax.set_title(f"{s.tick}: {label}", loc="left", fontsize=9.5, fontweight="bold")
     return [Plot(file, title, caption, fig)]
 
 
