@@ -160,7 +160,7 @@ def lay_out(fig: Figure) -> Any:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     canvas = FigureCanvasAgg(fig)
-    canvas.draw()  # type: ignore[no-untyped-call]
+    fig.draw_without_rendering()  # the layout and every text's extent, no pixels
     box = fig.get_tightbbox(canvas.get_renderer())  # type: ignore[no-untyped-call]
     fig.set_layout_engine("none")
     return box.padded(0.06)
