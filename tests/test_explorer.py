@@ -338,7 +338,7 @@ def exercise(page: Any, explored: dict[str, Any], *, verify_questions: bool) -> 
     page.wait_for_selector("#r-report table")
     written = (explored["report"] / "report.html").read_text()
     cells = page.eval_on_selector_all("#r-report td", "xs => xs.map(x => x.innerText)")
-    assert cells == [html.unescape(c) for c in re.findall(r"<td>(.*?)</td>", written)] and cells
+    assert cells == [html.unescape(c) for c in re.findall(r'<td(?: class="long")?>(.*?)</td>', written)] and cells
     assert all(r.name in " ".join(cells) for r in explored["runs"])  # both folders, side by side
     plots = sorted(x.stem for x in (explored["report"] / "plots").glob("*.svg"))
     assert sorted(page.eval_on_selector_all("#r-report figure", "xs => xs.map(x => x.id.slice(5))")) == plots
