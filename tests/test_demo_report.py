@@ -6,35 +6,17 @@ from typing import Any
 
 import pytest
 
-from chronokg.bench import snapshot
-from chronokg.bench.family import generate
-from chronokg.bench.question import write_jsonl
-from chronokg.demo.corpus import load_demo
-from chronokg.demo.sources import load_sources
-from chronokg.eval import runner
-from chronokg.graph.kglite_store import KgliteStore
 from chronokg.reports import build_report
+from tests.report_helpers import demo_run
 
 MODELS = ["baseline/oracle", "baseline/latest-only", "baseline/always-yes"]
-NEW_PLOTS = ("tempomed-table3", "conflictmedqa-ecda-category-factor", "conflictmedqa-ikcr-category-factor")
+NEW_PLOTS = ("conflictmedqa-ecda-category-factor", "conflictmedqa-ikcr-category-factor")  # no --rag: no Table 3 plot
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Any:
     tmp = tmp_path_factory.mktemp("demo-report")
-    with KgliteStore(tmp / "demo.kgl", durable="off") as store:
-        load_demo(store)
-        load_sources(store)
-        snap = snapshot.current(store)
-        questions = generate("tempomed", store, snap, {"protocol": "chronokg", "perturbations": ["reorder_only"]})[0]
-        questions += generate("conflictmedqa", store, snap, {})[0]
-        qfile = tmp / "questions.jsonl"
-        write_jsonl(qfile, questions)
-        options = runner.RunOptions(protocol="chronokg", cache=False, concurrency=16)
-        folder, info = runner.prepare(tmp / "runs", [qfile], [runner.ModelEntry(spec=m) for m in MODELS], options)
-        info, _ = runner.run(folder, info, runner.load_questions([qfile], None), store)
-        assert info.status == "complete"
-    return build_report([folder], tmp / "report")
+    return build_report([demo_run(tmp, MODELS)], tmp / "report")
 
 
 def section(md: str, metric: str) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
 import time
 import urllib.error
@@ -24,11 +23,9 @@ import pytest
 from typer.testing import CliRunner
 
 from chronokg.cli.app import app
+from tests.report_helpers import chromium
 from tests.serve_helpers import serve, server_env
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
 FIRST_VIEW_MS = 1000  # the targets (benchmarks/explorer_speed.py reports them against a baseline)
 KEYSTROKE_MS = 100
 SLACK = 3  # a test box runs other suites beside this one: the tests allow 3x, the benchmark reports the truth
@@ -184,20 +181,8 @@ def test_live_api_answers_through_the_catalog_with_the_tools_auth(explored: dict
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError as exc:
-        missing = f"playwright is not installed ({exc}): pip install -e '.[dev]'"
-    else:
-        missing = "" if CHROMIUM.exists() else f"{CHROMIUM} not found: apt-get install -y chromium"
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(missing)
-        pytest.skip(missing)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 def wait_js(page: Any, expression: str, timeout: float = 30.0) -> Any:
@@ -353,7 +338,7 @@ def exercise(page: Any, explored: dict[str, Any], *, verify_questions: bool) -> 
     page.wait_for_selector("#r-report table")
     written = (explored["report"] / "report.html").read_text()
     cells = page.eval_on_selector_all("#r-report td", "xs => xs.map(x => x.innerText)")
-    assert cells == [html.unescape(c) for c in re.findall(r"<td>(.*?)</td>", written)] and cells
+    assert cells == [html.unescape(c) for c in re.findall(r'<td(?: class="long")?>(.*?)</td>', written)] and cells
     assert all(r.name in " ".join(cells) for r in explored["runs"])  # both folders, side by side
     plots = sorted(x.stem for x in (explored["report"] / "plots").glob("*.svg"))
     assert sorted(page.eval_on_selector_all("#r-report figure", "xs => xs.map(x => x.id.slice(5))")) == plots

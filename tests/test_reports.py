@@ -34,7 +34,7 @@ from chronokg.reports.tables import details, metric_table, number
 
 RUNS = (["baseline/oracle", "baseline/frozen:2018"], ["baseline/random", "baseline/latest-only"])
 PLOTS = {"overview", "tempomed-accuracy_by_year", "tempomed-historical_vs_up_to_date", "tempomed-option_groups",
-         "tempomed-consistency", "tempomed-probe_heatmap", "tempomed-three_way", "tempomed-table3"}
+         "tempomed-consistency", "tempomed-probe_heatmap", "tempomed-three_way"}  # no --rag: no Table 3 plot
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -203,7 +203,7 @@ def test_tables_are_generic_over_metric_values() -> None:
 
 def test_a_family_adds_a_plot_with_one_decorator(tmp_path: Path) -> None:
     """The recipe of docs/reports.md: one `@plot(metric)` function; the report draws it beside the table."""
-    from chronokg.reports.build import _plots
+    from chronokg.reports.build import _plots, _Quiet
 
     @plot("testfamily.score")
     def score(series: Any) -> list[Plot]:
@@ -215,7 +215,7 @@ def test_a_family_adds_a_plot_with_one_decorator(tmp_path: Path) -> None:
     assert "testfamily.score" in all_plots() and "tempomed.consistency" in all_plots()
     value = MetricValue(metric="testfamily.score", model="m", value=0.4)
     with style():
-        drawn = _plots(["testfamily.score"], [series_of("m", 0, value), series_of("n", 1)])
+        drawn = _plots(["testfamily.score"], [series_of("m", 0, value), series_of("n", 1)], _Quiet())
     assert [p.name for p in drawn["testfamily.score"]] == ["testfamily-score"]
     assert [p.name for p in drawn[""]] == ["overview"]
 

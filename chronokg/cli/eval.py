@@ -473,10 +473,12 @@ def report_command(
 ) -> None:
     """A report of one or more runs: every metric as a table, the families' plots (PNG and SVG), one
     self-contained HTML page (needs the reports extra: matplotlib)."""
+    from chronokg.cli.progress import progress_bar
     from chronokg.reports import build_report
 
     def body() -> None:
-        report = build_report(runs, out, model, title)
+        with progress_bar(console) as bar:  # a bar per step: reading, metrics, drawing, rendering, writing
+            report = build_report(runs, out, model, title, bar)
         say(console, ("wrote", "green"), f" {report.markdown}, {report.html} and {len(report.plots)} plots "
                      f"(PNG and SVG) in {out / 'plots'}: {len(report.metrics)} metrics, "
                      f"{len(report.series)} model columns")

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from chronokg.eval.log import SampleRecord
-from chronokg.metrics.spec import MetricSpec, Rows, prediction_match, register
+from chronokg.metrics.spec import MetricKind, MetricSpec, Rows, prediction_match, register
 
 FAMILY = "benchage"
 BASE = prediction_match() + " AND p.family = 'benchage'"
@@ -180,19 +180,21 @@ def _dds_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any
     return pooled["dds"], {name: dds(part) for name, part in sorted(parts.items())}, pooled
 
 
-def _spec(name: str, key: str, help_: str, higher: bool | None, extra: Sequence[str] = ()) -> MetricSpec:
-    return register(MetricSpec(f"benchage.{name}", FAMILY, help_, higher, _count, _finisher(key, extra), _cypher))
+def _spec(name: str, key: str, help_: str, higher: bool | None, extra: Sequence[str] = (),
+          kind: MetricKind = "score") -> MetricSpec:
+    return register(MetricSpec(f"benchage.{name}", FAMILY, help_, higher, _count, _finisher(key, extra), _cypher,
+                               kind=kind))
 
 
 BF = _spec("bf", "bf", "Benchmark Fidelity: share of time-sensitive questions where the model matches the gold at "
-                       "release (seed acc_ts).", None)
+                       "release (seed acc_ts).", None, kind="accuracy")
 TA = _spec("ta", "ta", "Temporal Accuracy: share of time-sensitive questions where the model matches the "
-                       "up-to-date answer (seed acc_search_ts).", True)
+                       "up-to-date answer (seed acc_search_ts).", True, kind="accuracy")
 TAG = _spec("tag", "tag", "Temporal Accuracy Gap TA - BF (seed accuracy_diff).", True, extra=("right_then_stale",))
 EMR = _spec("emr", "emr", "Evaluation Misleading Rate: share of time-sensitive questions where the model matches "
-                          "the up-to-date answer but not the gold (paper eq. 2).", None)
+                          "the up-to-date answer but not the gold (paper eq. 2).", None, kind="rate")
 A_O = _spec("a_o", "a_o", "Accuracy against the gold over the whole benchmark, time-sensitive or not (seed "
-                          "acc_overall).", True)
+                          "acc_overall).", True, kind="accuracy")
 A_TAG = _spec("a_tag", "a_tag", "a_o adjusted by TAG: a_o + TAG |D_ts|/|D| (paper eq. 6).", True)
 A_EMR = _spec("a_emr", "a_emr", "a_o adjusted by EMR: a_o + EMR |D_ts|/|D| (paper eq. 7).", True)
 KAPPA = _spec("kappa", "kappa", "Cohen's kappa between the judge vectors (model~gold, model~up-to-date, "
@@ -200,4 +202,5 @@ KAPPA = _spec("kappa", "kappa", "Cohen's kappa between the judge vectors (model~
               extra=("k1_gold_search", "k2_gs_gold", "k3_gs_search", "n_kappa"))
 DDS = register(MetricSpec(
     "benchage.dds", FAMILY, "Dataset Drift Score: share of time-sensitive questions whose gold at release no "
-    "longer matches the up-to-date answer (paper eq. 1).", None, _count_questions, _dds_finish, _cypher_questions))
+    "longer matches the up-to-date answer (paper eq. 1).", None, _count_questions, _dds_finish, _cypher_questions,
+    kind="rate"))

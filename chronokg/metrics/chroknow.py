@@ -99,7 +99,7 @@ def _years_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, A
 YEAR_SPLIT = register(MetricSpec(
     "chroknow.year_categories", FAMILY, "Per year: facts Correct / Partial (greedy partly right; only sampled "
     "right) / Incorrect, and the percentage Correct, by template, domain and split; value: share Correct.", True,
-    _check_count, _years_finish, _check_cypher))
+    _check_count, _years_finish, _check_cypher, kind="accuracy"))
 
 
 def _facts_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any]]:
@@ -122,7 +122,7 @@ def _facts_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, A
 FACT_SPLIT = register(MetricSpec(
     "chroknow.fact_categories", FAMILY, "Per fact: Known (correct every year) / Cut-off (known, then lost; or "
     "unknown, then known) / Partial_known / Unknown (never), by template, domain and split; value: share Known.",
-    True, _check_count, _facts_finish, _check_cypher))
+    True, _check_count, _facts_finish, _check_cypher, kind="accuracy"))
 
 
 # --- answers ------------------------------------------------------------------------------------------------
@@ -152,7 +152,7 @@ def _answers_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str,
 ANSWERS = register(MetricSpec(
     "chroknow.answers", FAMILY, "Single answers by template and decoding: share matching the gold, and share "
     "not read (no leading 'A. ', dropped by the seed); value: the unparsed rate.", False,
-    _answers_count, _answers_finish, _answers_cypher))
+    _answers_count, _answers_finish, _answers_cypher, kind="rate"))
 
 
 # --- ChroKnowPrompt -----------------------------------------------------------------------------------------
@@ -196,4 +196,4 @@ def _prompt_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, 
 PROMPT_GAIN = register(MetricSpec(
     "chroknow.prompt_gain", FAMILY, "ChroKnowPrompt: percentage points of the sampled facts moved from "
     "Partial_known to Known (every year correct or answered right by the traversal; total span, and the "
-    "previous span only).", True, _prompt_count, _prompt_finish, _prompt_cypher))
+    "previous span only).", True, _prompt_count, _prompt_finish, _prompt_cypher, kind="score"))

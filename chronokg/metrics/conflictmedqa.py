@@ -113,13 +113,15 @@ def _ecda_finish(which: str) -> Callable[[Rows], Finish]:
 
 ECDA_ADH = register(MetricSpec(
     "conflictmedqa.ecda_adh", FAMILY, "ECDA_adh (Eq. 1): share of up-to-date scenarios endorsed (YES); overall and "
-    "by factor, change category and disease group.", True, _ecda_count, _ecda_finish("adh"), _ecda_cypher))
+    "by factor, change category and disease group.", True, _ecda_count, _ecda_finish("adh"), _ecda_cypher,
+    kind="accuracy"))
 ECDA_REJ = register(MetricSpec(
     "conflictmedqa.ecda_rej", FAMILY, "ECDA_rej (Eq. 2): share of outdated scenarios rejected (NO); overall and by "
-    "factor, change category and disease group.", True, _ecda_count, _ecda_finish("rej"), _ecda_cypher))
+    "factor, change category and disease group.", True, _ecda_count, _ecda_finish("rej"), _ecda_cypher,
+    kind="accuracy"))
 ECDA_ALL = register(MetricSpec(
     "conflictmedqa.ecda_all", FAMILY, "ECDA_all (Eq. 3): (ECDA_adh + ECDA_rej) / 2, the mean of the two rates (not "
-    "pooled accuracy); overall and by slice.", True, _ecda_count, _ecda_finish("all"), _ecda_cypher))
+    "pooled accuracy); overall and by slice.", True, _ecda_count, _ecda_finish("all"), _ecda_cypher, kind="accuracy"))
 
 
 # --- IKCR ------------------------------------------------------------------------------------------------------
@@ -184,7 +186,7 @@ def _ikcr_finish(rows: Rows) -> Finish:
 IKCR = register(MetricSpec(
     "conflictmedqa.ikcr", FAMILY, "IKCR (Eq. 4): of the concept x factor pairs with at least one version endorsed, "
     "the share with both endorsed, pooled; overall and by slice (lower is better).", False, _ikcr_count,
-    _ikcr_finish, _ikcr_cypher))
+    _ikcr_finish, _ikcr_cypher, kind="rate"))
 
 
 # --- change category x factor (Appendix A.4.1, Figures 9-12) ----------------------------------------------------
@@ -221,7 +223,8 @@ def _ikcr_cells(rows: Rows) -> Finish:
 ECDA_BY_CATEGORY_FACTOR = register(MetricSpec(
     "conflictmedqa.ecda_category_factor", FAMILY, "ECDA_adh, ECDA_rej and ECDA_all per change category x factor "
     "(the paper's Figures 9-11); a cell without scenarios of one version has None there.", True, _ecda_count,
-    _ecda_cells, _ecda_cypher))
+    _ecda_cells, _ecda_cypher, kind="accuracy"))
 IKCR_BY_CATEGORY_FACTOR = register(MetricSpec(
     "conflictmedqa.ikcr_category_factor", FAMILY, "IKCR per change category x factor (the paper's Figure 12); a "
-    "cell without an active pair has None (lower is better).", False, _ikcr_count, _ikcr_cells, _ikcr_cypher))
+    "cell without an active pair has None (lower is better).", False, _ikcr_count, _ikcr_cells, _ikcr_cypher,
+    kind="rate"))

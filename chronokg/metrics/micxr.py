@@ -179,18 +179,19 @@ def _register(mode: str) -> list[MetricSpec]:
     return [
         register(MetricSpec(f"{prefix}accuracy", FAMILY, "Accuracy (invalid outputs wrong), overall and per task "
                             f"family TEL / ICR / GTS, Wilson 95 %{label}.", True, _count(mode, KEYS),
-                            accuracy_finish, _cypher(mode, KEYS))),
+                            accuracy_finish, _cypher(mode, KEYS), kind="accuracy")),
         register(MetricSpec(f"{prefix}accuracy_by_type", FAMILY, f"Accuracy per question type, Wilson 95 %{label}.",
-                            True, _count(mode, KEYS), by_type_finish, _cypher(mode, KEYS))),
+                            True, _count(mode, KEYS), by_type_finish, _cypher(mode, KEYS), kind="accuracy")),
         register(MetricSpec(f"{prefix}table1", FAMILY, "The paper's Table 1 columns and Overall (micro), with the "
                             f"means of the columns and of the families{label}.", True, _count(mode, KEYS),
-                            table1_finish, _cypher(mode, KEYS))),
+                            table1_finish, _cypher(mode, KEYS), kind="accuracy")),
         register(MetricSpec(f"{prefix}answers", FAMILY, "Shares of the chosen letters and of invalid outputs; E "
                             f"chosen when a change exists / when none does{label}.", None, _count(mode, LETTER_KEYS),
-                            letters_finish, _cypher(mode, LETTER_KEYS))),
+                            letters_finish, _cypher(mode, LETTER_KEYS), kind="rate")),
         register(MetricSpec(f"{prefix}accuracy_bootstrap", FAMILY, "Accuracy overall and per family with 95 % "
                             f"bootstrap intervals resampling patients{label}.", True, _count(mode, CLUSTER_KEYS),
-                            bootstrap_finish, _cypher(mode, CLUSTER_KEYS), resamples=True)),
+                            bootstrap_finish, _cypher(mode, CLUSTER_KEYS), resamples=True,
+                            kind="accuracy")),
     ]
 
 
@@ -200,4 +201,4 @@ ACCURACY, ACCURACY_BY_TYPE, TABLE1, ANSWERS, ACCURACY_BOOTSTRAP = SINGLE
 STAGE1 = register(MetricSpec(
     "micxr.stagewise.stage1", FAMILY, "Stage-wise protocol: share of stage-1 outputs with a description for each "
     "of the four intervals, and accuracy with and without one.", True, _count("stagewise", ("stage1_complete",)),
-    stage1_finish, _cypher("stagewise", ("stage1_complete",))))
+    stage1_finish, _cypher("stagewise", ("stage1_complete",)), kind="rate"))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -22,6 +22,7 @@ from chronokg.graph.store import GraphStore
 from chronokg.registry import Registry
 
 Rows = list[dict[str, Any]]
+MetricKind = Literal["accuracy", "rate", "score"]
 
 
 class MetricValue(BaseModel):
@@ -44,6 +45,10 @@ class MetricSpec:
     finish: Callable[[Rows], tuple[float | None, dict[str, Any], dict[str, Any]]]
     cypher: Callable[[str, str], tuple[str, dict[str, Any]]] | None = None
     resamples: bool = False  # finish draws its own bootstrap: too dear to redo inside `eval compare`'s draws
+    # What `value` is, so a report draws it on the right axis: "accuracy" (a share of answers that are right, in
+    # [0, 1]), "rate" (another share in [0, 1]: invalid outputs, endorsed pairs...), "score" (anything else: a
+    # ratio, a difference, kappa, percentage points). An accuracy axis shows accuracies only.
+    kind: MetricKind = "score"
 
     def compute(self, samples: Sequence[SampleRecord], model: str) -> MetricValue:
         """The pure path: count in Python, then finish."""

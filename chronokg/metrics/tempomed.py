@@ -70,7 +70,7 @@ def _accuracy_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str
 
 ACCURACY = register(MetricSpec(
     "tempomed.accuracy", FAMILY, "Accuracy of the MCQ items (INVALID counts wrong), by target; probes apart.",
-    True, _accuracy_count, _accuracy_finish, _accuracy_cypher))
+    True, _accuracy_count, _accuracy_finish, _accuracy_cypher, kind="accuracy"))
 
 
 # --- option groups and Table 1 ---------------------------------------------------------------------------
@@ -96,7 +96,8 @@ def _groups_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, 
 
 OPTION_GROUPS = register(MetricSpec(
     "tempomed.option_groups", FAMILY, "Share of answers choosing the up-to-date, outdated, distractor, unknown "
-    "option (by its original label) or invalid, by target.", None, _groups_count, _groups_finish, _groups_cypher))
+    "option (by its original label) or invalid, by target.", None, _groups_count, _groups_finish, _groups_cypher,
+    kind="rate"))
 
 
 def _table1_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any]]:
@@ -117,7 +118,8 @@ def _table1_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, 
 
 TABLE1 = register(MetricSpec(
     "tempomed.table1", FAMILY, "Table 1: up-to-date-targeted items pooled over the perturbations; accuracy, "
-    "accuracy over valid answers, option-group shares.", True, _groups_count, _table1_finish, _groups_cypher))
+    "accuracy over valid answers, option-group shares.", True, _groups_count, _table1_finish, _groups_cypher,
+    kind="accuracy"))
 
 
 # --- accuracy by up-to-date year, trend, Mann-Kendall, cutoff ----------------------------------------------
@@ -183,7 +185,7 @@ def _year_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, An
 ACCURACY_BY_YEAR = register(MetricSpec(
     "tempomed.accuracy_by_year", FAMILY, "Up-to-date accuracy by the current version's year (Pre-2010 merged), "
     "Wilson intervals, least-squares trend, Mann-Kendall test, knowledge-cutoff estimate.", True,
-    _year_count, _year_finish, _year_cypher))
+    _year_count, _year_finish, _year_cypher, kind="accuracy"))
 
 
 # --- historical / up-to-date ----------------------------------------------------------------------------------
@@ -199,7 +201,7 @@ def _ratio_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, A
 
 HIST_RATIO = register(MetricSpec(
     "tempomed.historical_ratio", FAMILY, "Historical-targeted accuracy divided by up-to-date accuracy.", True,
-    _accuracy_count, _ratio_finish, _accuracy_cypher))
+    _accuracy_count, _ratio_finish, _accuracy_cypher, kind="score"))
 
 
 # --- cluster bootstrap interval of the accuracies ------------------------------------------------------------
@@ -228,7 +230,7 @@ def _cluster_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str,
 ACCURACY_CI = register(MetricSpec(
     "tempomed.accuracy_bootstrap", FAMILY, "Accuracy by target with 95 % bootstrap intervals that resample whole "
     "source MCQs (their perturbed items are not independent).", True, _cluster_count, _cluster_finish,
-    _cluster_cypher, resamples=True))
+    _cluster_cypher, resamples=True, kind="accuracy"))
 
 
 # --- three-way score --------------------------------------------------------------------------------------------
@@ -264,7 +266,8 @@ def _when_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, An
 
 THREE_WAY = register(MetricSpec(
     "tempomed.three_way", FAMILY, "Per MCQ item: the chosen answer holds on the target date (correct), held "
-    "only before it (stale), only after it (later), or never.", None, _when_count, _when_finish, _when_cypher))
+    "only before it (stale), only after it (later), or never.", None, _when_count, _when_finish, _when_cypher,
+    kind="rate"))
 
 
 # --- temporal consistency of the probes ---------------------------------------------------------------------------
@@ -305,7 +308,7 @@ def _probe_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, A
 CONSISTENCY = register(MetricSpec(
     "tempomed.consistency", FAMILY, "Temporal-consistency pattern of each probed difference (correct transition, "
     "wrong transition, only prior, only latest, all true, all false, inconsistent).", True,
-    _probe_count, _probe_finish, _probe_cypher))
+    _probe_count, _probe_finish, _probe_cypher, kind="rate"))
 
 
 # --- Table 3: accuracy with retrieved passages -------------------------------------------------------------------
@@ -357,4 +360,4 @@ def _rag_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any
 TABLE3 = register(MetricSpec(
     "tempomed.table3", FAMILY, "Table 3: accuracy on up-to-date and historical items with retrieved passages "
     "(--rag), as the seed's RAG evaluation summarises a scope, split by whether the counterpart version's passage "
-    "was retrieved.", True, _rag_count, _rag_finish, _rag_cypher))
+    "was retrieved.", True, _rag_count, _rag_finish, _rag_cypher, kind="accuracy"))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from chronokg.errors import ChronoKGError, InputError
 from chronokg.metrics.spec import METRICS, all_metrics
+from chronokg.progress import Progress
 from chronokg.reports.document import (
     Block,
     Bullets,
@@ -26,7 +27,7 @@ from chronokg.reports.document import (
     markdown,
     page,
 )
-from chronokg.reports.plots import Plot, all_plots, overview, render, style
+from chronokg.reports.plots import Omitted, Plot, all_plots, overview, render, style
 from chronokg.reports.series import RunData, Series, build_series, load_run
 from chronokg.reports.tables import Table, details, headline_table, metric_table
 
@@ -52,13 +53,30 @@ def family_of(metric: str) -> str:
     return metric.split(".", 1)[0] if "." in metric else "general"
 
 
+class _Quiet:
+    """Progress that goes nowhere (no bar asked for)."""
+
+    def start(self, total: int, description: str) -> None:
+        pass
+
+    def advance(self, n: int) -> None:
+        pass
+
+
+Figures = dict[str, list[Plot | Omitted]]
+
+
 def build_report(folders: Sequence[Path], out: Path, models: Sequence[str] | None = None,
-                 title: str = TITLE) -> Report:
+                 title: str = TITLE, progress: Progress | None = None) -> Report:
+    """`progress` hears each step: reading the runs, computing each column's metrics, drawing each metric's
+    plots, rendering each plot, writing the files."""
     if not folders:
         raise ChronoKGError("give at least one run folder")
-    runs, series, names, figures, rendered = _compose(folders, models)
+    progress = progress or _Quiet()
+    runs, series, names, figures, rendered = _compose(folders, models, progress)
     blocks = _blocks(title, runs, series, names, figures, rendered)
-    return _write(out, title, blocks, series, rendered, names)
+    progress.start(3 + 2 * len(rendered), "writing the report")
+    return _write(out, title, blocks, series, rendered, names, progress)
 
 
 def report_body(folders: Sequence[Path], models: Sequence[str] | None = None, title: str = TITLE) -> str:
@@ -66,44 +84,54 @@ def report_body(folders: Sequence[Path], models: Sequence[str] | None = None, ti
     nowhere: what the explorer's Runs view shows for `--runs` (`chronokg serve http`, `chronokg export html`)."""
     if not folders:
         raise ChronoKGError("give at least one run folder")
-    runs, series, names, figures, rendered = _compose(folders, models)
+    runs, series, names, figures, rendered = _compose(folders, models, _Quiet())
     return body(_blocks(title, runs, series, names, figures, rendered, dated=False))
 
 
-def _compose(folders: Sequence[Path], models: Sequence[str] | None
-             ) -> tuple[list[RunData], list[Series], list[str], dict[str, list[Plot]], dict[str, tuple[bytes, bytes]]]:
+def _compose(folders: Sequence[Path], models: Sequence[str] | None, progress: Progress
+             ) -> tuple[list[RunData], list[Series], list[str], Figures, dict[str, tuple[bytes, bytes]]]:
     """Everything a report holds, computed and drawn in memory."""
-    runs = [load_run(f) for f in folders]
+    progress.start(len(folders), "reading the runs")
+    runs = []
+    for f in folders:
+        runs.append(load_run(f))
+        progress.advance(1)
     seen: set[str] = set()
     for folder, run in zip(folders, runs, strict=True):
         if run.info.run_id in seen:
             raise InputError(folder, None, f"run {run.info.run_id} is given twice")
         seen.add(run.info.run_id)
     all_metrics()
-    series = build_series(runs, models)
+    series = build_series(runs, models, progress)
     if not series:
         raise ChronoKGError("no model to report" + (f" (none of {', '.join(models)} is in these runs)" if models
                                                     else ""))
     names = sorted({m for s in series for m in s.values}, key=lambda m: (family_of(m), m))
     with style():
-        figures = _plots(names, series)
-        rendered = {p.name: render(p) for drawn in figures.values() for p in drawn}
+        figures = _plots(names, series, progress)
+        drawn = [p for made in figures.values() for p in made if isinstance(p, Plot)]
+        progress.start(len(drawn), "rendering the plots (PNG and SVG)")
+        rendered = {}
+        for p in drawn:
+            rendered[p.name] = render(p)
+            progress.advance(1)
     return runs, series, names, figures, rendered
 
 
-def _plots(names: Sequence[str], series: Sequence[Series]) -> dict[str, list[Plot]]:
+def _plots(names: Sequence[str], series: Sequence[Series], progress: Progress) -> Figures:
     """The plots of each metric that has a plot function ("" for the overview), drawn in memory."""
     plots = all_plots()
-    first = overview(names, series)
-    out: dict[str, list[Plot]] = {"": [first] if first is not None else []}
-    for metric in names:
-        if metric not in plots:
-            continue
+    having_plots = [m for m in names if m in plots]
+    progress.start(1 + len(having_plots), "drawing the plots")
+    out: Figures = {"": [overview(names, series)]}
+    progress.advance(1)
+    for metric in having_plots:
         having = [s for s in series if s.get(metric) is not None]
         try:
             out[metric] = plots.get(metric)(having)
         except Exception as exc:  # a bug in one family's plot: say which, keep the traceback chained
             raise ChronoKGError(f"the plot of {metric} failed: {type(exc).__name__}: {exc}") from exc
+        progress.advance(1)
     files = [p.name for drawn in out.values() for p in drawn]
     if len(set(files)) < len(files):
         raise ChronoKGError(f"two plots share a file name: {sorted(files)}")
@@ -123,7 +151,7 @@ def _runs_table(runs: Sequence[RunData]) -> Table:
 
 
 def _blocks(title: str, runs: Sequence[RunData], series: Sequence[Series], names: Sequence[str],
-            figures: dict[str, list[Plot]], rendered: dict[str, tuple[bytes, bytes]], dated: bool = True
+            figures: Figures, rendered: dict[str, tuple[bytes, bytes]], dated: bool = True
             ) -> list[Block]:
     """The report's blocks; undated (no "written" time) where the same runs must give the same bytes."""
     from chronokg import __version__
@@ -134,11 +162,12 @@ def _blocks(title: str, runs: Sequence[RunData], series: Sequence[Series], names
         Para(f"{len(runs)} run(s), {len(series)} model column(s), {len(names)} metric(s), {len(rendered)} plot(s); "
              f"chronokg {__version__}{written}. "
              "Every value is also in metrics.json; every plot is in plots/ as PNG and SVG."),
+        *_left_out(figures),
         Contents(),
         Heading(2, "Runs"), TableBlock(_runs_table(runs)),
         Bullets([f"{s.label}: model {s.model} of run {s.run}, {len(s.samples):,} scored samples" for s in series]),
         Heading(2, "Overview"), TableBlock(headline_table(names, series)),
-        *(_figure(p, rendered) for p in figures[""]),
+        *(_figure(p, rendered) for p in figures[""] if isinstance(p, Plot)),
     ]
     family = None
     for metric in names:
@@ -154,8 +183,16 @@ def _blocks(title: str, runs: Sequence[RunData], series: Sequence[Series], names
         lines = details(metric, series)
         if lines:
             blocks.append(Bullets(lines))
-        blocks += [_figure(p, rendered) for p in figures.get(metric, [])]
+        blocks += [_figure(p, rendered) for p in figures.get(metric, []) if isinstance(p, Plot)]
     return blocks
+
+
+def _left_out(figures: Figures) -> list[Block]:
+    """One line naming the plots these runs have no data for, and why (none: no line)."""
+    gone = [p for made in figures.values() for p in made if isinstance(p, Omitted)]
+    if not gone:
+        return []
+    return [Para("Plots left out: " + "; ".join(f"{p.name}: {p.reason}" for p in gone) + ".")]
 
 
 def _figure(p: Plot, rendered: dict[str, tuple[bytes, bytes]]) -> FigureBlock:
@@ -163,7 +200,7 @@ def _figure(p: Plot, rendered: dict[str, tuple[bytes, bytes]]) -> FigureBlock:
 
 
 def _write(out: Path, title: str, blocks: Sequence[Block], series: Sequence[Series],
-           rendered: dict[str, tuple[bytes, bytes]], names: Sequence[str]) -> Report:
+           rendered: dict[str, tuple[bytes, bytes]], names: Sequence[str], progress: Progress) -> Report:
     plots_dir = out / "plots"
     plots_dir.mkdir(parents=True, exist_ok=True)
     for old in plots_dir.iterdir():  # plots of an earlier report that this one does not draw
@@ -172,6 +209,7 @@ def _write(out: Path, title: str, blocks: Sequence[Block], series: Sequence[Seri
     for name, (png, svg) in rendered.items():
         _atomic(plots_dir / f"{name}.png", png)
         _atomic(plots_dir / f"{name}.svg", svg)
+        progress.advance(2)
     values = [{"label": s.label, "run": s.run, "model": s.model,
                "metrics": [v.model_dump(mode="json") for v in s.values.values()]} for s in series]
     report = Report(out=out, markdown=out / "report.md", html=out / "report.html", metrics_json=out / "metrics.json",
@@ -179,6 +217,7 @@ def _write(out: Path, title: str, blocks: Sequence[Block], series: Sequence[Seri
     _atomic(report.metrics_json, json.dumps(values, indent=1, ensure_ascii=False).encode("utf-8"))
     _atomic(report.markdown, markdown(blocks).encode("utf-8"))
     _atomic(report.html, page(title, blocks).encode("utf-8"))
+    progress.advance(3)
     return report
 
 

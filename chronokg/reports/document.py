@@ -82,9 +82,11 @@ def markdown(blocks: Sequence[Block]) -> str:
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; max-width: 1200px;
-       margin: 2em auto; padding: 0 1em; color: #222; line-height: 1.45; }
+       margin: 2em auto; padding: 0 1em; color: #222; line-height: 1.45; overflow-wrap: anywhere; }
 h1, h2, h3 { line-height: 1.2; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; margin-top: 2em; }
-table { border-collapse: collapse; margin: .8em 0; font-size: 0.85em; }
+table { border-collapse: collapse; margin: .8em 0; font-size: 0.85em; display: block; max-width: 100%;
+        overflow-x: auto; }  /* a table wider than the page scrolls inside its own box, never the page */
+td, th { overflow-wrap: break-word; } td.long { overflow-wrap: anywhere; min-width: 12em; }
 th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: right; vertical-align: top; }
 th:first-child, td:first-child, table.text th, table.text td { text-align: left; }
 th { background: #f4f6f8; } tr:nth-child(even) td { background: #fafafa; }
@@ -116,7 +118,7 @@ def body(blocks: Sequence[Block]) -> str:
         elif isinstance(b, TableBlock):
             t = b.table
             head = "".join(f"<th>{esc(h)}</th>" for h in t.headers)
-            rows = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in t.rows)
+            rows = "".join("<tr>" + "".join(f"<td{_long(c)}>{esc(c)}</td>" for c in row) + "</tr>" for row in t.rows)
             kind = "" if t.numeric else ' class="text"'
             out.append(f"<table{kind}><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
         elif isinstance(b, FigureBlock):
@@ -127,3 +129,9 @@ def body(blocks: Sequence[Block]) -> str:
             out.append("<ul>" + "".join(f'<li><a href="#{h.anchor}">{esc(h.text)}</a></li>' for h in blocks
                                         if isinstance(h, Heading) and h.level == 2) + "</ul>")
     return "\n".join(out)
+
+
+def _long(cell: str) -> str:
+    """A cell holding a word too long for a column (a path, a run id, a long name) may break it anywhere; other
+    cells keep their words whole."""
+    return ' class="long"' if any(len(word) > 24 for word in cell.split()) else ""

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from chronokg.eval.log import RunInfo, SampleRecord
 from chronokg.metrics.spec import MetricValue
+from chronokg.progress import Progress
 
 
 @dataclass(frozen=True)
@@ -24,9 +25,64 @@ class Series:
     index: int  # position among the report's series: picks the colour, the same in every plot
     values: dict[str, MetricValue]
     samples: Sequence[SampleRecord] = field(repr=False)
+    short_label: str = ""  # the label as plots show it, set beside the report's other labels (`ticks`)
 
     def get(self, metric: str) -> MetricValue | None:
         return self.values.get(metric)
+
+    @property
+    def tick(self) -> str:
+        """The label as a plot shows it: one line, at most `TICK` characters (the tables give it whole)."""
+        return self.short_label or short(self.label)
+
+
+TICK = 40
+
+
+def ticks(labels: Sequence[str], limit: int = TICK) -> list[str]:
+    """Each label shortened, keeping what tells it from the others: long labels that differ only in their
+    middle ("org/model-a-<100 chars>", "org/model-b-<100 chars>") keep that middle, not one shared head."""
+    flat = [" ".join(x.split()) for x in labels]
+    plain = [short(x, limit) for x in flat]
+    if len(set(plain)) == len(set(flat)):
+        return plain
+    long = [x for x in flat if len(x) > limit]
+    if len(set(long)) < 2:
+        return plain
+    head, tail = _common(long), _common([x[::-1] for x in long])
+    out = []
+    for x, p in zip(flat, plain, strict=True):
+        middle = x[head:len(x) - tail]
+        if len(x) <= limit or not middle:
+            out.append(p)
+        elif len(middle) >= limit - 2:
+            out.append("…" + short(middle, limit - 2) + "…")
+        else:
+            room = limit - len(middle) - 2
+            a = min(head, room // 2)
+            b = min(tail, room - a)
+            out.append(x[:a] + ("…" if a < head else "") + middle + ("…" if b < tail else "") + x[len(x) - b:])
+    return out
+
+
+def _common(texts: Sequence[str]) -> int:
+    """The length of the characters every text starts with."""
+    n = 0
+    for chars in zip(*texts, strict=False):
+        if len(set(chars)) > 1:
+            break
+        n += 1
+    return n
+
+
+def short(text: str, limit: int = TICK) -> str:
+    """`text` on one line and at most `limit` characters, its middle elided (a run id at the end stays
+    readable): a 10,000-character model name must not make a plot 10,000 characters wide."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    head = (limit - 1) * 3 // 5
+    return flat[:head] + "…" + flat[len(flat) - (limit - 1 - head):]
 
 
 @dataclass(frozen=True)
@@ -47,7 +103,8 @@ def load_run(folder: Path) -> RunData:
     return RunData(folder=folder, info=info, samples=ok, failed=len(records) - len(ok))
 
 
-def build_series(runs: Sequence[RunData], models: Sequence[str] | None = None) -> list[Series]:
+def build_series(runs: Sequence[RunData], models: Sequence[str] | None = None,
+                 progress: Progress | None = None) -> list[Series]:
     """A series per (run, model) in run order, labelled by the model, with the run id added where a model
     appears in more than one run."""
     from chronokg.metrics.runs import metrics
@@ -60,9 +117,15 @@ def build_series(runs: Sequence[RunData], models: Sequence[str] | None = None) -
     for _, model in wanted:
         seen[model] = seen.get(model, 0) + 1
     out = []
+    shorts = ticks([model if seen[model] == 1 else f"{model} · {run.info.run_id}" for run, model in wanted])
+    if progress is not None:
+        progress.start(len(wanted), "computing the metrics")
     for index, (run, model) in enumerate(wanted):
         mine = [s for s in run.samples if s.model == model]
         values = {v.metric: v for v in metrics(mine, [model])} if mine else {}
         label = model if seen[model] == 1 else f"{model} · {run.info.run_id}"
-        out.append(Series(label=label, run=run.info.run_id, model=model, index=index, values=values, samples=mine))
+        out.append(Series(label=label, run=run.info.run_id, model=model, index=index, values=values, samples=mine,
+                          short_label=shorts[index]))
+        if progress is not None:
+            progress.advance(1)
     return out

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from chronokg.metrics.chroknow import FACT_CATEGORIES, YEAR_CATEGORIES
-from chronokg.reports.plots import Plot, color, figure, panels, percent_axis, plot, stacked_bars
+from chronokg.reports.plots import Omitted, Plot, color, figure, panels, percent_axis, plot, stacked_bars
 from chronokg.reports.series import Series
 
 TEMPLATES = ("generation", "mcqa", "tf")
@@ -42,11 +42,11 @@ def _years_axis(ax: Any) -> None:
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.tick_params(axis="x", labelrotation=45)
+    ax.tick_params(axis="x", labelrotation=90)
 
 
 @plot("chroknow.year_categories")
-def year_categories(series: Sequence[Series]) -> list[Plot]:
+def year_categories(series: Sequence[Series]) -> list[Plot | Omitted]:
     shown = [(s, by_template_year(v.groups)) for s in series
              if (v := s.get("chroknow.year_categories")) is not None and v.groups]
     if not shown:
@@ -69,7 +69,7 @@ def _correct_by_year(shown: Sequence[tuple[Series, Any]], templates: Sequence[st
             n = [sum(years[y].values()) for y in xs]
             correct = [years[y]["correct"] / k for y, k in zip(xs, n, strict=True)]
             known = [(k - years[y]["incorrect"]) / k for y, k in zip(xs, n, strict=True)]
-            ax.plot(xs, correct, marker="o", ms=3.5, color=color(s), label=s.label)
+            ax.plot(xs, correct, marker="o", ms=3.5, color=color(s), label=s.tick)
             ax.plot(xs, known, ls="--", lw=1, color=color(s))
         ax.set_title(template, loc="left")
         ax.set_ylim(-0.04, 1.06)
@@ -78,7 +78,7 @@ def _correct_by_year(shown: Sequence[tuple[Series, Any]], templates: Sequence[st
         ax.set_xlabel("year asked about")
         if i == 0:
             ax.set_ylabel("share of facts")
-    handles = [Line2D([], [], color=color(s), marker="o", ms=3.5, label=s.label) for s, _ in shown]
+    handles = [Line2D([], [], color=color(s), marker="o", ms=3.5, label=s.tick) for s, _ in shown]
     handles += [Line2D([], [], color="#555555", label="Correct"),
                 Line2D([], [], color="#555555", ls="--", lw=1, label="Correct or Partial")]
     fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), frameon=False)
@@ -102,7 +102,7 @@ def _categories_by_year(shown: Sequence[tuple[Series, Any]], templates: Sequence
             ax.bar(xs, shares, bottom=bottom, color=YEAR_COLORS[c], label=YEAR_NAMES[c], width=0.8,
                    edgecolor="white", linewidth=0.4)
             bottom = [b + v for b, v in zip(bottom, shares, strict=True)]
-        ax.set_title(f"{s.label} · {template}", loc="left", fontsize=8.5)
+        ax.set_title(f"{s.tick} · {template}", loc="left", fontsize=8.5)
         ax.set_ylim(0, 1)
         _years_axis(ax)
         ax.grid(axis="x", visible=False)
@@ -115,7 +115,7 @@ def _categories_by_year(shown: Sequence[tuple[Series, Any]], templates: Sequence
 
 
 @plot("chroknow.fact_categories")
-def fact_categories(series: Sequence[Series]) -> list[Plot]:
+def fact_categories(series: Sequence[Series]) -> list[Plot | Omitted]:
     tables = []
     for s in series:
         v = s.get("chroknow.fact_categories")
@@ -137,7 +137,7 @@ def fact_categories(series: Sequence[Series]) -> list[Plot]:
             counts = table.get(template, dict.fromkeys(FACT_CATEGORIES, 0))
             n = max(1, sum(counts.values()))
             rows.append([counts[c] / n for c in FACT_CATEGORIES])
-        stacked_bars(ax, [s.label for s, _ in tables], rows, list(FACT_CATEGORIES),
+        stacked_bars(ax, [s.tick for s, _ in tables], rows, list(FACT_CATEGORIES),
                      [FACT_COLORS[c] for c in FACT_CATEGORIES])
         ax.set_title(template, loc="left")
     handles, names = axes[0].get_legend_handles_labels()

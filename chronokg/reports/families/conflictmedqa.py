@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from chronokg.metrics.conflictmedqa import SLICES
-from chronokg.reports.plots import Plot, color, figure, panels, percent_axis, plot
+from chronokg.reports.plots import Omitted, Plot, color, figure, panels, percent_axis, plot
 from chronokg.reports.series import Series
 
 SLICE_NAMES = {"factor": "factor", "change_category": "change category", "disease_group": "disease group"}
@@ -48,7 +48,7 @@ def _label_rows(ax: Any, labels: list[tuple[str, str]]) -> list[int]:
 
 
 @plot("conflictmedqa.ecda_all")
-def ecda(series: Sequence[Series]) -> list[Plot]:
+def ecda(series: Sequence[Series]) -> list[Plot | Omitted]:
     shown = [s for s in series if s.get("conflictmedqa.ecda_all") is not None]
     if not shown:
         return []
@@ -74,7 +74,7 @@ def ecda(series: Sequence[Series]) -> list[Plot]:
             ax.text(1.02, y, f"{x:.2f}", va="center", fontsize=7, transform=ax.get_yaxis_transform())
         ax.set_xlim(0, 1)
         percent_axis(ax, "x")
-        ax.set_title(s.label, loc="left", fontsize=9.5, fontweight="bold", color=color(s), pad=14)
+        ax.set_title(s.tick, loc="left", fontsize=9.5, fontweight="bold", pad=14)  # black: a yellow title is unreadable
         if i == 0:
             handles, names = ax.get_legend_handles_labels()
             fig.legend(handles, names, loc="outside lower center", ncol=3, frameon=False)
@@ -85,35 +85,37 @@ def ecda(series: Sequence[Series]) -> list[Plot]:
 
 
 @plot("conflictmedqa.ikcr")
-def ikcr(series: Sequence[Series]) -> list[Plot]:
+def ikcr(series: Sequence[Series]) -> list[Plot | Omitted]:
     shown = [(s, v) for s in series if (v := s.get("conflictmedqa.ikcr")) is not None]
     if not shown:
         return []
     labels = rows([v for _, v in shown])
     step = min(0.14, 0.7 / len(shown))
-    fig = figure(7.0, 0.3 * len(labels) + 1.2)
+    fig = figure(7.0, 0.3 * len(labels) + 1.4 + 0.18 * ((len(shown) + 1) // 2))
     ax = fig.subplots()
     ys = _label_rows(ax, labels)
     for k, (s, v) in enumerate(shown):
         offset = step * ((len(shown) - 1) / 2 - k)
         xs = [value_at(v, r) for r in labels]
         drawn = [(x, y + offset) for x, y in zip(xs, ys, strict=True) if x is not None]
-        ax.plot([x for x, _ in drawn], [y for _, y in drawn], "o", ms=4.5, color=color(s), ls="none", label=s.label)
+        ax.plot([x for x, _ in drawn], [y for _, y in drawn], "o", ms=4.5, color=color(s), ls="none", label=s.tick)
         for x, y in zip(xs, ys, strict=True):
             if x is None:  # no pair with a YES: IKCR undefined (0/0), said rather than drawn as 0
                 ax.plot([0.0], [y + offset], "o", ms=4.5, mfc="white", mec=color(s), ls="none")
                 ax.text(0.025, y + offset, "n/a", va="center", fontsize=6, color=color(s))
     ax.set_xlim(-0.03, 1.03)
     percent_axis(ax, "x")
-    ax.set_xlabel("IKCR: pairs with both versions endorsed ÷ pairs with at least one endorsed (lower is better)")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.set_xlabel("IKCR: pairs with both versions endorsed ÷ pairs with at least one endorsed\n(lower is better)")
+    # below the axes, not beside them: long model names beside would squeeze the axes to a sliver
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2 if len(shown) > 3 else len(shown),
+               frameon=False)
     return [Plot("conflictmedqa-ikcr", "ConflictMedQA: IKCR by factor, change category and disease group",
                  "Internal knowledge conflict (Eq. 4), pooled over the concept × factor pairs of each group, a dot "
                  "per run and model; a hollow dot marked 'n/a' where no pair has a YES (0/0, undefined).", fig)]
 
 
 def _heatmap(series: Sequence[Series], metric: str, cell: Any, title: str, label: str, file: str,
-             caption: str) -> list[Plot]:
+             caption: str) -> list[Plot | Omitted]:
     """A panel per run and model: change categories (rows) x factors (columns), the value in each cell."""
     shown = [(s, v) for s in series if (v := s.get(metric)) is not None and v.groups]
     if not shown:
@@ -130,15 +132,15 @@ def _heatmap(series: Sequence[Series], metric: str, cell: Any, title: str, label
             for j, x in enumerate(row):
                 ax.text(j, i, "n/a" if x is None else f"{x:.2f}", ha="center", va="center", fontsize=7,
                         color="black" if x is not None and x > 0.6 else "white" if x is not None else "#666666")
-        ax.set_xticks(range(len(factors)), factors, rotation=35, ha="right", fontsize=7.5)
+        ax.set_xticks(range(len(factors)), factors, rotation=90, ha="center", fontsize=7.5)
         ax.set_yticks(range(len(cats)), cats, fontsize=8)
         ax.grid(False)
-        ax.set_title(f"{s.label}: {label}", loc="left", fontsize=9.5, fontweight="bold", color=color(s))
+        ax.set_title(f"{s.tick}: {label}", loc="left", fontsize=9.5, fontweight="bold")
     return [Plot(file, title, caption, fig)]
 
 
 @plot("conflictmedqa.ecda_category_factor")
-def ecda_category_factor(series: Sequence[Series]) -> list[Plot]:
+def ecda_category_factor(series: Sequence[Series]) -> list[Plot | Omitted]:
     return _heatmap(series, "conflictmedqa.ecda_category_factor", lambda c: None if c is None else c.get("all"),
                     "ConflictMedQA: ECDA_all by change category and factor", "ECDA_all",
                     "conflictmedqa-ecda-category-factor",
@@ -147,7 +149,7 @@ def ecda_category_factor(series: Sequence[Series]) -> list[Plot]:
 
 
 @plot("conflictmedqa.ikcr_category_factor")
-def ikcr_category_factor(series: Sequence[Series]) -> list[Plot]:
+def ikcr_category_factor(series: Sequence[Series]) -> list[Plot | Omitted]:
     return _heatmap(series, "conflictmedqa.ikcr_category_factor", lambda c: c,
                     "ConflictMedQA: IKCR by change category and factor", "IKCR (lower is better)",
                     "conflictmedqa-ikcr-category-factor",

@@ -11,8 +11,8 @@ from typing import Any
 from chronokg.eval.log import SampleRecord
 from chronokg.metrics import patterns
 from chronokg.metrics.tempomed import GROUP_ORDER
-from chronokg.reports.plots import Plot, color, figure, panels, percent_axis, plot, stacked_bars
-from chronokg.reports.series import Series
+from chronokg.reports.plots import Omitted, Plot, color, figure, panels, percent_axis, plot, stacked_bars
+from chronokg.reports.series import Series, short
 
 TARGETS = {"up_to_date": "up-to-date target", "historical": "historical target"}
 GROUP_NAMES = {"current_guideline": "up-to-date", "prior_guideline": "outdated", "interference": "distractor",
@@ -39,7 +39,7 @@ def _with(series: Sequence[Series], metric: str) -> list[tuple[Series, Any]]:
 
 
 @plot("tempomed.accuracy_by_year")
-def accuracy_by_year(series: Sequence[Series]) -> list[Plot]:
+def accuracy_by_year(series: Sequence[Series]) -> list[Plot | Omitted]:
     from matplotlib.lines import Line2D
 
     shown = _with(series, "tempomed.accuracy_by_year")
@@ -70,10 +70,10 @@ def accuracy_by_year(series: Sequence[Series]) -> list[Plot]:
         first = f"Mann-Kendall p = {mk['p']:.2g} ({mk['trend']})" if mk else "Mann-Kendall: too few years"
         second = [f"trend {trend['slope_per_year'] * 100:+.1f} points/year"] if trend is not None else []
         second.append(f"cutoff ≈ {cutoff}" if cutoff is not None else "no cutoff found")
-        ax.set_title(s.label, loc="left", fontsize=9.5, fontweight="bold", pad=22)
+        ax.set_title(s.tick, loc="left", fontsize=9.5, fontweight="bold", pad=22)
         ax.text(0, 1.02, f"{first}\n{' · '.join(second)}", transform=ax.transAxes, fontsize=7.5, va="bottom",
                 ha="left", color="#333333")
-        ax.set_xticks(xs, labels, rotation=60, ha="right", rotation_mode="anchor")
+        ax.set_xticks(xs, labels, rotation=90, ha="center")
         ax.set_ylim(-0.04, 1.06)
         percent_axis(ax)
         if i % per_row == 0:
@@ -95,40 +95,42 @@ def accuracy_by_year(series: Sequence[Series]) -> list[Plot]:
 
 
 @plot("tempomed.historical_ratio")
-def historical_vs_up_to_date(series: Sequence[Series]) -> list[Plot]:
+def historical_vs_up_to_date(series: Sequence[Series]) -> list[Plot | Omitted]:
+    """Horizontal bars, a pair per column: the labels sit on the y axis, one per line, and never overlap however
+    many columns or however long their names."""
     from matplotlib.patches import Patch
 
     shown = [(s, v) for s in series if (v := s.get("tempomed.historical_ratio")) is not None
              and any(v.groups.get(t) is not None for t in TARGETS)]
     if not shown:
-        return []
-    fig = figure(max(4.5, 2.2 * len(shown) + 1.0), 3.4)
+        return [Omitted("tempomed-historical_vs_up_to_date", "no up-to-date or historical MCQ items")]
+    fig = figure(7.2, 0.75 + 0.5 * len(shown) + 0.5)
     ax = fig.subplots()
-    width = 0.36
+    width = 0.38
     colors = {"up_to_date": "#0072B2", "historical": "#E69F00"}
     used_boot = False
-    for i, (s, v) in enumerate(shown):
+    ys = list(range(len(shown)))[::-1]
+    for y0, (s, v) in zip(ys, shown, strict=True):
         for j, target in enumerate(TARGETS):
             acc = v.groups.get(target)
             if acc is None:
                 continue
             interval, boot = _interval(s, target)
             used_boot |= boot
-            x = i + (j - 0.5) * width
+            y = y0 + (0.5 - j) * width
             err = [[max(0.0, acc - interval[0])], [max(0.0, interval[1] - acc)]] if interval else None
-            ax.bar(x, acc, width=width * 0.95, color=colors[target], yerr=err, capsize=3,
-                   error_kw={"elinewidth": 1, "ecolor": "#222222"})
-            ax.text(x, min(acc, 1.0) / 2 if acc > 0.12 else acc + 0.03, f"{acc:.0%}", ha="center",
-                    va="center" if acc > 0.12 else "bottom", fontsize=7,
-                    color="white" if acc > 0.12 else "black")
-    ticks = [f"{s.label}\nhistorical ÷ up-to-date " + (f"{v.value:.2f}" if v.value is not None else "—")
+            ax.barh(y, acc, height=width * 0.95, color=colors[target], xerr=err, capsize=2.5,
+                    error_kw={"elinewidth": 1, "ecolor": "#222222"})
+            right = interval[1] if interval else acc
+            ax.text(min(right, 1.0) + 0.015, y, f"{acc:.0%}", va="center", fontsize=7)
+    ticks = [f"{s.tick}\nhistorical ÷ up-to-date " + (f"{v.value:.2f}" if v.value is not None else "—")
              for s, v in shown]
-    ax.set_xticks(range(len(shown)), ticks)
-    ax.set_ylim(0, 1.1)
-    ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
-    percent_axis(ax)
-    ax.set_ylabel("accuracy")
-    ax.grid(axis="x", visible=False)
+    ax.set_yticks(ys, ticks)
+    ax.set_xlim(0, 1.12)
+    ax.set_xticks([0, 0.25, 0.5, 0.75, 1.0])
+    percent_axis(ax, "x")
+    ax.set_xlabel("accuracy")
+    ax.grid(axis="y", visible=False)
     fig.legend(handles=[Patch(color=colors[t], label=name) for t, name in TARGETS.items()],
                loc="outside upper center", ncol=2, frameon=False)
     how = "cluster-bootstrap 95 % intervals over source MCQs" if used_boot else "Wilson 95 % intervals"
@@ -162,7 +164,7 @@ def _by_target(series: Sequence[Series], metric: str, parts: dict[str, str], col
     for ax, target in zip(axes, targets, strict=True):
         cells = [v.groups.get(target) or {} for _, v in shown]
         rows = [[float(cell.get(key.format(p), 0.0)) for p in parts] for cell in cells]
-        stacked_bars(ax, [s.label for s, _ in shown], rows, list(parts.values()), [colors[p] for p in parts])
+        stacked_bars(ax, [s.tick for s, _ in shown], rows, list(parts.values()), [colors[p] for p in parts])
         sizes = sorted({int(cell.get("n", 0)) for cell in cells})
         n = f"{sizes[0]:,} items" + (" each" if len(shown) > 1 else "") if len(sizes) == 1 else \
             f"{sizes[0]:,}–{sizes[-1]:,} items"
@@ -173,7 +175,7 @@ def _by_target(series: Sequence[Series], metric: str, parts: dict[str, str], col
 
 
 @plot("tempomed.option_groups")
-def option_groups(series: Sequence[Series]) -> list[Plot]:
+def option_groups(series: Sequence[Series]) -> list[Plot | Omitted]:
     fig = _by_target(series, "tempomed.option_groups", {g: GROUP_NAMES[g] for g in GROUP_ORDER}, GROUP_COLORS)
     if fig is None:
         return []
@@ -183,7 +185,7 @@ def option_groups(series: Sequence[Series]) -> list[Plot]:
 
 
 @plot("tempomed.three_way")
-def three_way(series: Sequence[Series]) -> list[Plot]:
+def three_way(series: Sequence[Series]) -> list[Plot | Omitted]:
     fig = _by_target(series, "tempomed.three_way", STATUS_NAMES, STATUS_COLORS, key="share_{}")
     if fig is None:
         return []
@@ -197,13 +199,14 @@ def three_way(series: Sequence[Series]) -> list[Plot]:
 
 
 @plot("tempomed.consistency")
-def consistency(series: Sequence[Series]) -> list[Plot]:
-    shown = _with(series, "tempomed.consistency")
+def consistency(series: Sequence[Series]) -> list[Plot | Omitted]:
+    shown = [(s, v) for s, v in _with(series, "tempomed.consistency") if v.details.get("differences")]
     if not shown:
-        return []
+        return [Omitted("tempomed-consistency", "no probe answers in these runs, generate with --probes"),
+                Omitted("tempomed-probe_heatmap", "no probe answers in these runs")]
     fig = figure(7.5, 1.1 + 0.34 * len(shown) + 0.7)
     ax = fig.subplots()
-    labels = [f"{s.label} ({v.details.get('differences', 0):,} differences)" for s, v in shown]
+    labels = [f"{s.tick} ({v.details.get('differences', 0):,} differences)" for s, v in shown]
     rows = [[float(v.groups[p]["share"] or 0.0) for p in patterns.ORDER] for _, v in shown]
     stacked_bars(ax, labels, rows, [PATTERN_NAMES[p] for p in patterns.ORDER],
                  [PATTERN_COLORS[p] for p in patterns.ORDER])
@@ -214,7 +217,7 @@ def consistency(series: Sequence[Series]) -> list[Plot]:
                 "Pattern of each probed difference from its year-sweep yes/no answers (rule: "
                 + ", ".join(rules) + ").", fig)]
     heat = probe_heatmap(series)
-    return out + ([heat] if heat is not None else [])
+    return [*out, heat if heat is not None else Omitted("tempomed-probe_heatmap", "no probe answers in the samples")]
 
 
 @dataclass(frozen=True)
@@ -337,7 +340,7 @@ def probe_heatmap(series: Sequence[Series], max_rows: int = 600) -> Plot | None:
         ticks = [j for j, y in enumerate(grid.years) if y % 5 == 0] or list(range(len(grid.years)))
         ax.set_xticks(ticks, [str(grid.years[j]) for j in ticks])
         ax.set_xlabel("target year of the probe")
-        ax.set_title(label, loc="left")
+        ax.set_title(short(label), loc="left")
         ax.grid(False)
         if i % per_row == 0:
             positions, names = _year_ticks(pairs, grid.current)
@@ -381,7 +384,7 @@ SPLIT_COLORS = {"all": "#0072B2", "with_counterpart": "#E69F00", "without_counte
 
 
 @plot("tempomed.table3")
-def table3(series: Sequence[Series]) -> list[Plot]:
+def table3(series: Sequence[Series]) -> list[Plot | Omitted]:
     """Table 3: accuracy per scope (up-to-date / historical) and retrieval arm, split by the counterpart passage."""
     from chronokg.metrics.tempomed import RAG_SCOPES
 
@@ -389,8 +392,9 @@ def table3(series: Sequence[Series]) -> list[Plot]:
     columns = [(s, arm, scope) for s, v in shown
                for arm in dict.fromkeys(k.split(" · ")[0] for k in v.groups) for scope in RAG_SCOPES.values()
                if f"{arm} · {scope} · all" in v.groups]
-    if not columns:
-        return []
+    if not any(arm != "none" for _, arm, _ in columns):
+        return [Omitted("tempomed-table3", "no run used a retrieval arm, eval run --rag, so the table alone gives the "
+                        "no-retrieval accuracy")]
     fig = figure(7.6, 0.62 * len(columns) + 1.3)
     ax = fig.subplots()
     height = 0.26
@@ -405,7 +409,7 @@ def table3(series: Sequence[Series]) -> list[Plot]:
                 xs.append(float(cell["accuracy"]))
                 ax.text(xs[-1] + 0.01, at[-1], f"{xs[-1]:.2f} (n={cell['n']})", va="center", fontsize=6)
         ax.barh(at, xs, height=height, color=SPLIT_COLORS[split], label=SPLIT_NAMES[split])
-    ax.set_yticks(ys, [f"{s.label}\n--rag {arm}, {names[scope]}" for s, arm, scope in columns], fontsize=7)
+    ax.set_yticks(ys, [f"{s.tick}\n--rag {arm}, {names[scope]}" for s, arm, scope in columns], fontsize=7)
     ax.set_xlim(0, 1.18)
     percent_axis(ax, "x")
     ax.set_xlabel("accuracy")

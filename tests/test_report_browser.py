@@ -1,0 +1,53 @@
+"""The report's HTML page in Chromium at 1,280 px: the page never scrolls sideways, every plot is shown within the
+page's width, and a screenshot of the whole report is taken (CHRONOKG_REPORT_SHOTS=DIR keeps it for a person to
+look at). The report is the demo's baseline runs beside a copy whose model names are long and hold markup."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chronokg.reports import build_report
+from tests.report_helpers import chromium
+from tests.test_report_plots import MODELS, demo_run, renamed
+
+__all__ = ["demo_run"]  # the module fixture, shared with tests/test_report_plots.py
+
+WIDTH = 1280
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with chromium() as b:
+        yield b
+
+
+def test_the_report_fits_1280_px_in_chromium(demo_run: Path, browser: Any, tmp_path: Path) -> None:
+    long_names = {m: f"an-organisation-with-a-long-name/{m.split('/')[1]}-" + "x" * 120 + " [bold]</td>$x$"
+                  for m in MODELS}
+    other = renamed(demo_run, tmp_path / "long", long_names, run_id="run-" + "y" * 200)
+    report = build_report([demo_run, other], tmp_path / "out")
+    page = browser.new_page(viewport={"width": WIDTH, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(report.html.as_uri())
+    page.wait_for_load_state("load")
+    widths = page.evaluate("({scroll: document.documentElement.scrollWidth,"
+                           " client: document.documentElement.clientWidth})")
+    assert widths["scroll"] <= widths["client"], widths
+    images = page.evaluate("[...document.querySelectorAll('figure img')].map(i => ({id: i.closest('figure').id,"
+                           " right: i.getBoundingClientRect().right, w: i.naturalWidth, done: i.complete}))")
+    assert {i["id"].removeprefix("plot-") for i in images} == set(report.plots)
+    assert all(i["done"] and i["w"] > 0 and i["right"] <= widths["client"] for i in images), images
+    assert errors == []
+    shots = Path(os.environ.get("CHRONOKG_REPORT_SHOTS", tmp_path / "shots"))
+    shots.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(shots / "report-1280.png"), full_page=True)
+    for i in images:
+        page.locator(f"#{i['id']}").screenshot(path=str(shots / f"{i['id']}.png"))
+    assert (shots / "report-1280.png").stat().st_size > 10_000
+    page.close()
