@@ -105,7 +105,7 @@ def serve(store: Path, *args: str, env: dict[str, str] | None = None) -> Iterato
         assert proc.stderr is not None
         for line in proc.stderr:
             lines.append(line)
-            m = re.search(r"(http://127\.0\.0\.1:\d+)", line)
+            m = re.search(r"(http://(?:127\.0\.0\.1|\[::1\]):\d+)", line)
             if m and not found.is_set():
                 url.append(m.group(1))
                 found.set()

@@ -14,9 +14,9 @@ from typing import Any
 from chronokg.graph.guard import ReadLimits
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.serve import ToolHost
-from chronokg.serve.fair import CALLER, Scheduler
+from chronokg.serve.fair import CALLER, WALL_SLICES, Scheduler
 from chronokg.serve.gate import Gate, caller_key
-from chronokg.serve.workers import HEAVY_NICE, read_pids
+from chronokg.serve.workers import HEAVY_NICE, cpu_s, read_pids
 from tests.serve_helpers import CARTESIAN
 
 LIMITS = ReadLimits(timeout_s=3.0, max_rows=1000, max_result_mb=1.0, max_work=10**12, memory_mb=2048)
@@ -82,9 +82,31 @@ def test_a_read_outgrowing_its_slice_with_the_heavy_lane_full_is_stopped_and_com
 
 # --- the caller a request counts against ------------------------------------------------------------------------
 
-def test_the_caller_is_the_session_else_the_client_id_else_the_peer() -> None:
+def test_a_read_is_heavy_by_the_cpu_it_used_not_by_the_time_it_waited_for_a_core() -> None:
+    s = Scheduler(heavy_slots=1, slice_s=0.5)
+    waiting, working = s.submit("cheap"), s.submit("heavy")
+    for w, t in enumerate((s.pick(0.0), s.pick(0.0))):
+        assert t is not None
+        s.start(t, w, 0.0)
+    # two seconds in, the cheap read used 0.1 s of CPU (it waited for a core), the heavy one 0.6 s
+    assert s.outgrow(2.0, {0: 0.1, 1: 0.6}) == [working] and not s.is_heavy("cheap", 2.0)
+    assert s.outgrow(2.0 + 0.5 * WALL_SLICES, {0: 0.1}) == [waiting]  # a read this old outgrew it whatever
+    assert s.outgrow(0.6) == []  # each read outgrows its slice once
+
+
+def test_reads_cpu_is_measured_from_proc() -> None:
+    start = cpu_s(os.getpid())
+    end = time.process_time() + 0.3
+    while time.process_time() < end:
+        pass
+    assert 0.2 <= cpu_s(os.getpid()) - start <= 2.0 and cpu_s(2**22 + 12345) == 0.0
+
+
+def test_the_caller_is_the_session_else_the_client_id_else_the_connection() -> None:
     base: dict[str, Any] = {"type": "http", "client": ("10.0.0.7", 5555), "headers": []}
-    assert caller_key(base) == "anonymous|peer:10.0.0.7"
+    assert caller_key(base) == "anonymous|conn:10.0.0.7:5555"
+    # two local agents without ids: two callers (keyed by address, one heavy agent made both heavy)
+    assert caller_key({**base, "client": ("127.0.0.1", 40001)}) != caller_key({**base, "client": ("127.0.0.1", 40002)})
     assert caller_key({**base, "headers": [(b"x-chronokg-client", b"agent-3")]}, "token:ab") == \
         "token:ab|client:agent-3"
     assert caller_key({**base, "headers": [(b"x-chronokg-client", b"a"), (b"mcp-session-id", b"s1")]}) == \

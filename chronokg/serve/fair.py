@@ -3,12 +3,18 @@
 First come, first served let five callers sending heavy Cypher hold every worker while
 forty-five cheap callers waited behind them (issue 20: cheap p99 of 20 s). Here:
 
-* each caller (HTTP: the client id header or the peer address, under its token; MCP: the
+* each caller (HTTP: the client id header, else its connection, under its token; MCP: the
   session) has its own queue, and free workers go round the callers in turn, so a caller
-  with many queued reads never pushes another caller's read back more than one turn;
-* a read still running after its first time slice (`slice_s`) leaves the light lane for the
-  heavy lane, and its caller counts as heavy for a while (`heavy_for_s`); heavy callers'
-  reads together hold at most `heavy_slots` workers, so cheap callers always find one;
+  with many queued reads never pushes another caller's read back more than one turn.
+  Callers that send no id are told apart by connection, not by address: local agents all
+  come from 127.0.0.1, and one heavy agent marked the shared address heavy for every other;
+* a read that has worked for its first time slice (`slice_s` of CPU, counted by the pool from
+  /proc; the wall clock only where no CPU time is known, or past `WALL_SLICES` slices) leaves
+  the light lane for the heavy lane, and its caller counts as heavy for a while
+  (`heavy_for_s`); heavy callers' reads together hold at most `heavy_slots` workers, so cheap
+  callers always find one. CPU, not elapsed time: on a busy machine a cheap read waits for a
+  core, and counting that wait marked cheap callers heavy (their next reads then queued behind
+  the heavy lane for tens of seconds);
 * a read that outgrows its slice while the heavy lane is full (a caller not yet known as heavy)
   is stopped and queued again in the heavy lane: it loses one slice of work, once, and the light
   lane never holds more than a slice of anybody's heavy read.
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Literal
@@ -29,6 +36,7 @@ from typing import Literal
 Scheduling = Literal["fair", "fifo"]
 CALLER: ContextVar[str] = ContextVar("chronokg_caller", default="local")
 CLIENT_HEADER = b"x-chronokg-client"  # an HTTP client's own id (several agents behind one address or token)
+WALL_SLICES = 10  # a read this many slices old outgrows its slice whatever CPU it used (it waits on something)
 
 
 @dataclass(eq=False)
@@ -39,6 +47,7 @@ class Ticket:
     seq: int
     worker: int | None = None  # the worker's index once dispatched
     started: float = 0.0
+    cpu0: float = 0.0  # the CPU seconds its worker had used when it started (set by the pool)
     heavy: bool = False  # counted in the heavy lane (a heavy caller's read, or one that outgrew its slice)
     outgrew: bool = False
     pinned: bool = False  # queued again after it was stopped: a heavy-lane read, whatever its caller's mark says
@@ -117,14 +126,17 @@ class Scheduler:
             self.heavy_running -= 1
             ticket.heavy = False
 
-    def outgrow(self, now: float) -> list[Ticket]:
-        """Move reads running past their first slice to the heavy lane, or mark them `preempt` where it is full;
-        the ones that outgrew their slice now."""
+    def outgrow(self, now: float, cpu: Mapping[int, float] | None = None) -> list[Ticket]:
+        """Move reads that worked past their first slice to the heavy lane, or mark them `preempt` where it is
+        full; the ones that outgrew their slice now. `cpu`: the CPU seconds each running read used, by worker
+        (a read missing there is measured by the wall clock)."""
         if self.mode != "fair":
             return []
         moved = []
-        for ticket in self.running.values():
-            if not ticket.outgrew and now - ticket.started > self.slice_s:
+        for worker, ticket in self.running.items():
+            elapsed = now - ticket.started
+            used = elapsed if cpu is None or worker not in cpu else cpu[worker]
+            if not ticket.outgrew and (used > self.slice_s or elapsed > self.slice_s * WALL_SLICES):
                 ticket.outgrew = True
                 self.outgrown += 1
                 self._heavy_until[ticket.caller] = now + self.heavy_for_s

@@ -43,6 +43,7 @@ from chronokg.serve.tools import ToolFailure, ToolResult
 
 Runner = Callable[[str, BaseModel], ToolResult]
 IDLE_RESAMPLE_S = 1.0  # how often an idle worker's own size is measured again (it drifts as Python touches pages)
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # the unit of /proc/PID/stat's CPU times
 HEAVY_NICE = 19  # the CPU priority of a read in the heavy lane: light reads run first where cores are short
 
 
@@ -178,6 +179,7 @@ class WorkerPool:
                 break
             worker = self._idle.pop()
             self.scheduler.start(ticket, worker.id, now)
+            ticket.cpu0 = cpu_s(worker.process.pid) if worker.process.pid is not None else 0.0
             wake = self._waiting.pop(ticket, None)
             if wake is not None:
                 wake.notify()
@@ -270,7 +272,7 @@ class WorkerPool:
             with self._cond:
                 if self._closed:
                     break
-                stop = [t for t in self.scheduler.outgrow(time.monotonic()) if t.preempt]
+                stop = [t for t in self.scheduler.outgrow(time.monotonic(), self._read_cpu()) if t.preempt]
                 stop_pids = [w.process.pid for t in stop if (w := self._worker(t)) is not None]
                 heavy_pids = [w.process.pid for t in self.scheduler.running.values()
                               if t.heavy and (w := self._worker(t)) is not None]
@@ -302,6 +304,17 @@ class WorkerPool:
                     w.idle_mb, w.idle_seen = anon_mb(w.process.pid), now
             if self.memory_budget_mb is not None and running:
                 self._check_budget(running)
+
+    def _read_cpu(self) -> dict[int, float]:
+        """The CPU seconds each running read used so far, by worker id: its worker's since the read started (a
+        catalog read runs there) and its forked children's (a guarded read runs in one)."""
+        used: dict[int, float] = {}
+        for worker_id, ticket in self.scheduler.running.items():
+            worker = self._worker(ticket)
+            pid = worker.process.pid if worker is not None else None
+            if pid is not None:
+                used[worker_id] = cpu_s(pid) - ticket.cpu0 + sum(cpu_s(child) for child in read_pids(pid))
+        return used
 
     def _check_budget(self, running: list[tuple[Ticket, _Worker]]) -> None:
         held = [(t, pid, mb) for t, w in running if w.process.pid is not None
@@ -353,6 +366,16 @@ def read_memory(worker_pid: int) -> list[tuple[int, float]]:
     child of a 1M-fact worker that allocated 100 MB."""
     base = anon_mb(worker_pid)
     return [(child, max(0.0, anon_mb(child) - base)) for child in read_pids(worker_pid)]
+
+
+def cpu_s(pid: int) -> float:
+    """The CPU seconds (user + system) a process has used, 0 when it is gone (/proc/PID/stat: read in microseconds,
+    at 10 ms resolution)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def anon_mb(pid: int) -> float:
