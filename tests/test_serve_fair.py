@@ -88,10 +88,14 @@ def test_a_read_is_heavy_by_the_cpu_it_used_not_by_the_time_it_waited_for_a_core
     for w, t in enumerate((s.pick(0.0), s.pick(0.0))):
         assert t is not None
         s.start(t, w, 0.0)
-    # two seconds in, the cheap read used 0.1 s of CPU (it waited for a core), the heavy one 0.6 s
-    assert s.outgrow(2.0, {0: 0.1, 1: 0.6}) == [working] and not s.is_heavy("cheap", 2.0)
-    assert s.outgrow(2.0 + 0.5 * WALL_SLICES, {0: 0.1}) == [waiting]  # a read this old outgrew it whatever
-    assert s.outgrow(0.6) == []  # each read outgrows its slice once
+    # 1.5 s in, the cheap read used 0.1 s of CPU (it waited for a core), the heavy one 0.6 s
+    assert s.outgrow(1.5, {0: 0.1, 1: 0.6}) == [working] and not s.is_heavy("cheap", 1.5)
+    # a read this old leaves the light lane where the heavy lane has room, whatever CPU it used; it is never
+    # stopped for it (the heavy lane is full here: it keeps its worker) and its caller is not marked heavy
+    assert s.outgrow(0.5 * WALL_SLICES + 0.1, {0: 0.1}) == [waiting] and not waiting.preempt
+    assert not waiting.heavy and s.preempted == 0
+    assert not s.is_heavy("cheap", 3.0) and s.is_heavy("heavy", 3.0)
+    assert s.outgrow(9.0, {0: 0.2, 1: 5.0}) == []  # each read outgrows its slice once
 
 
 def test_reads_cpu_is_measured_from_proc() -> None:

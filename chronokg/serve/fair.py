@@ -9,9 +9,10 @@ forty-five cheap callers waited behind them (issue 20: cheap p99 of 20 s). Here:
   Callers that send no id are told apart by connection, not by address: local agents all
   come from 127.0.0.1, and one heavy agent marked the shared address heavy for every other;
 * a read that has worked for its first time slice (`slice_s` of CPU, counted by the pool from
-  /proc; the wall clock only where no CPU time is known, or past `WALL_SLICES` slices) leaves
-  the light lane for the heavy lane, and its caller counts as heavy for a while
-  (`heavy_for_s`); heavy callers' reads together hold at most `heavy_slots` workers, so cheap
+  /proc; the wall clock only where no CPU time is known) leaves the light lane for the heavy
+  lane, and its caller counts as heavy for a while (`heavy_for_s`); a read past `WALL_SLICES`
+  slices of wall time moves to the heavy lane where it has room, but marks nobody and is never
+  stopped for it; heavy callers' reads together hold at most `heavy_slots` workers, so cheap
   callers always find one. CPU, not elapsed time: on a busy machine a cheap read waits for a
   core, and counting that wait marked cheap callers heavy (their next reads then queued behind
   the heavy lane for tens of seconds);
@@ -36,7 +37,7 @@ from typing import Literal
 Scheduling = Literal["fair", "fifo"]
 CALLER: ContextVar[str] = ContextVar("chronokg_caller", default="local")
 CLIENT_HEADER = b"x-chronokg-client"  # an HTTP client's own id (several agents behind one address or token)
-WALL_SLICES = 10  # a read this many slices old outgrows its slice whatever CPU it used (it waits on something)
+WALL_SLICES = 10  # a read this many slices old leaves the light lane whatever CPU it used (its caller is not marked)
 
 
 @dataclass(eq=False)
@@ -50,6 +51,7 @@ class Ticket:
     cpu0: float = 0.0  # the CPU seconds its worker had used when it started (set by the pool)
     heavy: bool = False  # counted in the heavy lane (a heavy caller's read, or one that outgrew its slice)
     outgrew: bool = False
+    worked: bool = False  # outgrew its slice by the CPU it used (not only by the time it took): its caller is heavy
     pinned: bool = False  # queued again after it was stopped: a heavy-lane read, whatever its caller's mark says
     preempt: bool = False  # outgrew its slice with the heavy lane full: the pool stops it and queues it again
     killed_for_memory: float = 0.0  # MB the read held when the memory budget stopped it
@@ -136,19 +138,24 @@ class Scheduler:
         for worker, ticket in self.running.items():
             elapsed = now - ticket.started
             used = elapsed if cpu is None or worker not in cpu else cpu[worker]
-            if not ticket.outgrew and (used > self.slice_s or elapsed > self.slice_s * WALL_SLICES):
-                ticket.outgrew = True
-                self.outgrown += 1
+            if not ticket.worked and used > self.slice_s:  # it works long: its caller is heavy
+                ticket.worked = True
                 self._heavy_until[ticket.caller] = now + self.heavy_for_s
-                if not ticket.heavy and self.heavy_running >= self.heavy_slots:
+            elif ticket.outgrew or elapsed <= self.slice_s * WALL_SLICES:
+                continue
+            if not ticket.outgrew:
+                self.outgrown += 1
+                ticket.outgrew = True
+            if not ticket.heavy and self.heavy_running >= self.heavy_slots:
+                if ticket.worked:  # a read slow only for want of a core keeps its worker and its work
                     ticket.preempt = True
                     self.preempted += 1
-                elif not ticket.heavy:
-                    ticket.heavy = True
-                    self.heavy_running += 1
-                moved.append(ticket)
+            elif not ticket.heavy:
+                ticket.heavy = True
+                self.heavy_running += 1
+            moved.append(ticket)
         for ticket in self.running.values():  # a heavy caller's mark lasts while any of its reads runs long
-            if ticket.outgrew and not ticket.preempt:
+            if ticket.worked and not ticket.preempt:
                 self._heavy_until[ticket.caller] = now + self.heavy_for_s
         return moved
 
