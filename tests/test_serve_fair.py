@@ -14,7 +14,7 @@ from typing import Any
 from chronokg.graph.guard import ReadLimits
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.serve import ToolHost
-from chronokg.serve.fair import CALLER, WALL_SLICES, Scheduler
+from chronokg.serve.fair import CALLER, Scheduler
 from chronokg.serve.gate import Gate, caller_key
 from chronokg.serve.workers import HEAVY_NICE, cpu_s, read_pids
 from tests.serve_helpers import CARTESIAN
@@ -83,19 +83,29 @@ def test_a_read_outgrowing_its_slice_with_the_heavy_lane_full_is_stopped_and_com
 # --- the caller a request counts against ------------------------------------------------------------------------
 
 def test_a_read_is_heavy_by_the_cpu_it_used_not_by_the_time_it_waited_for_a_core() -> None:
-    s = Scheduler(heavy_slots=1, slice_s=0.5)
+    s = Scheduler(heavy_slots=1, slice_s=0.5, overtime_slots=1)
     waiting, working = s.submit("cheap"), s.submit("heavy")
     for w, t in enumerate((s.pick(0.0), s.pick(0.0))):
         assert t is not None
         s.start(t, w, 0.0)
-    # 1.5 s in, the cheap read used 0.1 s of CPU (it waited for a core), the heavy one 0.6 s
-    assert s.outgrow(1.5, {0: 0.1, 1: 0.6}) == [working] and not s.is_heavy("cheap", 1.5)
-    # a read this old leaves the light lane where the heavy lane has room, whatever CPU it used; it is never
-    # stopped for it (the heavy lane is full here: it keeps its worker) and its caller is not marked heavy
-    assert s.outgrow(0.5 * WALL_SLICES + 0.1, {0: 0.1}) == [waiting] and not waiting.preempt
-    assert not waiting.heavy and s.preempted == 0
-    assert not s.is_heavy("cheap", 3.0) and s.is_heavy("heavy", 3.0)
-    assert s.outgrow(9.0, {0: 0.2, 1: 5.0}) == []  # each read outgrows its slice once
+    # 1.5 s in, the cheap read used 0.1 s of CPU (it waited for a core), the heavy one 0.6 s: the heavy one moves
+    # to the heavy lane and marks its caller; the cheap one goes into overtime (a fresh worker takes its place in
+    # the light lane), keeps running, and marks nobody
+    assert s.outgrow(1.5, {0: 0.1, 1: 0.6}) == [waiting, working]
+    assert working.heavy and s.is_heavy("heavy", 1.5) and s.heavy_running == 1
+    assert waiting.overtime and not waiting.heavy and not waiting.preempt and not s.is_heavy("cheap", 1.5)
+    assert s.set_aside() == 2 and s.light_running() == 0
+    queued, other = s.submit("cheap"), s.submit("third")
+    assert s.pick(1.6) is other  # the caller with a read in overtime waits for it; the others do not
+    s.start(other, 2, 1.6)
+    s.finish(other)
+    assert s.outgrow(3.0, {0: 0.2, 1: 1.0}) == []  # nothing new
+    # the read in overtime works its slice after all: it needs the heavy lane, which is full, so it is stopped
+    assert s.outgrow(4.0, {0: 0.7, 1: 2.0}) == [waiting] and waiting.preempt and not waiting.overtime
+    assert s.overtime_running == 0 and s.is_heavy("cheap", 4.0) and s.preempted == 1
+    s.finish(waiting)
+    s.finish(working)
+    assert s.set_aside() == 0 and s.pick(5.0) is queued
 
 
 def test_reads_cpu_is_measured_from_proc() -> None:

@@ -10,12 +10,15 @@ forty-five cheap callers waited behind them (issue 20: cheap p99 of 20 s). Here:
   come from 127.0.0.1, and one heavy agent marked the shared address heavy for every other;
 * a read that has worked for its first time slice (`slice_s` of CPU, counted by the pool from
   /proc; the wall clock only where no CPU time is known) leaves the light lane for the heavy
-  lane, and its caller counts as heavy for a while (`heavy_for_s`); a read past `WALL_SLICES`
-  slices of wall time moves to the heavy lane where it has room, but marks nobody and is never
-  stopped for it; heavy callers' reads together hold at most `heavy_slots` workers, so cheap
-  callers always find one. CPU, not elapsed time: on a busy machine a cheap read waits for a
-  core, and counting that wait marked cheap callers heavy (their next reads then queued behind
-  the heavy lane for tens of seconds);
+  lane, and its caller counts as heavy for a while (`heavy_for_s`);
+* a read past its slice by the clock that has not worked it (it waits for a core, as every read
+  does on a busy machine) goes into overtime: a fresh worker takes its place in the light lane
+  (at most `n` reads in overtime), its caller is not marked, and it keeps running, while its
+  caller's next reads wait for it; if it then works its slice, it moves to the heavy lane like
+  any other. Heavy callers' reads together hold at most `heavy_slots` workers, so cheap callers
+  always find one. CPU, not elapsed time: on a busy machine a cheap read waits for a core, and
+  counting that wait marked cheap callers heavy (their next reads then queued behind the heavy
+  lane for tens of seconds);
 * a read that outgrows its slice while the heavy lane is full (a caller not yet known as heavy)
   is stopped and queued again in the heavy lane: it loses one slice of work, once, and the light
   lane never holds more than a slice of anybody's heavy read.
@@ -37,7 +40,6 @@ from typing import Literal
 Scheduling = Literal["fair", "fifo"]
 CALLER: ContextVar[str] = ContextVar("chronokg_caller", default="local")
 CLIENT_HEADER = b"x-chronokg-client"  # an HTTP client's own id (several agents behind one address or token)
-WALL_SLICES = 10  # a read this many slices old leaves the light lane whatever CPU it used (its caller is not marked)
 
 
 @dataclass(eq=False)
@@ -52,6 +54,7 @@ class Ticket:
     heavy: bool = False  # counted in the heavy lane (a heavy caller's read, or one that outgrew its slice)
     outgrew: bool = False
     worked: bool = False  # outgrew its slice by the CPU it used (not only by the time it took): its caller is heavy
+    overtime: bool = False  # past its slice by the clock, not by its work: out of the light lane, nobody marked
     pinned: bool = False  # queued again after it was stopped: a heavy-lane read, whatever its caller's mark says
     preempt: bool = False  # outgrew its slice with the heavy lane full: the pool stops it and queues it again
     killed_for_memory: float = 0.0  # MB the read held when the memory budget stopped it
@@ -70,6 +73,8 @@ class Scheduler:
     _seq: itertools.count[int] = field(default_factory=itertools.count)
     running: dict[int, Ticket] = field(default_factory=dict)  # worker index -> its call
     heavy_running: int = 0
+    overtime_running: int = 0
+    overtime_slots: int = 1  # reads in overtime at once (the pool sets it to its `n`)
     outgrown: int = 0  # reads that outgrew their first slice (a counter for tests and the health page)
     order: collections.deque[tuple[str, int]] = field(default_factory=lambda: collections.deque(maxlen=1000))
 
@@ -103,8 +108,9 @@ class Scheduler:
         if self.mode == "fifo":
             ticket = min((q[0] for q in self._queues.values()), key=lambda t: t.seq, default=None)
         else:
-            ticket = next((q[0] for c, q in self._queues.items() if not (q[0].pinned or self.is_heavy(c, now))
-                           or self.heavy_running < self.heavy_slots), None)
+            suspect = {t.caller for t in self.running.values() if t.overtime}  # their next reads wait for it
+            ticket = next((q[0] for c, q in self._queues.items() if c not in suspect and (
+                not (q[0].pinned or self.is_heavy(c, now)) or self.heavy_running < self.heavy_slots)), None)
         if ticket is None:
             return None
         queue = self._queues.pop(ticket.caller)  # re-inserted last: the caller's next read waits its turn
@@ -127,6 +133,9 @@ class Scheduler:
         if ticket.heavy:
             self.heavy_running -= 1
             ticket.heavy = False
+        if ticket.overtime:
+            self.overtime_running -= 1
+            ticket.overtime = False
 
     def outgrow(self, now: float, cpu: Mapping[int, float] | None = None) -> list[Ticket]:
         """Move reads that worked past their first slice to the heavy lane, or mark them `preempt` where it is
@@ -141,18 +150,25 @@ class Scheduler:
             if not ticket.worked and used > self.slice_s:  # it works long: its caller is heavy
                 ticket.worked = True
                 self._heavy_until[ticket.caller] = now + self.heavy_for_s
-            elif ticket.outgrew or elapsed <= self.slice_s * WALL_SLICES:
+            if ticket.worked and not (ticket.heavy or ticket.preempt):
+                if ticket.overtime:
+                    self.overtime_running -= 1
+                    ticket.overtime = False
+                if self.heavy_running >= self.heavy_slots:
+                    ticket.preempt = True
+                    self.preempted += 1
+                else:
+                    ticket.heavy = True
+                    self.heavy_running += 1
+            elif not (ticket.worked or ticket.overtime or ticket.heavy) and elapsed > self.slice_s \
+                    and self.overtime_running < self.overtime_slots:
+                ticket.overtime = True
+                self.overtime_running += 1
+            else:
                 continue
             if not ticket.outgrew:
                 self.outgrown += 1
                 ticket.outgrew = True
-            if not ticket.heavy and self.heavy_running >= self.heavy_slots:
-                if ticket.worked:  # a read slow only for want of a core keeps its worker and its work
-                    ticket.preempt = True
-                    self.preempted += 1
-            elif not ticket.heavy:
-                ticket.heavy = True
-                self.heavy_running += 1
             moved.append(ticket)
         for ticket in self.running.values():  # a heavy caller's mark lasts while any of its reads runs long
             if ticket.worked and not ticket.preempt:
@@ -160,4 +176,8 @@ class Scheduler:
         return moved
 
     def light_running(self) -> int:
-        return sum(not t.heavy for t in self.running.values())
+        return sum(not (t.heavy or t.overtime) for t in self.running.values())
+
+    def set_aside(self) -> int:
+        """Reads that hold a worker outside the light lane (heavy or in overtime): the pool forks as many more."""
+        return self.heavy_running + self.overtime_running

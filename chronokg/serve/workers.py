@@ -93,8 +93,8 @@ class WorkerPool:
 
     Which waiting call goes next is `chronokg.serve.fair`'s business: `scheduling="fair"` (per caller,
     with a heavy lane of `heavy_slots` workers; a read that outgrows its first `slice_s` moves there and a
-    fresh worker takes its place, at most `n + heavy_slots` workers in all, and its read runs at
-    `HEAVY_NICE`), or `"fifo"` (the old first come,
+    fresh worker takes its place, at most `2n + heavy_slots` workers in all (reads in overtime: `fair`), and
+    its read runs at `HEAVY_NICE`), or `"fifo"` (the old first come,
     first served, kept to measure against). `memory_budget_mb` bounds what all running reads allocate
     together (each read keeps its own limit too): past it, the read holding the most is stopped.
     """
@@ -116,7 +116,7 @@ class WorkerPool:
         self.n = n
         self.heavy_slots = max(1, n // 2) if heavy_slots is None else max(1, heavy_slots)
         self.memory_budget_mb = memory_budget_mb if scheduling == "fair" else None
-        self.scheduler = Scheduler(self.heavy_slots, slice_s, mode=scheduling)
+        self.scheduler = Scheduler(self.heavy_slots, slice_s, mode=scheduling, overtime_slots=n)
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)  # the pool's lock: every method below takes it
         # one wake-up per waiting call, woken alone when it gets a worker (notify_all woke every waiting thread at
@@ -166,7 +166,7 @@ class WorkerPool:
         with self._cond:
             self._workers.remove(worker)
             self.restarts += 1
-            if not self._closed and len(self._workers) - self.scheduler.heavy_running < self.n:
+            if not self._closed and len(self._workers) - self.scheduler.set_aside() < self.n:
                 self._idle.append(self._spawn())
             self._dispatch()
 
@@ -254,7 +254,7 @@ class WorkerPool:
         with self._cond:
             self.scheduler.finish(ticket)
             if worker is not None:
-                surplus = len(self._workers) - self.n - self.scheduler.heavy_running
+                surplus = len(self._workers) - self.n - self.scheduler.set_aside()
                 if surplus > 0 and not self._closed:
                     self._workers.remove(worker)
                     worker.conn.close()  # it exits at EOF; the watchdog reaps it
@@ -265,7 +265,7 @@ class WorkerPool:
 
     def _watchdog(self) -> None:
         """Every tick: reads past their slice move to the heavy lane (a fresh worker replaces each while the
-        pool is under `n + heavy_slots`), the memory budget is checked, retired workers are reaped."""
+        pool is under `2n + heavy_slots`), the memory budget is checked, retired workers are reaped."""
         tick = max(0.02, min(0.1, self.scheduler.slice_s / 4))
         while not self._closed:
             time.sleep(tick)
@@ -276,8 +276,8 @@ class WorkerPool:
                 stop_pids = [w.process.pid for t in stop if (w := self._worker(t)) is not None]
                 heavy_pids = [w.process.pid for t in self.scheduler.running.values()
                               if t.heavy and (w := self._worker(t)) is not None]
-                want = self.n - (len(self._workers) - self.scheduler.heavy_running)
-                room = self.n + self.heavy_slots - len(self._workers)
+                want = self.n - (len(self._workers) - self.scheduler.set_aside())
+                room = 2 * self.n + self.heavy_slots - len(self._workers)
                 spawn = max(0, min(want, room))
                 running = [(t, w) for t in self.scheduler.running.values() if (w := self._worker(t)) is not None]
                 now = time.monotonic()
