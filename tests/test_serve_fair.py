@@ -63,7 +63,11 @@ def test_a_read_past_its_slice_makes_its_caller_heavy_and_the_heavy_lane_is_capp
     s.finish(first)
     again = s.pick(2.0)
     assert again is not None and again.caller == "h" and again.heavy and s.heavy_running == 1
-    assert not s.is_heavy("h", 1.5 + s.heavy_for_s + 1)  # the mark wears off
+    s.finish(nxt)
+    s.submit("h")  # a marked caller waiting its turn keeps its mark however long it waits ...
+    assert s.outgrow(1.5 + s.heavy_for_s - 1) == [] and s.is_heavy("h", 1.5 + 2 * s.heavy_for_s - 2)
+    s.withdraw(next(t for q in s._queues.values() for t in q if t.caller == "h"))
+    assert not s.is_heavy("h", 1.5 + 3 * s.heavy_for_s)  # ... and the mark wears off once it sends nothing long
 
 
 def test_a_read_outgrowing_its_slice_with_the_heavy_lane_full_is_stopped_and_comes_back_in_that_lane() -> None:

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -24,8 +21,7 @@ from pydantic import BaseModel
 
 from chronokg.graph.store import GraphStore
 from chronokg.settings import Settings
-from tests.helpers import REPO
-from tests.serve_helpers import server_env
+from tests.serve_helpers import serve, server_env
 
 WARM_S = 8.0
 SERVER = """
@@ -59,29 +55,11 @@ def slow_search(store: GraphStore, settings: Settings) -> SlowSearch:
 def test_the_ready_line_comes_before_the_warm_up_and_only_search_waits(served: tuple[Path, str],
                                                                         tmp_path: Path) -> None:
     warmed = tmp_path / "warmed"
-    cmd = [sys.executable, "-c", SERVER, "--store", f"kglite://{served[0]}", "serve", "http", "--workers", "1",
-           "--port", "0"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                            env={**server_env(), "WARMED_FILE": str(warmed)})
-    url: list[str] = []
-    ready = threading.Event()
-    lines: list[str] = []
-
-    def read() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.append(line)
-            m = re.search(r"(http://127\.0\.0\.1:\d+)", line)
-            if m and not ready.is_set():
-                url.append(m.group(1))
-                ready.set()
-
-    threading.Thread(target=read, daemon=True).start()
-    try:
-        assert ready.wait(90), "".join(lines)
+    env = {**server_env(), "WARMED_FILE": str(warmed)}
+    with serve(served[0], "http", "--workers", "1", env=env, launcher=[sys.executable, "-c", SERVER]) as url:
         at_ready = time.time()
         assert not warmed.exists(), "the ready line waited for the warm-up"
-        with httpx.Client(base_url=url[0], timeout=60) as http:
+        with httpx.Client(base_url=url, timeout=60) as http:
             assert "search" in [t["function"]["name"] for t in http.get("/tools").json()]
             cheap = http.post("/tools/timeline", json={"subject": "un-secretary-general"})
             answered = time.time()
@@ -89,10 +67,7 @@ def test_the_ready_line_comes_before_the_warm_up_and_only_search_waits(served: t
             assert not warmed.exists() or answered < float(warmed.read_text()), "a query waited for the warm-up"
             found = http.post("/tools/search", json={"query": "anything", "k": 1})
             searched = time.time()
-        assert found.status_code == 200 and found.json()["rows"][0]["text"] == "warm", found.text
-        done = float(warmed.read_text())
-        assert at_ready < done <= searched  # the search waited for the warm-up, which ended after the ready line
-        assert done - at_ready > WARM_S / 2  # most of the warm-up was still ahead when the address was printed
-    finally:
-        proc.terminate()
-        proc.wait(30)
+    assert found.status_code == 200 and found.json()["rows"][0]["text"] == "warm", found.text
+    done = float(warmed.read_text())
+    assert at_ready < done <= searched  # the search waited for the warm-up, which ended after the ready line
+    assert done - at_ready > WARM_S / 2  # most of the warm-up was still ahead when the address was printed

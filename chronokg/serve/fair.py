@@ -173,6 +173,9 @@ class Scheduler:
         for ticket in self.running.values():  # a heavy caller's mark lasts while any of its reads runs long
             if ticket.worked and not ticket.preempt:
                 self._heavy_until[ticket.caller] = now + self.heavy_for_s
+        for caller in self._queues:  # ... and while it waits its turn in the heavy lane (several heavy callers
+            if self.is_heavy(caller, now):  # share a slot: a mark run out in the queue sent its read to the light lane)
+                self._heavy_until[caller] = now + self.heavy_for_s
         return moved
 
     def light_running(self) -> int:
