@@ -155,19 +155,3 @@ def cli_output_has_no_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
         return done
 
     monkeypatch.setattr(subprocess, "run", checked_run)
-
-
-BOLT_GROUP = "bolt-server"  # the xdist group of every test on your own Bolt server (CHRONOKG_NEO4J_URI)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On your own Bolt server the tests share one database and each wipes it: they run on one xdist worker
-    (`--dist loadgroup`, pyproject's addopts), one after the other. ArcadeDB on loopback is one server per
-    worker, so they spread as usual."""
-    from chronokg.settings import Settings
-
-    if not Settings().neo4j_uri:
-        return
-    for item in items:
-        if "bolt_target" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group(BOLT_GROUP))
