@@ -92,9 +92,12 @@ def server_env(**extra: str) -> dict[str, str]:
 
 
 @contextmanager
-def serve(store: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[str]:
-    """`chronokg serve ARGS` in a child process on a free loopback port; yields its base URL."""
-    cmd = [sys.executable, "-m", "chronokg.cli", "--store", f"kglite://{store}", "serve", *args, "--port", "0"]
+def serve(store: Path, *args: str, env: dict[str, str] | None = None,
+          launcher: list[str] | None = None) -> Iterator[str]:
+    """`chronokg serve ARGS` in a child process on a free loopback port; yields its base URL as soon as the ready
+    line names it. `launcher`: the command that runs the CLI (default `python -m chronokg.cli`)."""
+    cmd = [*(launcher or [sys.executable, "-m", "chronokg.cli"]), "--store", f"kglite://{store}", "serve", *args,
+           "--port", "0"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env=env or server_env(), cwd=REPO)
     lines: list[str] = []
@@ -105,7 +108,7 @@ def serve(store: Path, *args: str, env: dict[str, str] | None = None) -> Iterato
         assert proc.stderr is not None
         for line in proc.stderr:
             lines.append(line)
-            m = re.search(r"(http://127\.0\.0\.1:\d+)", line)
+            m = re.search(r"(http://(?:127\.0\.0\.1|\[::1\]):\d+)", line)
             if m and not found.is_set():
                 url.append(m.group(1))
                 found.set()

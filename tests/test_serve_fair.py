@@ -16,7 +16,7 @@ from chronokg.graph.kglite_store import KgliteStore
 from chronokg.serve import ToolHost
 from chronokg.serve.fair import CALLER, Scheduler
 from chronokg.serve.gate import Gate, caller_key
-from chronokg.serve.workers import HEAVY_NICE, read_pids
+from chronokg.serve.workers import HEAVY_NICE, cpu_s, read_pids
 from tests.serve_helpers import CARTESIAN
 
 LIMITS = ReadLimits(timeout_s=3.0, max_rows=1000, max_result_mb=1.0, max_work=10**12, memory_mb=2048)
@@ -63,7 +63,11 @@ def test_a_read_past_its_slice_makes_its_caller_heavy_and_the_heavy_lane_is_capp
     s.finish(first)
     again = s.pick(2.0)
     assert again is not None and again.caller == "h" and again.heavy and s.heavy_running == 1
-    assert not s.is_heavy("h", 1.5 + s.heavy_for_s + 1)  # the mark wears off
+    s.finish(nxt)
+    s.submit("h")  # a marked caller waiting its turn keeps its mark however long it waits ...
+    assert s.outgrow(1.5 + s.heavy_for_s - 1) == [] and s.is_heavy("h", 1.5 + 2 * s.heavy_for_s - 2)
+    s.withdraw(next(t for q in s._queues.values() for t in q if t.caller == "h"))
+    assert not s.is_heavy("h", 1.5 + 3 * s.heavy_for_s)  # ... and the mark wears off once it sends nothing long
 
 
 def test_a_read_outgrowing_its_slice_with_the_heavy_lane_full_is_stopped_and_comes_back_in_that_lane() -> None:
@@ -82,9 +86,45 @@ def test_a_read_outgrowing_its_slice_with_the_heavy_lane_full_is_stopped_and_com
 
 # --- the caller a request counts against ------------------------------------------------------------------------
 
-def test_the_caller_is_the_session_else_the_client_id_else_the_peer() -> None:
+def test_a_read_is_heavy_by_the_cpu_it_used_not_by_the_time_it_waited_for_a_core() -> None:
+    s = Scheduler(heavy_slots=1, slice_s=0.5, overtime_slots=1)
+    waiting, working = s.submit("cheap"), s.submit("heavy")
+    for w, t in enumerate((s.pick(0.0), s.pick(0.0))):
+        assert t is not None
+        s.start(t, w, 0.0)
+    # 1.5 s in, the cheap read used 0.1 s of CPU (it waited for a core), the heavy one 0.6 s: the heavy one moves
+    # to the heavy lane and marks its caller; the cheap one goes into overtime (a fresh worker takes its place in
+    # the light lane), keeps running, and marks nobody
+    assert s.outgrow(1.5, {0: 0.1, 1: 0.6}) == [waiting, working]
+    assert working.heavy and s.is_heavy("heavy", 1.5) and s.heavy_running == 1
+    assert waiting.overtime and not waiting.heavy and not waiting.preempt and not s.is_heavy("cheap", 1.5)
+    assert s.set_aside() == 2 and s.light_running() == 0
+    queued, other = s.submit("cheap"), s.submit("third")
+    assert s.pick(1.6) is other  # the caller with a read in overtime waits for it; the others do not
+    s.start(other, 2, 1.6)
+    s.finish(other)
+    assert s.outgrow(3.0, {0: 0.2, 1: 1.0}) == []  # nothing new
+    # the read in overtime works its slice after all: it needs the heavy lane, which is full, so it is stopped
+    assert s.outgrow(4.0, {0: 0.7, 1: 2.0}) == [waiting] and waiting.preempt and not waiting.overtime
+    assert s.overtime_running == 0 and s.is_heavy("cheap", 4.0) and s.preempted == 1
+    s.finish(waiting)
+    s.finish(working)
+    assert s.set_aside() == 0 and s.pick(5.0) is queued
+
+
+def test_reads_cpu_is_measured_from_proc() -> None:
+    start = cpu_s(os.getpid())
+    end = time.process_time() + 0.3
+    while time.process_time() < end:
+        pass
+    assert 0.2 <= cpu_s(os.getpid()) - start <= 2.0 and cpu_s(2**22 + 12345) == 0.0
+
+
+def test_the_caller_is_the_session_else_the_client_id_else_the_connection() -> None:
     base: dict[str, Any] = {"type": "http", "client": ("10.0.0.7", 5555), "headers": []}
-    assert caller_key(base) == "anonymous|peer:10.0.0.7"
+    assert caller_key(base) == "anonymous|conn:10.0.0.7:5555"
+    # two local agents without ids: two callers (keyed by address, one heavy agent made both heavy)
+    assert caller_key({**base, "client": ("127.0.0.1", 40001)}) != caller_key({**base, "client": ("127.0.0.1", 40002)})
     assert caller_key({**base, "headers": [(b"x-chronokg-client", b"agent-3")]}, "token:ab") == \
         "token:ab|client:agent-3"
     assert caller_key({**base, "headers": [(b"x-chronokg-client", b"a"), (b"mcp-session-id", b"s1")]}) == \

@@ -31,6 +31,10 @@ TokenFileOpt = Annotated[Path | None, typer.Option("--token-file", help="Bearer 
                                                                         "$CHRONOKG_SERVE_TOKENS)")]
 RowsOpt = Annotated[int | None, typer.Option("--max-rows", min=1, help="Rows a tool returns at most [default: "
                                                                        "$CHRONOKG_READ_MAX_ROWS or 10000]")]
+AllowedHostOpt = Annotated[list[str] | None, typer.Option(
+    "--allowed-host", help="Also answer requests naming this host (NAME, or NAME:PORT for that port only), e.g. a "
+                           "proxy's or the machine's name; others than the bound address and localhost are 421 "
+                           "(repeat)")]
 TimeoutOpt = Annotated[float | None, typer.Option("--timeout", min=0.001, help="Time limit of one read in seconds "
                                                                                "[default: $CHRONOKG_READ_TIMEOUT_S "
                                                                                "or 10]")]
@@ -59,20 +63,28 @@ def _need_extra() -> None:
 
 
 def _serve_network(host: str, port: int, workers: int | None, token_file: Path | None, max_rows: int | None,
-                   timeout: float | None, make_app: Callable[[Any, list[str]], Any], banner: Callable[[str, Any,
-                   int, list[str]], str], lifespan: Literal["auto", "on", "off"] = "auto") -> None:
-    """What both network servers do: tokens, the loopback rule, the socket, the read workers, the banner."""
+                   timeout: float | None, make_app: Callable[[Any, list[str], Any], Any], banner: Callable[[str,
+                   Any, int, list[str]], str], lifespan: Literal["auto", "on", "off"] = "auto",
+                   allowed_hosts: list[str] | None = None) -> None:
+    """What both network servers do: tokens, the loopback rule, the socket, the names it answers to, the read
+    workers, the banner."""
     _need_extra()
+    from chronokg.serve.hosts import HostPolicy
     from chronokg.serve.launch import bind, check_bind, default_workers, load_tokens, open_host, run_uvicorn
 
     settings = Settings()
     tokens = load_tokens(settings, token_file)
     check_bind(host, tokens)
+    try:
+        HostPolicy.for_bind(host, port, allowed_hosts or [])  # a bad name stops here, before the port opens
+    except ValueError as exc:
+        raise ChronoKGError(str(exc)) from None
     sock = bind(host, port)
+    hosts = HostPolicy.for_bind(host, sock.getsockname()[1], allowed_hosts or [])  # --port 0: the port it got
     n = default_workers() if workers is None else workers
     with open_host(settings, state.store_uri or settings.store, workers=n, max_rows=max_rows,
                    timeout_s=timeout) as tools:
-        run_uvicorn(make_app(tools, tokens), sock, lifespan=lifespan,
+        run_uvicorn(make_app(tools, tokens, hosts), sock, lifespan=lifespan,
                     on_ready=lambda url: err.print(banner(url, tools, n, tokens), soft_wrap=True))
 
 
@@ -91,21 +103,22 @@ def http(
     max_rows: RowsOpt = None,
     timeout: TimeoutOpt = None,
     runs: RunsOpt = None,
+    allowed_host: AllowedHostOpt = None,
 ) -> None:
     """Every tool as POST /tools/NAME, GET /tools (OpenAI schemas), /health and the OpenAPI page (/docs); the
     explorer at / (docs/explorer.md)."""
     def body() -> None:
         report = run_report(runs)  # built before the port opens: a bad folder stops here, in one line
 
-        def make_app(tools: Any, tokens: list[str]) -> Any:
+        def make_app(tools: Any, tokens: list[str], hosts: Any) -> Any:
             from chronokg.serve.http import create_app
 
-            return create_app(tools, tokens=tokens, rate=rate, burst=burst, max_body_bytes=max_body_kb * 1024,
-                              run_report=report)
+            return create_app(tools, hosts=hosts, tokens=tokens, rate=rate, burst=burst,
+                              max_body_bytes=max_body_kb * 1024, run_report=report)
 
         _serve_network(host, port, workers, token_file, max_rows, timeout, make_app, lambda url, tools, n, tokens:
                        f"chronokg tools: serving {url} ({len(tools.tools())} tools, {n} read workers, "
-                       f"{_auth(tokens)}); docs at {url}/docs")
+                       f"{_auth(tokens)}); docs at {url}/docs", allowed_hosts=allowed_host)
     guarded(body)
 
 
@@ -136,7 +149,7 @@ def mcp(
                        timeout_s=timeout) as tools:
             anyio.run(run_stdio, tools)
 
-    def make_app(tools: Any, tokens: list[str]) -> Any:
+    def make_app(tools: Any, tokens: list[str], hosts: Any) -> Any:
         from chronokg.serve.mcp_server import streamable_http_app
 
         return streamable_http_app(tools, bind=host, tokens=tokens, rate=rate, burst=burst,

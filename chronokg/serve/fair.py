@@ -3,12 +3,22 @@
 First come, first served let five callers sending heavy Cypher hold every worker while
 forty-five cheap callers waited behind them (issue 20: cheap p99 of 20 s). Here:
 
-* each caller (HTTP: the client id header or the peer address, under its token; MCP: the
+* each caller (HTTP: the client id header, else its connection, under its token; MCP: the
   session) has its own queue, and free workers go round the callers in turn, so a caller
-  with many queued reads never pushes another caller's read back more than one turn;
-* a read still running after its first time slice (`slice_s`) leaves the light lane for the
-  heavy lane, and its caller counts as heavy for a while (`heavy_for_s`); heavy callers'
-  reads together hold at most `heavy_slots` workers, so cheap callers always find one;
+  with many queued reads never pushes another caller's read back more than one turn.
+  Callers that send no id are told apart by connection, not by address: local agents all
+  come from 127.0.0.1, and one heavy agent marked the shared address heavy for every other;
+* a read that has worked for its first time slice (`slice_s` of CPU, counted by the pool from
+  /proc; the wall clock only where no CPU time is known) leaves the light lane for the heavy
+  lane, and its caller counts as heavy for a while (`heavy_for_s`);
+* a read past its slice by the clock that has not worked it (it waits for a core, as every read
+  does on a busy machine) goes into overtime: a fresh worker takes its place in the light lane
+  (at most `n` reads in overtime), its caller is not marked, and it keeps running, while its
+  caller's next reads wait for it; if it then works its slice, it moves to the heavy lane like
+  any other. Heavy callers' reads together hold at most `heavy_slots` workers, so cheap callers
+  always find one. CPU, not elapsed time: on a busy machine a cheap read waits for a core, and
+  counting that wait marked cheap callers heavy (their next reads then queued behind the heavy
+  lane for tens of seconds);
 * a read that outgrows its slice while the heavy lane is full (a caller not yet known as heavy)
   is stopped and queued again in the heavy lane: it loses one slice of work, once, and the light
   lane never holds more than a slice of anybody's heavy read.
@@ -22,6 +32,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Literal
@@ -39,8 +50,11 @@ class Ticket:
     seq: int
     worker: int | None = None  # the worker's index once dispatched
     started: float = 0.0
+    cpu0: float = 0.0  # the CPU seconds its worker had used when it started (set by the pool)
     heavy: bool = False  # counted in the heavy lane (a heavy caller's read, or one that outgrew its slice)
     outgrew: bool = False
+    worked: bool = False  # outgrew its slice by the CPU it used (not only by the time it took): its caller is heavy
+    overtime: bool = False  # past its slice by the clock, not by its work: out of the light lane, nobody marked
     pinned: bool = False  # queued again after it was stopped: a heavy-lane read, whatever its caller's mark says
     preempt: bool = False  # outgrew its slice with the heavy lane full: the pool stops it and queues it again
     killed_for_memory: float = 0.0  # MB the read held when the memory budget stopped it
@@ -59,6 +73,8 @@ class Scheduler:
     _seq: itertools.count[int] = field(default_factory=itertools.count)
     running: dict[int, Ticket] = field(default_factory=dict)  # worker index -> its call
     heavy_running: int = 0
+    overtime_running: int = 0
+    overtime_slots: int = 1  # reads in overtime at once (the pool sets it to its `n`)
     outgrown: int = 0  # reads that outgrew their first slice (a counter for tests and the health page)
     order: collections.deque[tuple[str, int]] = field(default_factory=lambda: collections.deque(maxlen=1000))
 
@@ -92,8 +108,9 @@ class Scheduler:
         if self.mode == "fifo":
             ticket = min((q[0] for q in self._queues.values()), key=lambda t: t.seq, default=None)
         else:
-            ticket = next((q[0] for c, q in self._queues.items() if not (q[0].pinned or self.is_heavy(c, now))
-                           or self.heavy_running < self.heavy_slots), None)
+            suspect = {t.caller for t in self.running.values() if t.overtime}  # their next reads wait for it
+            ticket = next((q[0] for c, q in self._queues.items() if c not in suspect and (
+                not (q[0].pinned or self.is_heavy(c, now)) or self.heavy_running < self.heavy_slots)), None)
         if ticket is None:
             return None
         queue = self._queues.pop(ticket.caller)  # re-inserted last: the caller's next read waits its turn
@@ -116,29 +133,54 @@ class Scheduler:
         if ticket.heavy:
             self.heavy_running -= 1
             ticket.heavy = False
+        if ticket.overtime:
+            self.overtime_running -= 1
+            ticket.overtime = False
 
-    def outgrow(self, now: float) -> list[Ticket]:
-        """Move reads running past their first slice to the heavy lane, or mark them `preempt` where it is full;
-        the ones that outgrew their slice now."""
+    def outgrow(self, now: float, cpu: Mapping[int, float] | None = None) -> list[Ticket]:
+        """Move reads that worked past their first slice to the heavy lane, or mark them `preempt` where it is
+        full; the ones that outgrew their slice now. `cpu`: the CPU seconds each running read used, by worker
+        (a read missing there is measured by the wall clock)."""
         if self.mode != "fair":
             return []
         moved = []
-        for ticket in self.running.values():
-            if not ticket.outgrew and now - ticket.started > self.slice_s:
-                ticket.outgrew = True
-                self.outgrown += 1
+        for worker, ticket in self.running.items():
+            elapsed = now - ticket.started
+            used = elapsed if cpu is None or worker not in cpu else cpu[worker]
+            if not ticket.worked and used > self.slice_s:  # it works long: its caller is heavy
+                ticket.worked = True
                 self._heavy_until[ticket.caller] = now + self.heavy_for_s
-                if not ticket.heavy and self.heavy_running >= self.heavy_slots:
+            if ticket.worked and not (ticket.heavy or ticket.preempt):
+                if ticket.overtime:
+                    self.overtime_running -= 1
+                    ticket.overtime = False
+                if self.heavy_running >= self.heavy_slots:
                     ticket.preempt = True
                     self.preempted += 1
-                elif not ticket.heavy:
+                else:
                     ticket.heavy = True
                     self.heavy_running += 1
-                moved.append(ticket)
+            elif not (ticket.worked or ticket.overtime or ticket.heavy) and elapsed > self.slice_s \
+                    and self.overtime_running < self.overtime_slots:
+                ticket.overtime = True
+                self.overtime_running += 1
+            else:
+                continue
+            if not ticket.outgrew:
+                self.outgrown += 1
+                ticket.outgrew = True
+            moved.append(ticket)
         for ticket in self.running.values():  # a heavy caller's mark lasts while any of its reads runs long
-            if ticket.outgrew and not ticket.preempt:
+            if ticket.worked and not ticket.preempt:
                 self._heavy_until[ticket.caller] = now + self.heavy_for_s
+        for caller in self._queues:  # ... and while it waits its turn in the heavy lane (several heavy callers
+            if self.is_heavy(caller, now):  # share a slot: a mark run out in the queue sent its read to the light lane)
+                self._heavy_until[caller] = now + self.heavy_for_s
         return moved
 
     def light_running(self) -> int:
-        return sum(not t.heavy for t in self.running.values())
+        return sum(not (t.heavy or t.overtime) for t in self.running.values())
+
+    def set_aside(self) -> int:
+        """Reads that hold a worker outside the light lane (heavy or in overtime): the pool forks as many more."""
+        return self.heavy_running + self.overtime_running

@@ -143,9 +143,10 @@ class ToolHost:
     def open(cls, uri: str | None = None, settings: Settings | None = None, *,
              limits: ReadLimits | None = None, workers: int = 0, warm_search: bool = False) -> ToolHost:
         """Open the store at `uri` (default: the settings' store) read-only, once, with the settings' limits;
-        fork `workers` read workers (see `start_workers`), then look for a search backend; with `warm_search`
-        (a server), load its model in the background now (`search_warm`), so start-up does not wait for it and
-        the first search does not pay for it."""
+        fork `workers` read workers (see `start_workers`), then look for a search backend (quick); with
+        `warm_search` (a server), load its index and model in the background now (`search_warm`), so start-up does
+        not wait for them, the first search waits for them only as long as they still load, and no other call
+        waits at all."""
         from chronokg.graph.open import open_store
 
         settings = settings or Settings()
@@ -198,6 +199,8 @@ class ToolHost:
             args = tool.validate(arguments)
         except ToolError as exc:
             return ToolResult.failed(name, exc)
+        if tool.kind == "search" and self.search_warm is not None:
+            self.search_warm.join()  # the model loading in the background: only a search waits for it
         if self._pool is not None and tool.kind != "search":
             return self._pool.call(tool.name, args, caller, self._here_limit(tool))
         with self._local if self._serial else contextlib.nullcontext():

@@ -14,13 +14,16 @@ import json
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
+from chronokg.serve import csp
 from chronokg.serve.explorer import routes as explorer
 from chronokg.serve.gate import ASGIApp, Gate
 from chronokg.serve.host import ToolHost
+from chronokg.serve.hosts import HostPolicy
 from chronokg.serve.tools import ErrorType, Tool, ToolFailure, ToolResult
 
 STATUS: dict[ErrorType, int] = {
@@ -28,7 +31,8 @@ STATUS: dict[ErrorType, int] = {
     "unavailable": 503, "internal": 500,
 }
 HTTP_ERRORS = {404: "not_found", 405: "method_not_allowed"}  # FastAPI's own refusals, in our shape
-OPEN_PATHS = ("/health", "/docs", "/openapi.json", "/docs/oauth2-redirect", "/redoc")
+OPEN_PATHS = ("/health", "/docs", "/openapi.json")
+SWAGGER = "https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/"  # where FastAPI's OpenAPI page loads its viewer from
 
 
 class ErrorBody(BaseModel):
@@ -55,11 +59,13 @@ def result_response(result: ToolResult) -> JSONResponse:
     return JSONResponse({"error": result.error.model_dump()}, status_code=STATUS[result.error.type])
 
 
-def create_app(host: ToolHost, *, tokens: list[str] | None = None, rate: float = 20.0, burst: int = 40,
-               max_body_bytes: int = 1 << 20, run_report: str | None = None) -> ASGIApp:
-    """The FastAPI app for `host`, wrapped in the gate (tokens, rate limit, body size); `run_report` is the
-    report of the run folders given to `serve http --runs` (HTML elements), which the explorer shows."""
+def create_app(host: ToolHost, *, hosts: HostPolicy, tokens: list[str] | None = None, rate: float = 20.0,
+               burst: int = 40, max_body_bytes: int = 1 << 20, run_report: str | None = None) -> ASGIApp:
+    """The FastAPI app for `host`, wrapped in the gate (the names it answers to, tokens, rate limit, body size);
+    `run_report` is the report of the run folders given to `serve http --runs` (HTML elements), which the explorer
+    shows."""
     app = FastAPI(
+        docs_url=None, redoc_url=None,  # the OpenAPI page below, under its own policy
         title="chronokg tools", version="1",
         description="Read-only tools over a bitemporal fact graph, for agents: the named queries, guarded Cypher "
                     "and (where an index exists) time-aware passage search. The same tools are offered over MCP "
@@ -79,6 +85,16 @@ def create_app(host: ToolHost, *, tokens: list[str] | None = None, rate: float =
                       reads_outgrown=pool.scheduler.outgrown if pool else None,
                       reads_preempted=pool.scheduler.preempted if pool else None)
 
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        """FastAPI's OpenAPI page: its viewer from the CDN, its one inline script by hash."""
+        page = get_swagger_ui_html(openapi_url="/openapi.json", title="chronokg tools",
+                                   swagger_js_url=SWAGGER + "swagger-ui-bundle.js",
+                                   swagger_css_url=SWAGGER + "swagger-ui.css", swagger_favicon_url="data:,")
+        text = bytes(page.body).decode()
+        return HTMLResponse(text, headers={"content-security-policy": csp.for_page(
+            text, scripts=[SWAGGER], styles=[SWAGGER], images=["data:", "'self'"])})
+
     @app.get("/tools", tags=["server"])
     async def list_tools() -> list[dict[str, Any]]:
         """Every tool as an OpenAI tool-calling declaration, as the OpenAI API takes it in `tools`:
@@ -94,7 +110,7 @@ def create_app(host: ToolHost, *, tokens: list[str] | None = None, rate: float =
 
     explorer.mount(app, host, result_response, run_report)  # the explorer page at / (docs/explorer.md)
     return Gate(app, tokens=tokens or [], rate=rate, burst=burst, max_body_bytes=max_body_bytes,
-                open_paths=(*OPEN_PATHS, *explorer.OPEN_PATHS))
+                open_paths=(*OPEN_PATHS, *explorer.OPEN_PATHS), hosts=hosts)
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:

@@ -1,7 +1,9 @@
 """The `search` tool's hook: retrieval provides it, the tool server only finds it.
 
 `SEARCH` names, lazily, factories `(store, settings) -> SearchBackend | None` that return
-`None` when the store has no index. The one registered here, `passages`, adapts the passage
+`None` when the store has no index. A factory is quick (a server calls it before its address is
+up); what takes long (an index, a model) loads in the backend's `warm()`, which a server runs in
+the background, and a search waits for it. The one registered here, `passages`, adapts the passage
 index of `chronokg.retrieval` (its `Retriever` over `index_dir(settings, store.uri)`, time-aware
 with `as_of`, today's passages without). Where the retrieval package or its extra cannot be
 imported, or the store has no index, the `search` tool is simply absent, and
@@ -13,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import importlib
+import importlib.util
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -69,27 +73,43 @@ def warm(search: SearchBackend) -> None:
 
 
 class _Passages:
-    """`chronokg.retrieval`'s Retriever as a search backend (it already returns `RetrievalResult`s)."""
+    """`chronokg.retrieval`'s Retriever as a search backend (it already returns `RetrievalResult`s), opened on first
+    use or by `warm()`: opening it loads the index and the embedding model (seconds to half a minute), which a
+    server does in the background after its address is up."""
 
-    def __init__(self, retriever: Any) -> None:
-        self.retriever = retriever
+    def __init__(self, folder: Path, settings: Settings) -> None:
+        self.folder, self.settings = folder, settings
+        self._retriever: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def retriever(self) -> Any:
+        with self._lock:
+            if self._retriever is None:
+                rag = importlib.import_module("chronokg.retrieval.rag")
+                self._retriever = rag.shared_retriever(self.folder, self.settings)
+            return self._retriever
 
     def search(self, query: str, as_of: dt.date | None, k: int) -> Sequence[BaseModel | Mapping[str, Any]]:
         hits: Sequence[BaseModel] = self.retriever.retrieve(query, as_of, k)
         return hits
 
     def warm(self) -> None:
-        """Load the embedding model now (one short text through it), so the first search does not pay for it."""
+        """Open the index and load the embedding model now (one short text through it), so the first search does
+        not pay for it."""
         self.retriever.embedder.encode([WARM_TEXT])
 
 
 def passage_search(store: GraphStore, settings: Settings) -> SearchBackend | None:
-    """The store's passage index, or None where it has none (ImportError: retrieval or its extra is missing)."""
+    """The store's passage index, or None where it has none (ImportError: retrieval or its extra is missing);
+    cheap: the index and its model load in `warm()` or at the first search."""
     rag = importlib.import_module("chronokg.retrieval.rag")  # not a static import: retrieval is optional
+    if importlib.util.find_spec("faiss") is None:  # the index's library: its absence known now, not at a search
+        raise ImportError(f"faiss is not installed: {importlib.import_module('chronokg.retrieval.embed').RAG_EXTRA}")
     folder = Path(rag.index_dir(settings, store.uri))
     if not (folder / "meta.json").is_file():
         return None
-    return _Passages(rag.shared_retriever(folder, settings))
+    return _Passages(folder, settings)
 
 
 def find_search(store: GraphStore, settings: Settings,

@@ -43,6 +43,7 @@ from chronokg.serve.tools import ToolFailure, ToolResult
 
 Runner = Callable[[str, BaseModel], ToolResult]
 IDLE_RESAMPLE_S = 1.0  # how often an idle worker's own size is measured again (it drifts as Python touches pages)
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # the unit of /proc/PID/stat's CPU times
 HEAVY_NICE = 19  # the CPU priority of a read in the heavy lane: light reads run first where cores are short
 
 
@@ -92,8 +93,8 @@ class WorkerPool:
 
     Which waiting call goes next is `chronokg.serve.fair`'s business: `scheduling="fair"` (per caller,
     with a heavy lane of `heavy_slots` workers; a read that outgrows its first `slice_s` moves there and a
-    fresh worker takes its place, at most `n + heavy_slots` workers in all, and its read runs at
-    `HEAVY_NICE`), or `"fifo"` (the old first come,
+    fresh worker takes its place, at most `2n + heavy_slots` workers in all (reads in overtime: `fair`), and
+    its read runs at `HEAVY_NICE`), or `"fifo"` (the old first come,
     first served, kept to measure against). `memory_budget_mb` bounds what all running reads allocate
     together (each read keeps its own limit too): past it, the read holding the most is stopped.
     """
@@ -115,7 +116,7 @@ class WorkerPool:
         self.n = n
         self.heavy_slots = max(1, n // 2) if heavy_slots is None else max(1, heavy_slots)
         self.memory_budget_mb = memory_budget_mb if scheduling == "fair" else None
-        self.scheduler = Scheduler(self.heavy_slots, slice_s, mode=scheduling)
+        self.scheduler = Scheduler(self.heavy_slots, slice_s, mode=scheduling, overtime_slots=n)
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)  # the pool's lock: every method below takes it
         # one wake-up per waiting call, woken alone when it gets a worker (notify_all woke every waiting thread at
@@ -165,7 +166,7 @@ class WorkerPool:
         with self._cond:
             self._workers.remove(worker)
             self.restarts += 1
-            if not self._closed and len(self._workers) - self.scheduler.heavy_running < self.n:
+            if not self._closed and len(self._workers) - self.scheduler.set_aside() < self.n:
                 self._idle.append(self._spawn())
             self._dispatch()
 
@@ -178,6 +179,7 @@ class WorkerPool:
                 break
             worker = self._idle.pop()
             self.scheduler.start(ticket, worker.id, now)
+            ticket.cpu0 = cpu_s(worker.process.pid) if worker.process.pid is not None else 0.0
             wake = self._waiting.pop(ticket, None)
             if wake is not None:
                 wake.notify()
@@ -252,7 +254,7 @@ class WorkerPool:
         with self._cond:
             self.scheduler.finish(ticket)
             if worker is not None:
-                surplus = len(self._workers) - self.n - self.scheduler.heavy_running
+                surplus = len(self._workers) - self.n - self.scheduler.set_aside()
                 if surplus > 0 and not self._closed:
                     self._workers.remove(worker)
                     worker.conn.close()  # it exits at EOF; the watchdog reaps it
@@ -263,19 +265,19 @@ class WorkerPool:
 
     def _watchdog(self) -> None:
         """Every tick: reads past their slice move to the heavy lane (a fresh worker replaces each while the
-        pool is under `n + heavy_slots`), the memory budget is checked, retired workers are reaped."""
+        pool is under `2n + heavy_slots`), the memory budget is checked, retired workers are reaped."""
         tick = max(0.02, min(0.1, self.scheduler.slice_s / 4))
         while not self._closed:
             time.sleep(tick)
             with self._cond:
                 if self._closed:
                     break
-                stop = [t for t in self.scheduler.outgrow(time.monotonic()) if t.preempt]
+                stop = [t for t in self.scheduler.outgrow(time.monotonic(), self._read_cpu()) if t.preempt]
                 stop_pids = [w.process.pid for t in stop if (w := self._worker(t)) is not None]
                 heavy_pids = [w.process.pid for t in self.scheduler.running.values()
                               if t.heavy and (w := self._worker(t)) is not None]
-                want = self.n - (len(self._workers) - self.scheduler.heavy_running)
-                room = self.n + self.heavy_slots - len(self._workers)
+                want = self.n - (len(self._workers) - self.scheduler.set_aside())
+                room = 2 * self.n + self.heavy_slots - len(self._workers)
                 spawn = max(0, min(want, room))
                 running = [(t, w) for t in self.scheduler.running.values() if (w := self._worker(t)) is not None]
                 now = time.monotonic()
@@ -302,6 +304,17 @@ class WorkerPool:
                     w.idle_mb, w.idle_seen = anon_mb(w.process.pid), now
             if self.memory_budget_mb is not None and running:
                 self._check_budget(running)
+
+    def _read_cpu(self) -> dict[int, float]:
+        """The CPU seconds each running read used so far, by worker id: its worker's since the read started (a
+        catalog read runs there) and its forked children's (a guarded read runs in one)."""
+        used: dict[int, float] = {}
+        for worker_id, ticket in self.scheduler.running.items():
+            worker = self._worker(ticket)
+            pid = worker.process.pid if worker is not None else None
+            if pid is not None:
+                used[worker_id] = cpu_s(pid) - ticket.cpu0 + sum(cpu_s(child) for child in read_pids(pid))
+        return used
 
     def _check_budget(self, running: list[tuple[Ticket, _Worker]]) -> None:
         held = [(t, pid, mb) for t, w in running if w.process.pid is not None
@@ -353,6 +366,16 @@ def read_memory(worker_pid: int) -> list[tuple[int, float]]:
     child of a 1M-fact worker that allocated 100 MB."""
     base = anon_mb(worker_pid)
     return [(child, max(0.0, anon_mb(child) - base)) for child in read_pids(worker_pid)]
+
+
+def cpu_s(pid: int) -> float:
+    """The CPU seconds (user + system) a process has used, 0 when it is gone (/proc/PID/stat: read in microseconds,
+    at 10 ms resolution)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def anon_mb(pid: int) -> float:

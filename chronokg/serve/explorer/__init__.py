@@ -14,16 +14,20 @@ server or the export was given (`--runs`), built by the CLI as `chronokg eval re
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from collections.abc import Callable, Mapping
 from importlib import resources
 from typing import Any
 
 from chronokg.errors import ChronoKGError
 from chronokg.queries.spec import all_queries, evidence_hash
+from chronokg.serve.csp import digest, policy
 
 CORE = frozenset({"trajectory", "change-pairs", "timeline", "as-of"})
 COMBINED = ("quality", "verify", "run-report")
+SLOT = re.compile(r"/\*(CSP|CSS|JS|CONFIG|DATA)\*/")  # the template's slots, found in the template alone
 Call = Callable[[str, Mapping[str, Any]], list[dict[str, Any]]]  # a catalog query's rows as JSON values
 
 
@@ -69,13 +73,27 @@ def _json(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def page(config: Mapping[str, Any], data: Mapping[str, Any] | None = None) -> str:
-    """The whole page, its CSS and script inline; `config` (the mode, and what the first view needs) and a static
-    export's `data` (parsed by the page only when first needed) embedded as JSON."""
+@functools.cache
+def _assets() -> tuple[str, str, str]:
+    """The page's template, style and script (read once)."""
     assets = resources.files(__package__) / "assets"
-    html = (assets / "index.html").read_text(encoding="utf-8")
-    for slot, text in (("/*CSS*/", (assets / "app.css").read_text(encoding="utf-8")),
-                       ("/*JS*/", (assets / "app.js").read_text(encoding="utf-8")),
-                       ("/*CONFIG*/", _json(config)), ("/*DATA*/", _json(data or {}))):
-        html = html.replace(slot, text, 1)
-    return html
+    template, css, js = ((assets / name).read_text(encoding="utf-8") for name in ("index.html", "app.css", "app.js"))
+    return template, css, js
+
+
+def page_policy(*, meta: bool = False) -> str:
+    """The page's Content-Security-Policy: its one script and one style by hash, reads from its own origin, images
+    only as data (the report's plots); `meta`: the copy inside the page (no `frame-ancestors` there)."""
+    _, css, js = _assets()
+    return policy(scripts=[digest(js)], styles=[digest(css)], meta=meta)
+
+
+def page(config: Mapping[str, Any], data: Mapping[str, Any] | None = None) -> str:
+    """The whole page, its CSS and script inline (allowed by hash); `config` (the mode, and what the first view
+    needs) and a static export's `data` (parsed by the page only when first needed) embedded as JSON data.
+
+    Each slot of the template is filled once, in one pass over the template: a stored string that spells a slot
+    (`/*DATA*/`) is data inside a JSON element, never a place something else is put."""
+    template, css, js = _assets()
+    fills = {"CSP": page_policy(meta=True), "CSS": css, "JS": js, "CONFIG": _json(config), "DATA": _json(data or {})}
+    return SLOT.sub(lambda m: fills[m.group(1)], template)

@@ -18,7 +18,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from chronokg.errors import ChronoKGError
-from chronokg.serve.explorer import page, quality, readable, run_report_rows, verify
+from chronokg.serve.explorer import page, page_policy, quality, readable, run_report_rows, verify
 from chronokg.serve.host import ToolHost
 from chronokg.serve.tools import ToolError, ToolResult
 
@@ -108,7 +108,7 @@ def mount(app: FastAPI, host: ToolHost, respond: Callable[[ToolResult], JSONResp
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def explorer_page() -> HTMLResponse:
-        return HTMLResponse(page({"mode": "live"}))
+        return HTMLResponse(page({"mode": "live"}), headers={"content-security-policy": page_policy()})
 
     @app.get("/explore/api/{name}", tags=["explorer"], summary="A catalog query the explorer reads",
              description="Query-string parameters are the query's parameters; the answer is `{rows}`.")

@@ -18,6 +18,14 @@
   const esc = (v) => v === null || v === undefined ? "" : String(v).replace(/[&<>"']/g,
     (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
   window.ckPerf = { firstView: null, keystrokes: [] };
+  // the page's policy allows no inline handler or style attribute: forms never submit, positions are set here
+  for (const form of document.querySelectorAll("form")) form.addEventListener("submit", (e) => e.preventDefault());
+  function place(root) {
+    for (const el of root.querySelectorAll("[data-left]")) {
+      el.style.left = el.dataset.left;
+      if (el.dataset.width) el.style.width = el.dataset.width;
+    }
+  }
 
   // --- reads -------------------------------------------------------------------------------------
   const validAt = (f, d) => (f.valid_from === null || f.valid_from <= d) && (f.valid_to === null || f.valid_to > d);
@@ -297,21 +305,22 @@
       const x = (y) => ((y - lo) / (hi - lo) * 100).toFixed(2) + "%";
       const shown = (f) => f.object_caption || f.object || f.value;
       const ticks = [];
-      for (let y = Math.ceil(lo / 5) * 5; y <= hi; y += 5) ticks.push(`<span class="axis" style="left:${x(y)}">${y}</span>`);
+      for (let y = Math.ceil(lo / 5) * 5; y <= hi; y += 5) ticks.push(`<span class="axis" data-left="${x(y)}">${y}</span>`);
       view.innerHTML = `<h2>${esc(s)}</h2><p class="muted">${versions.length} versions` +
         (known ? `, as the store believed on ${esc(known)}` : ", retracted ones hatched") + `</p>` +
         `<div class="chart" role="img" aria-label="versions of ${esc(s)} over valid time">${ticks.join("")}` +
         versions.map((f) => {
           const a = year(f.valid_from) ?? lo, b = year(f.valid_to) ?? hi;
           const cls = f.known_to ? "bar retracted" : f.valid_to === null ? "bar now" : "bar";
-          return `<div class="bar-row"><div class="${cls}" data-fact="${esc(f.id)}" style="left:${x(a)};width:calc(${x(Math.max(b, a + 0.15))} - ${x(a)})" ` +
+          return `<div class="bar-row"><div class="${cls}" data-fact="${esc(f.id)}" data-left="${x(a)}" data-width="calc(${x(Math.max(b, a + 0.15))} - ${x(a)})" ` +
             `title="${esc(f.predicate)}: ${esc(shown(f))} [${esc(f.valid_from)} – ${esc(f.valid_to || "open")})">${esc(f.predicate)}: ${esc(shown(f))}</div></div>`;
-        }).join("") + (date ? `<div class="marker" style="left:${x(year(date))}"></div>` : "") + `</div>` +
+        }).join("") + (date ? `<div class="marker" data-left="${x(year(date))}"></div>` : "") + `</div>` +
         (answer === null ? `<p class="muted">Set “True on” to ask what was true that day.</p>` :
           `<h3>True on ${esc(date)}${known ? " as known at " + esc(known) : ""}: ${answer.length} facts</h3>` +
           `<table id="t-answer" aria-label="Facts true on the date"><thead><tr><th>Predicate</th><th>Value</th><th>Valid from</th><th>Valid to</th><th>Known from</th></tr></thead><tbody>` +
           answer.map((f) => `<tr data-fact="${esc(f.id)}"><td>${esc(f.predicate)}</td><td>${esc(shown(f))}</td><td>${esc(f.valid_from)}</td>` +
             `<td>${esc(f.valid_to)}</td><td>${esc(f.known_from)}</td></tr>`).join("") + `</tbody></table>`);
+      place(view);
     } catch (err) { view.innerHTML = `<p class="error">${esc(err.message)}</p>`; }
   }
 
