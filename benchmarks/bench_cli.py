@@ -3,7 +3,7 @@
 The floor is a process that imports typer, rich's console and pydantic's BaseModel (`import
 pydantic` alone is lazy and imports almost nothing) and exits; `min-app --help` is a two-command
 typer app printing its rich help (the floor plus typer's help rendering). Runs interleave, each a
-fresh process; the table shows medians and chronokg's ratio to each (issue 11 target: within 1.5x
+fresh process; the table shows medians and chronokg's ratio to each (the target: within 1.5x
 of the floor).
 
     python benchmarks/bench_cli.py            # 15 rounds

@@ -1,6 +1,6 @@
 """Runner throughput beside the bare model client, against a loopback server answering instantly.
 
-Issue 9's target: the evaluation runner (logging every sample, extraction, scoring, and the graph
+The target: the evaluation runner (logging every sample, extraction, scoring, and the graph
 write of the predictions) keeps >= 90 % of the bare model client's throughput at 64 concurrent requests.
 Both send the same TempoMed-Bench questions (generated from ../shared/data/tempomed-bench) to
 `openai-compat/...` served by `python -m chronokg.testing.openai_server --instant` in a separate process,

@@ -1,6 +1,6 @@
 """Benchmark generation: how long building each family's questions from the graph takes, with no LLM.
 
-Issue 8's targets, on this machine: "all TempoMed items and probes for 721 records in <= 10 s" and "MI-CXR over
+The targets, on this machine: "all TempoMed items and probes for 721 records in <= 10 s" and "MI-CXR over
 10,000 synthetic patients in <= 60 s". Each section prints its stages with their wall time, then the counts per
 question type and the answer-letter shares.
 

@@ -1,7 +1,7 @@
 """Read path benchmark: what a CLI query costs on a large store, and that it never writes the store.
 
-Issue 6 §4: "a CLI query on the 1M-fact benchmark store does not rewrite the file (size and
-mtime unchanged) and costs no more than opening it plus the query". Measured in one run:
+The requirement: a CLI query on the 1M-fact benchmark store does not rewrite the file (size and
+mtime unchanged) and costs no more than opening it plus the query. Measured in one run:
 
 * baseline: `python -c "import chronokg.cli"` (interpreter + CLI start), opening the store
   read-only in-process, and the same catalog query in-process on the open store;

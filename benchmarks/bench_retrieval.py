@@ -22,7 +22,7 @@ days; k = 10. Strategies, all through `PassageIndex.search` except the per-perio
   selector of the exact day (built at 100k only: its copies grow with interval length);
 * `flat, no filter` the baseline: similarity alone, whatever the day (its stale rate shows what the filter removes).
 
-Part 3 (issue 20, item 5: the model stays warm where a process lives): per-call latency of `retrieve search` over
+Part 3 (the model stays warm where a process lives): per-call latency of `retrieve search` over
 the demo corpus's index, cold (a fresh `chronokg retrieve search` process per call: interpreter, model load, index
 open, one query) beside warm (one process: its first call loads the model, later calls with new query texts reuse
 it), with the process's model-load count (`chronokg.retrieval.embed.model_loads`).

@@ -73,12 +73,12 @@ def table(results: list[dict[str, Any]]) -> str:
                     return "timed out" if t.get("error") else f"{t['p50_ms']:.3f} / {t['p95_ms']:.3f}"
             return "-"
         add(f"{op} {impl} p50 / p95 ms", cell)
-    for op in ("facts_as_of", "facts_as_of_pred", "timeline", "two_hop_as_of"):  # issue 20 item 3: <= 6x py
+    for op in ("facts_as_of", "facts_as_of_pred", "timeline", "two_hop_as_of"):  # the target: <= 6x py
         def times(r: dict[str, Any], op: str = op) -> str:
             p50 = {t["impl"]: t["p50_ms"] for t in r.get("timings", []) if t["op"] == op and not t.get("error")}
             return f"{p50['catalog'] / p50['py']:.1f}" if p50.get("catalog") and p50.get("py") else "-"
         add(f"{op} catalog / py p50 (x)" + (" (target <= 6)" if op == "facts_as_of" else ""), times)
-    cli_names: list[str] = []  # whole `chronokg query` processes beside their floor (issue 20 item 4: <= 0.5 s)
+    cli_names: list[str] = []  # whole `chronokg query` processes beside their floor (the target: <= 0.5 s)
     for r in results:
         cli_names += [k for k in r.get("cli_s", {}) if k not in cli_names]
     for name in cli_names:

@@ -731,9 +731,9 @@ def table(res: Results, timings: list[Timing]) -> str:
                 lines.append(f"{op if impl == 'catalog' else '':22s} {impl:8s} {t.error}{missed}")
                 continue
             target, met = "", ""
-            if op == "changed_between" and impl == "catalog":  # issue 20: p50 no slower than DuckDB's
+            if op == "changed_between" and impl == "catalog":  # the target: p50 no slower than DuckDB's
                 target, met = "<=duck", "yes" if t.p50_ms <= duck.p50_ms else ("NO" if duck.n else "-")
-            if op == "facts_as_of" and impl == "catalog":  # issue 20: within 6x the plain-Python floor
+            if op == "facts_as_of" and impl == "catalog":  # the target: within 6x the plain-Python floor
                 target, met = "<=6x py", "yes" if t.p50_ms <= 6 * py.p50_ms else ("NO" if py.n else "-")
             lines.append(
                 f"{op if impl == 'catalog' else '':22s} {impl:8s} {t.n:5d} {t.p50_ms:9.3f} {t.p95_ms:9.3f} "

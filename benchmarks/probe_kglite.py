@@ -1,4 +1,4 @@
-"""Two kglite facts behind issue 20's bulk-load decisions (stop 25), measured, not assumed.
+"""Two kglite facts the bulk load is built on (which calls release the GIL, what keying Fact.id costs), measured.
 
     python benchmarks/probe_kglite.py gil 1000000          # do add_nodes / add_relationships / save release the GIL?
     python benchmarks/probe_kglite.py constraint 500000    # Fact.id: uniqueness constraint vs plain index vs none
@@ -11,7 +11,7 @@ has released the GIL. Baselines in the same run: `time.sleep` (releases) and a P
     python benchmarks/probe_kglite.py floor 10000000                # kglite's own graph of our schema: RSS, time
     python benchmarks/probe_kglite.py floor 1000000 --shape minimal  # the bare native path (speed floor)
 
-`floor` (issue 20 stop 26): bench_store's synthetic facts, staged and framed exactly as `write_bulk` frames them
+`floor`: bench_store's synthetic facts, staged and framed exactly as `write_bulk` frames them
 (`FactTable.add_many`, `bulk.table_frames`, `bulk._frame`), handed to kglite's calls alone, part by part: no
 validation, no sidecar, no staged copy. Prints each stage's RSS after it, the highest RSS sampled during it
 (a thread reads /proc every 20 ms: the engine's calls release the GIL), and the RSS after glibc

@@ -1,11 +1,11 @@
-"""Where one `facts_as_of` call through the catalog spends its time (issue 20 item 3), on a store built by
-bench_store.py (`--keep`; pass its path with `--reuse` and the same `--facts`/`--seed`).
+"""Where one `facts_as_of` call through the catalog spends its time (the target: within 6x the plain-Python
+floor), on a store built by bench_store.py (`--keep`; pass its path with `--reuse` and the same `--facts`/`--seed`).
 
 Prints one table per run: the plain-Python floor, the catalog call as a user makes it, the same call
-along the stop-24 path (replicated below, so before and after are measured in the same process on the
-same queries), and each step of that path on its own; then cProfile's top functions over the calls.
-The point reads `facts_as_of` with a predicate, `timeline` and `two_hop_as_of` are timed the same way.
-Findings: benchmarks/README.md ("Issue 20, stop 25").
+along the previous path (validated parameters, bisect over the names, validated rows; replicated below, so
+before and after are measured in the same process on the same queries), and each step of that path on its
+own; then cProfile's top functions over the calls. The point reads `facts_as_of` with a predicate, `timeline`
+and `two_hop_as_of` are timed the same way. Findings: benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ from chronokg.queries.catalog import AS_OF, AsOfParams
 from chronokg.queries.rows import FactRow
 
 
-def stop24_rows(ix: interval_reads.IntervalIndex, subject: str, day: dt.date,
+def previous_rows(ix: interval_reads.IntervalIndex, subject: str, day: dt.date,
                 predicate: str | None = None) -> list[dict[str, Any]]:
-    """The stop-24 `AsOfIndex.facts_as_of`, verbatim in effect: bisect over the subject names, numpy
+    """The previous `AsOfIndex.facts_as_of`, verbatim in effect: bisect over the subject names, numpy
     slices turned into lists per column, numpy offsets per string, dicts sorted by a key."""
     import bisect
 
@@ -47,7 +47,7 @@ def stop24_rows(ix: interval_reads.IntervalIndex, subject: str, day: dt.date,
     if i >= len(names) or names[i] != subject:
         return []
     code = i
-    rows_of = _STOP24[id(ix)]
+    rows_of = _ROWS_OF[id(ix)]
     lo, hi = rows_of[code], rows_of[code + 1]
     t = day.toordinal()
     vf, vt, preds = ix.vf[lo:hi].tolist(), ix.vt[lo:hi].tolist(), ix.p[lo:hi].tolist()
@@ -95,24 +95,24 @@ def stop24_rows(ix: interval_reads.IntervalIndex, subject: str, day: dt.date,
     return out
 
 
-_STOP24: dict[int, list[int]] = {}
+_ROWS_OF: dict[int, list[int]] = {}
 _TEXTS: dict[int, dict[str, tuple[str, Any]]] = {}
 
 
-def prepare_stop24(ix: interval_reads.IntervalIndex) -> None:
+def prepare_previous(ix: interval_reads.IntervalIndex) -> None:
     import numpy as np
 
-    _STOP24[id(ix)] = np.searchsorted(ix.s, np.arange(len(ix.names("subjects")) + 1, dtype=ix.s.dtype)).tolist()
+    _ROWS_OF[id(ix)] = np.searchsorted(ix.s, np.arange(len(ix.names("subjects")) + 1, dtype=ix.s.dtype)).tolist()
     _TEXTS[id(ix)] = {name: (ix._cols[f"{name}_blob"].tobytes().decode(), ix._cols[f"{name}_offsets"])
                       for name in ("ids", "subject_captions", "value_captions")}
 
 
-def stop24_catalog(store: KgliteStore, day: dt.date, subject: str, predicate: str | None = None) -> list[FactRow]:
-    """The stop-24 catalog call: validated parameters, the spec's dispatch, validated rows."""
+def previous_catalog(store: KgliteStore, day: dt.date, subject: str, predicate: str | None = None) -> list[FactRow]:
+    """The previous catalog call: validated parameters, the spec's dispatch, validated rows."""
     params = AS_OF.validate(AsOfParams(date=day, subject=subject, predicate=predicate))
     index = store.intervals()
     assert index is not None and params.subject is not None
-    return [FactRow.model_validate(r) for r in stop24_rows(index, params.subject, params.date, params.predicate)]
+    return [FactRow.model_validate(r) for r in previous_rows(index, params.subject, params.date, params.predicate)]
 
 
 def per_call_us(fn: Callable[[Any], object], queries: Sequence[Any], rounds: int = 3) -> float:
@@ -166,28 +166,28 @@ def main(argv: list[str] | None = None) -> int:
     if index is None:
         print(f"{args.reuse}: no current interval sidecar", file=sys.stderr)
         return 1
-    prepare_stop24(index)
+    prepare_previous(index)
     a = index.as_of()
     for s, t in qs[:200]:  # the answers must agree, or the timings compare nothing
         new = catalog.facts_as_of(store, t, subject=s)
-        assert new == stop24_catalog(store, t, s), (s, t)
+        assert new == previous_catalog(store, t, s), (s, t)
         assert [(r.predicate, r.object) for r in new] == py.facts_as_of(s, t), (s, t)
     for s, t, p in pred_qs[:200]:
-        assert catalog.facts_as_of(store, t, subject=s, predicate=p) == stop24_catalog(store, t, s, p)
+        assert catalog.facts_as_of(store, t, subject=s, predicate=p) == previous_catalog(store, t, s, p)
     raw = AS_OF.validate(AsOfParams(date=qs[0][1], subject=qs[0][0]))
 
     steps: list[tuple[str, Callable[[Any], object]]] = [
         ("py floor (PythonIndex.facts_as_of)", lambda q: py.facts_as_of(q[0], q[1])),
         ("catalog.facts_as_of (now)", lambda q: catalog.facts_as_of(store, q[1], subject=q[0])),
-        ("catalog.facts_as_of (stop-24 path)", lambda q: stop24_catalog(store, q[1], q[0])),
-        ("  stop 24: AsOfParams(...) validation", lambda q: AsOfParams(date=q[1], subject=q[0])),
-        ("  stop 24: spec dispatch (validate isinstance + store.intervals())",
+        ("catalog.facts_as_of (previous path)", lambda q: previous_catalog(store, q[1], q[0])),
+        ("  previous: AsOfParams(...) validation", lambda q: AsOfParams(date=q[1], subject=q[0])),
+        ("  previous: spec dispatch (validate isinstance + store.intervals())",
          lambda q: (AS_OF.validate(raw), store.intervals())),
-        ("  stop 24: subject lookup (bisect over the names)",
+        ("  previous: subject lookup (bisect over the names)",
          lambda q: __import__("bisect").bisect_left(index.names("subjects"), q[0])),
-        ("  stop 24: direct hook, rows as dicts", lambda q: stop24_rows(index, q[0], q[1])),
-        ("  stop 24: + FactRow.model_validate per row",
-         lambda q: [FactRow.model_validate(r) for r in stop24_rows(index, q[0], q[1])]),
+        ("  previous: direct hook, rows as dicts", lambda q: previous_rows(index, q[0], q[1])),
+        ("  previous: + FactRow.model_validate per row",
+         lambda q: [FactRow.model_validate(r) for r in previous_rows(index, q[0], q[1])]),
         ("  now: subject lookup (dict)", lambda q: a.subject_code.get(q[0])),
         ("  now: direct hook, rows as tuples", lambda q: a.facts_as_of(q[0], q[1])),
         ("  now: + trusted FactRow construction",
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     pred_steps: list[tuple[str, Callable[[Any], object]]] = [
         ("py floor", lambda q: py.facts_as_of(q[0], q[1], q[2])),
         ("catalog (now)", lambda q: catalog.facts_as_of(store, q[1], subject=q[0], predicate=q[2])),
-        ("catalog (stop-24 path)", lambda q: stop24_catalog(store, q[1], q[0], q[2])),
+        ("catalog (previous path)", lambda q: previous_catalog(store, q[1], q[0], q[2])),
     ]
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"facts_as_of at {args.facts:,} facts, {args.calls:,} random subjects, load average {load}")
@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, fn in (*steps[:3], steps[8], steps[9]):
         print(f"{name:66s} {per_call_us(fn, qs):8.2f} {per_call_us(fn, same):8.2f}")
     for label, fn in (("now", lambda q: catalog.facts_as_of(store, q[1], subject=q[0])),
-                      ("stop-24 path", lambda q: stop24_catalog(store, q[1], q[0]))):
+                      ("previous path", lambda q: previous_catalog(store, q[1], q[0]))):
         prof = cProfile.Profile()
         prof.enable()
         for q in qs:

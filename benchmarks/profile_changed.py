@@ -1,13 +1,14 @@
-"""Where one `changed_between` call through the catalog spends its time (issue 20 item 2), on a store built by
-bench_store.py (`--keep`; pass its path with `--reuse` and the same `--facts`/`--seed`).
+"""Where one `changed_between` call through the catalog spends its time (the target: p50 no slower than
+DuckDB's), on a store built by bench_store.py (`--keep`; pass its path with `--reuse` and the same
+`--facts`/`--seed`).
 
-Prints one table per run: the catalog call as a user makes it, the same call along the stop-25 path
-(replicated below, so before and after are measured in the same process on the same windows), each stage
-of the catalog call from cProfile (numpy scan, choosing the changed pairs, each day's value lists, the
-pairs' names, the row dicts, the typed rows) and the time to drop an answer (what the next call pays when
-it replaces the last one). With `--duckdb`, bench_store's DuckDB baseline on the same facts, its SQL run
-apart from the `fetchall` that turns its answer into Python tuples. Findings: benchmarks/README.md
-("Issue 20, stop 26").
+Prints one table per run: the catalog call as a user makes it, the same call along the previous path (rows
+as tuples, then `trusted_rows`; replicated below, so before and after are measured in the same process on
+the same windows), each stage of the catalog call from cProfile (numpy scan, choosing the changed pairs,
+each day's value lists, the pairs' names, the row dicts, the typed rows) and the time to drop an answer
+(what the next call pays when it replaces the last one). With `--duckdb`, bench_store's DuckDB baseline on
+the same facts, its SQL run apart from the `fetchall` that turns its answer into Python tuples. Findings:
+benchmarks/README.md.
 
     python benchmarks/profile_changed.py --reuse /tmp/x/bench.kgl --facts 1000000 --duckdb
 """
@@ -42,8 +43,9 @@ from chronokg.queries.rows import ChangeRow, trusted_rows
 Window = tuple[dt.date, dt.date]
 
 
-def stop25_changed(ix: IntervalIndex, t1: dt.date, t2: dt.date) -> list[ChangeRow]:
-    """`changed_between` as stop 25 answered it (its index code, then `trusted_rows` from tuples)."""
+def previous_changed(ix: IntervalIndex, t1: dt.date, t2: dt.date) -> list[ChangeRow]:
+    """`changed_between` as it was answered before the columnar path (its index code, then `trusted_rows` from
+    tuples)."""
     import numpy as np
 
     g = ix._g
@@ -178,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     paths: dict[str, Callable[[Window], list[Any]]] = {
         "catalog (this code)": lambda w: catalog.changed_between(store, *w),
-        "stop-25 path (replicated)": lambda w: stop25_changed(index, *w),
+        "previous path (replicated)": lambda w: previous_changed(index, *w),
     }
     for w in windows:  # warm: string tables, object arrays; and the two paths must agree
         answers = [fn(w) for fn in paths.values()]

@@ -3,7 +3,7 @@
 Each round is a fresh process that does what `chronokg --store S query as-of --subject E --date D -f json`
 does, in the same order, store opened in line (chronokg.cli.early_open moves the load beside the imports),
 timing each step; the table shows the median of each step and its share of the whole, beside `python -c
-pass` (interpreter start, measured the same way). Issue 20 item 4: the whole process within 0.5 s at 1M.
+pass` (interpreter start, measured the same way). The target: the whole process within 0.5 s at 1M.
 
     python benchmarks/profile_cli.py --store /tmp/bench_store_x/bench.kgl --rounds 7
 

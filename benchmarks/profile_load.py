@@ -6,7 +6,7 @@ table: stage, wall seconds, CPU seconds, share of the load's wall time. Generati
 synthetic rows is timed apart and is not part of the load.
 
     python benchmarks/profile_load.py --facts 1000000
-    python benchmarks/profile_load.py --facts 1000000 --sidecar cypher   # the interval sidecar as before stop 25
+    python benchmarks/profile_load.py --facts 1000000 --sidecar cypher   # the sidecar by a Cypher read, as before
 
 Peak RSS is the process's: compare `--sidecar columns` (the default: built from the
 load's own columns) and `--sidecar cypher` (a read of every current fact after the save)

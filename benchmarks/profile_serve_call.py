@@ -1,4 +1,4 @@
-"""Where a cheap tool call's time goes in a read worker, and what the worker's cheap path saves (issue 20, stop 25).
+"""Where a cheap tool call's time goes in a read worker, and what the worker's cheap path saves.
 
 Two tables, one run, one store (bench_serve's synthetic store, built here or reused with --store):
 

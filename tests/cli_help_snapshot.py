@@ -1,7 +1,7 @@
 """The `--help` text of every `chronokg` command and group, walked from the app itself.
 
 `tests/fixtures/cli_help.json` holds these texts as they were before the CLI's fast path for
-`chronokg query ...` (issue 20 item 4); tests/test_cli_help.py checks that every text, and the list
+`chronokg query ...`; tests/test_cli_help.py checks that every text, and the list
 of commands, is still the same. Regenerate the fixture (when a help text changes on purpose) with
 
     .venv/bin/python -m tests.cli_help_snapshot

@@ -1,4 +1,4 @@
-"""Input that is absurd, truncated or empty ends in one clear error naming file and record (issue 6 §3).
+"""Input that is absurd, truncated or empty ends in one clear error naming file and record.
 
 Each case also checks that nothing was written: the store's content hash is unchanged.
 """

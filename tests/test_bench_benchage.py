@@ -1,5 +1,5 @@
 """Benchmark aging (BenchAge) re-created from the graph: the real SelfAware and TruthfulQA samples and the
-self-authored TriviaQA/NQ/BoolQ fixtures (issue 8 §3.6).
+self-authored TriviaQA/NQ/BoolQ fixtures.
 
 Expected values are written here by hand from the seed notes (JiangXunyi/BenchAge `src/detector/`,
 `src/evaluator/evaluator.py`), from the raw data files and from the keyword rule as documented, not read

@@ -1,4 +1,4 @@
-"""MI-CXR re-created from synthetic chest-X-ray timelines (issue 8 must-show).
+"""MI-CXR re-created from synthetic chest-X-ray timelines.
 
 The cohorts come from `cxr_synth`, whose ground truth (each finding's presence and severity at each
 visit) is the expected answer: the keys below are recomputed here from it with the rules as the paper
@@ -148,7 +148,7 @@ def expected_key(q: Question, window: dict[str, tuple[list[bool], list[str | Non
     return trues[0] if trues else "E"
 
 
-# --- the must-show ---------------------------------------------------------------------------------------
+# --- every answer key follows the timeline ---------------------------------------------------------------
 
 
 def test_every_key_follows_the_timeline_and_is_rederived_by_its_answer_key(

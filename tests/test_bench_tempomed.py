@@ -1,4 +1,4 @@
-"""TempoMed-Bench re-created from the graph, on the real released sample (issue 8 must-shows).
+"""TempoMed-Bench re-created from the graph, on the real released sample.
 
 Expected values are computed here from the raw records with the seed's rules as written in
 its code (GuanZihan/TempoMed-Bench `pubmed_evaluation_5_option.py`: keys A / B, options A-D

@@ -1,4 +1,4 @@
-"""A new trajectory from two guideline texts, end to end, with a model on loopback (issue 8 must-show).
+"""A new trajectory from two guideline texts, end to end, with a model on loopback.
 
 No model can run on these machines: a real OpenAI-compatible HTTP server on loopback answers the
 extraction and verification calls (scripted), so the test checks what chronokg sends (the seed's prompts,

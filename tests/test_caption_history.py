@@ -1,4 +1,4 @@
-"""Names are bitemporal like facts (issue 18): `query as-of --known-at K` shows the caption the store knew at K.
+"""Names are bitemporal like facts: `query as-of --known-at K` shows the caption the store knew at K.
 
 The UMLS release pair of the probe: 2021AA renames C0011860 from "Diabetes Mellitus, Non-Insulin-Dependent" to
 "Type 2 diabetes mellitus"; asked as known in 2020, the store answered with the 2021 name. Without a known

@@ -1,4 +1,4 @@
-"""Reads that share the store and never rewrite it (issue 6 §4), with real processes.
+"""Reads that share the store and never rewrite it, with real processes.
 
 Readers load the last checkpoint without the writer lease; a writer holds the lease and
 checkpoints atomically at close. So readers never fail because of each other or of a

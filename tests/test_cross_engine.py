@@ -180,7 +180,7 @@ def _check_lists(name: str, row: dict[str, Any]) -> set[tuple[str, str]]:
 
 
 def test_the_guideline_with_two_organizations_answers_alike(engines: tuple[GraphStore, GraphStore]) -> None:
-    """The order trap the issue found (orgs[0] of an unordered collect) answers the same on both engines."""
+    """The order trap of orgs[0] over an unordered collect answers the same on both engines."""
     kg, bolt = engines
     spec = all_queries().get("trajectory")
     for store in engines:

@@ -90,7 +90,7 @@ def test_a_family_without_its_sources_says_which_loader_fills_them(tmp_path: Pat
                            ("conflictmedqa", "chronokg ingest driftmed"), ("chroknow", "chronokg ingest chroknow"),
                            ("tempomed", "chronokg ingest tempomed")]:
         done = runner.invoke(app, ["--store", uri, "generate", family, "--out", str(tmp_path / f"{family}.jsonl")])
-        assert done.exit_code == 2, done.output  # an error (issue 18): nothing to generate from, nothing written
+        assert done.exit_code == 2, done.output  # an error: nothing to generate from, nothing written
         text = " ".join(done.output.split())  # rich wraps long lines
         assert f"{family} builds from" in text and loader in text, text
         assert not (tmp_path / f"{family}.jsonl").exists()

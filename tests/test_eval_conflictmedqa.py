@@ -128,7 +128,7 @@ def test_every_sample_answered_with_the_slices_of_the_data(evaluated: dict[str, 
 
 
 def test_always_yes_endorses_everything_and_conflicts_on_every_pair(evaluated: dict[str, Any]) -> None:
-    """Issue 9's must-show: always-Yes -> ECDA_adh 1, ECDA_rej 0, IKCR 1 (overall and in every slice)."""
+    """Answering Yes to everything: ECDA_adh 1, ECDA_rej 0, IKCR 1 (overall and in every slice)."""
     model = "baseline/always-yes"
     assert set(all_values(metric(evaluated, ECDA_ADH, model))) == {1.0}
     assert set(all_values(metric(evaluated, ECDA_REJ, model))) == {0.0}

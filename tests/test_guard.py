@@ -1,4 +1,4 @@
-"""The read-only guard against a corpus of hostile and expensive statements (issue 6 §1).
+"""The read-only guard against a corpus of hostile and expensive statements.
 
 Every write, DDL, admin, procedure, file/network read and trick is refused with a reason;
 every expensive read is stopped by a limit; the schema-reading procedures and ordinary

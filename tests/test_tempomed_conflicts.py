@@ -1,7 +1,7 @@
 """TempoMed-Bench records that must not be stored: over-long text, one idx with two contents (in a file, or
 against the store's question of the same release), each an error naming both records and writing nothing.
 
-Cases from issue 18's probes of the loaders, on records of the real MCQ sample (../shared/data).
+Cases from probes of the loaders, on records of the real MCQ sample (../shared/data).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`ingest wikidata` names every statement it skips for its date (year 0, year 99999, 2023-02-30 at day
-precision): by statement id in the load summary and in the CLI's report, not only as a count (issue 18)."""
+precision): by statement id in the load summary and in the CLI's report, not only as a count."""
 
 from __future__ import annotations
 

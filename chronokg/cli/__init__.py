@@ -11,8 +11,8 @@ if TYPE_CHECKING:
 
 def app_for(args: Sequence[str]) -> typer.Typer:
     """The app that runs `chronokg ARGS`: for `chronokg query ...` the root with the query group alone (typer
-    turns a whole app into click commands at each call, and the other groups' modules cost imports: issue 20
-    item 4, a query in half a second), otherwise the whole app (chronokg.cli.app)."""
+    turns a whole app into click commands at each call and the other groups' modules cost imports, while a
+    query should answer in half a second), otherwise the whole app (chronokg.cli.app)."""
     from chronokg.cli.argv import command_word
 
     if command_word(args) == "query":

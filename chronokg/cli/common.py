@@ -23,7 +23,7 @@ T = TypeVar("T")
 
 class _FirstUse:
     """A rich Console made when first used: a command that prints only JSON never imports rich (~50 ms of
-    `chronokg query ... -f json`, issue 20 item 4)."""
+    `chronokg query ... -f json`, which should answer in half a second)."""
 
     def __init__(self, **options: Any) -> None:
         self._options = options

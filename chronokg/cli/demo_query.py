@@ -1,5 +1,5 @@
 """The demo's last step: one `chronokg query` run three times from a shell, the later runs answered by the local
-query process the first one started (chronokg.cli.query_client; issue 20 item 4).
+query process the first one started (chronokg.cli.query_client).
 
 Who answered each run is read from the process's own count of the queries it answered, not guessed from times.
 """

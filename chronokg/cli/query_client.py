@@ -1,4 +1,4 @@
-"""`chronokg query NAME ...` asks a live local query process first (issue 20 item 4: a query in half a second).
+"""`chronokg query NAME ...` asks a live local query process first, so that a query answers in half a second.
 
 The process (chronokg.cli.query_daemon) keeps one embedded store open with the query app imported. This
 client imports the standard library alone (no pydantic, typer, rich, kglite, numpy): it finds the process

@@ -415,7 +415,7 @@ def write_bulk(store: GraphStore, parts: Iterable[Part], progress: Progress | No
                 raise _Unchanged
             # The sidecar first (written unstamped, then dropped), the index builds after, freed heap handed
             # back between: each of the three peaks over the graph alone, not over the one before it
-            # (benchmarks/README.md, issue 20 stop 26: 11.8 GB at 10M facts with sidecar after indexes).
+            # (benchmarks/README.md: 11.8 GB at 10M facts with the sidecar after the indexes).
             kg.publish_sidecar(_sidecar(feed, graph))
             del feed, sources
             _trim()
@@ -428,7 +428,7 @@ def write_bulk(store: GraphStore, parts: Iterable[Part], progress: Progress | No
 
 
 # Stage part N+1 in a thread while the engine loads part N. Off: on a quiet 2-core machine it cost 25% more CPU
-# and 9% more wall time at 1M facts (GIL hand-offs; benchmarks/README.md, issue 20 stop 25 quiet run).
+# and 9% more wall time at 1M facts (GIL hand-offs; benchmarks/README.md, quiet run).
 PREFETCH = False
 
 
@@ -439,7 +439,7 @@ def _frames(part: Part) -> tuple[list[Frame], list[Edges]]:
 def _staged_ahead(parts: Iterable[Part]) -> Generator[tuple[Part, tuple[list[Frame], list[Edges]]], None, None]:
     """Each part with its frames; with `PREFETCH`, the next part is built (the caller's generator: parsing,
     `FactTable` staging) and framed in a second thread meanwhile. kglite's add_nodes, add_relationships,
-    index builds and save release the GIL (benchmarks/README.md, issue 20 stop 25), so that work overlaps
+    index builds and save release the GIL (benchmarks/README.md), so that work overlaps
     the engine's. Only one thread touches the generator at a time; its errors surface here, in order."""
     it = iter(parts)
     if not PREFETCH:

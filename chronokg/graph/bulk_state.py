@@ -1,7 +1,7 @@
 """What one bulk load (`graph.bulk.write_bulk`) knows beyond the graph, so its parts need not read back what it wrote.
 
 Reading back, id by id, what earlier parts of the same load had just written was a
-fifth of a million-fact load (benchmarks/README.md, issue 20).
+fifth of a million-fact load (benchmarks/README.md).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The interval sidecar of a bulk load, built from the columns the load already holds.
 
 Why: building it by a Cypher read of every current fact after the save cost 6.9 s and
-~1.5 GB at a million facts (the whole of the load's peak-memory miss, benchmarks/README.md,
-issue 20). The loader has every new fact's columns in hand, and every change to a stored
+~1.5 GB at a million facts (the whole of the load's peak-memory miss, benchmarks/README.md).
+The loader has every new fact's columns in hand, and every change to a stored
 fact passes through it as an update; with the sidecar of the store before the load, that
 is the whole state.
 

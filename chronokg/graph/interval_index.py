@@ -91,7 +91,7 @@ Column = Callable[[str], Any]  # a column of the FACTS query by its name ("s", "
 class Codes:
     """A column already as `_factor` gives it: codes (-1: None) into its sorted distinct values. A bulk load
     hands its columns over in this form (`graph.interval_feed`), so ten million rows never become ten
-    million Python objects (the load's peak memory at 10M facts, benchmarks/README.md, issue 20 stop 26)."""
+    million Python objects (the load's peak memory at 10M facts, benchmarks/README.md)."""
 
     def __init__(self, codes: Any, names: list[Any]) -> None:
         self.codes, self.names = codes, names

@@ -89,7 +89,7 @@ class IntervalIndex:
 
         The scan is numpy over every row; per answered pair only the lists it returns are made in Python
         (names taken through object arrays in C). At 10M facts a 3-year window answers ~770k pairs, and
-        those objects, not the scan, are most of the cost (benchmarks/README.md, issue 20 stop 26)."""
+        those objects, not the scan, are most of the cost (benchmarks/README.md)."""
         import numpy as np
 
         g = self._g

@@ -186,7 +186,7 @@ class KgliteStore:
     def run_here(self, cypher: str, params: Params | None, limits: ReadLimits) -> LimitedResult:
         """The same read in this process, with the engine's deadline, work budget and row limit only: for a
         caller that is itself a forked, read-only sandbox (serve's read workers), where a second fork per read
-        cost most of a cheap call (benchmarks/README.md, issue 20 stop 25)."""
+        cost most of a cheap call (benchmarks/README.md)."""
         return self._bounded(cypher, params, limits, fork=False)
 
     def _bounded(self, cypher: str, params: Params | None, limits: ReadLimits, *, fork: bool) -> LimitedResult:

@@ -94,7 +94,7 @@ def fact_rows(values: list[dict[str, Any]]) -> list[FactRow]:
     typed columns (ids and names decoded from the sidecar's string tables, days from ordinals, literals
     through their recorded kind), so it already has its field's exact type; tests/test_interval_index.py
     and the conformance suite compare these rows to validated Cypher rows. Validation was ~3 us a row,
-    most of a point read (benchmarks/README.md, issue 20 stop 25)."""
+    most of a point read (benchmarks/README.md)."""
     return trusted_dict_rows(FactRow, values)
 
 

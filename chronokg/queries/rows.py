@@ -116,7 +116,7 @@ def trusted_dict_rows(cls: type[R], rows: Iterable[dict[str, object]]) -> list[R
 def trusted_rows(cls: type[R], fields: tuple[str, ...], rows: Iterable[Sequence[object]]) -> list[R]:
     """Rows of `cls` from values that already have their fields' exact types (our own sidecar index built
     them), without running validation: at ~80k rows, validation alone cost more than the query
-    (benchmarks/README.md, issue 20). tests/test_interval_index.py compares them to validated Cypher rows."""
+    (benchmarks/README.md). tests/test_interval_index.py compares them to validated Cypher rows."""
     new, put, known = object.__new__, object.__setattr__, set(fields)
     out = []
     for values in rows:

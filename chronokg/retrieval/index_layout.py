@@ -1,7 +1,7 @@
 """What a passage-index folder holds, apart from the vectors: the format and `meta.json` record, what an
 update reports, the SQLite schema of `passages.sqlite`, and the day-ordinal spans of `spans.npy`.
 
-Split out of `index.py` (issue 19: modules by what they hold); `index` re-exports what others import.
+Split out of `index.py` so that each module holds one thing; `index` re-exports what others import.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """BenchAge's time-sensitivity verdicts without the graph: the documented keyword rule (no model), and the
 seed's LLM detector replies read as votes (`seed_vote`, the fixed `chronokg_vote`) and tallied (`tally`).
 
-Split out of `benchage.py` (issue 19: modules by what they hold); `benchage` re-exports what tests import.
+Split out of `benchage.py` so that each module holds one thing; `benchage` re-exports what tests import.
 """
 
 from __future__ import annotations

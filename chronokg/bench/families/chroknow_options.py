@@ -1,7 +1,7 @@
 """ChroKnowBench's fixed facts (domains, option tables of the seed's `ChroKnowledge.py`, decoding, answer format)
 and what a build may choose (`ChroKnowOptions`).
 
-Split out of `chroknow.py` (issue 19: modules by what they hold).
+Split out of `chroknow.py` so that each module holds one thing.
 """
 
 from __future__ import annotations

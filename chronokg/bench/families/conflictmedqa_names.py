@@ -2,7 +2,7 @@
 category, a disease group, each resolved against the vocabularies the DriftMed loader declares, else one
 clear error naming the known ones.
 
-Split out of `conflictmedqa.py` (issue 19: modules by what they hold); `conflictmedqa` re-exports them.
+Split out of `conflictmedqa.py` so that each module holds one thing; `conflictmedqa` re-exports them.
 """
 
 from __future__ import annotations

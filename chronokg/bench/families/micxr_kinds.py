@@ -1,7 +1,7 @@
 """MI-CXR's vocabulary: the question types (the released `qtype`s, Table 9) and their groups and quotas,
 the interval change types with their flips (paper A.6), severity ranks and the template sentences.
 
-Split out of `micxr.py` (issue 19: modules by what they hold); `micxr` re-exports what others import.
+Split out of `micxr.py` so that each module holds one thing; `micxr` re-exports what others import.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """TempoMed-Bench's option rules as the seed scripts apply them: labels, the historical stem rewrite, the MCQ
 user prompt and the positional perturbations (`build_choice_mode_data`) of one item.
 
-Split out of `tempomed.py` (issue 19: modules by what they hold); `tempomed` imports them back.
+Split out of `tempomed.py` so that each module holds one thing; `tempomed` imports them back.
 """
 
 from __future__ import annotations
