@@ -1,7 +1,7 @@
 """Tool server under bounded loopback load: 50 concurrent clients for 30 s, beside in-process baselines.
 
-Issue 10, Must show: "The HTTP server under bounded loopback load (50 concurrent clients for 30 s):
-0 errors, p50/p99 printed". One run measures, on the same store and the same mix of calls:
+The target: under bounded loopback load (50 concurrent clients for 30 s), 0 errors, with p50/p99 printed.
+One run measures, on the same store and the same mix of calls:
 
 * in process, one caller, no workers (`ToolHost.call_tool`: the floor, the guard's fork included);
 * in process, N concurrent callers through the forked read workers (no HTTP: the workers' own limit);
@@ -17,7 +17,7 @@ guarded `cypher` read, and a `cypher` write attempt that must come back refused 
 any other status, a transport failure, or a refused/failed call that should have answered. The
 store's content hash and file are checked before and after.
 
-Issue 20, the heavy-caller mix: 5 callers sending costly Cypher (`HEAVY`, which runs until a read limit stops
+The heavy-caller mix: 5 callers sending costly Cypher (`HEAVY`, which runs until a read limit stops
 it) among 45 callers sending the cheap mix above, over HTTP, each caller with its own token and client id
 header, for `--mix-seconds`; with the fair scheduling (per-caller queues, a heavy lane for reads past their
 first slice of CPU, one memory budget for all reads; `chronokg.serve.fair`) twice: callers with their own token
@@ -437,7 +437,7 @@ def main() -> None:
                     "(0: skip)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--mix-only", action="store_true", help="only the heavy-caller mix (issue 20)")
+    ap.add_argument("--mix-only", action="store_true", help="only the heavy-caller mix")
     ap.add_argument("--mix-seconds", type=float, default=30.0, help="length of the heavy-caller mix, per scheduling "
                     "(0: skip it)")
     ap.add_argument("--mix-clients", type=int, default=50)

@@ -20,7 +20,7 @@ def test_the_demo_load_table_says_what_was_read_and_written() -> None:
     load_summary(Console(file=out, width=200), summary)
     text = out.getvalue()
     corpus = read_corpus()
-    assert f"{len(corpus.decisions) + len(corpus.facts)} records from 1 file(s)" in text
+    assert f"{len(corpus.decisions) + len(corpus.facts)} records from 1 file" in text
     held = {r["k"]: r["n"] for r in store.run("MATCH (n) RETURN labels(n)[0] AS k, count(*) AS n")}
     for label, n in held.items():  # each label's `after` is what the store holds
         row = next(line for line in text.splitlines() if re.search(rf"\b{label}\b", line))

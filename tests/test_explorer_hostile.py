@@ -21,7 +21,8 @@ import pytest
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.serve.explorer import page
 from chronokg.serve.explorer.static import Slice, slice_data
-from tests.test_explorer import ARGS, CHROMIUM, wait_js
+from tests.report_helpers import ARGS, CHROMIUM
+from tests.test_explorer import wait_js
 
 HOSTILE = [
     "/*DATA*/", "/*CONFIG*/ /*JS*/ /*CSS*/ /*CSP*/",

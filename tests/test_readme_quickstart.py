@@ -39,7 +39,7 @@ def test_the_readme_quick_start_runs_end_to_end(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     runs = list((tmp_path / "runs").glob("run-*"))
     assert len(runs) == 1 and (runs[0] / "samples.jsonl").stat().st_size > 0
-    assert "tempomed.accuracy" in done.stdout and "0 changed" in " ".join(done.stdout.split())
+    assert "tempomed.accuracy" in done.stdout and "0 answers changed" in " ".join(done.stdout.split())
     report = tmp_path / "report"
     assert (report / "report.html").is_file() and (report / "report.md").is_file()
     assert any(report.rglob("*.png"))

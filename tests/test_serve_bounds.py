@@ -1,6 +1,6 @@
 """Out-of-range arguments, over-long text, deep nesting and FastAPI's own refusals, on every transport.
 
-The probe corpus of issue 18: each case was a 500 over HTTP (an OverflowError in the engine, a
+A corpus of hostile probes: each case was a 500 over HTTP (an OverflowError in the engine, a
 RecursionError parsing the body) or a JSON-RPC -32603 with a traceback over MCP stdio. Every tool's
 parameter model bounds its integers, text and lists (the schema says so, and a test walks it), so
 each case is now a 4xx `{"error": ...}` over HTTP and a tool error over MCP, on a real server.

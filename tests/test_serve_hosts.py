@@ -178,7 +178,8 @@ ATTACK = """<!doctype html><title>evil</title><script>
 
 
 def test_a_page_at_another_name_resolving_to_loopback_cannot_read(server: str) -> None:
-    from tests.test_explorer import ARGS, CHROMIUM, wait_js
+    from tests.report_helpers import ARGS, CHROMIUM
+    from tests.test_explorer import wait_js
 
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} not found: apt-get install -y chromium")

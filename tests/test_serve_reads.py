@@ -1,4 +1,4 @@
-"""A read worker's cheap path (issue 20, stop 25): remembered guard verdicts, catalog reads in the worker itself.
+"""A read worker's cheap path: remembered guard verdicts, catalog reads in the worker itself.
 
 And serve's loose ends: the MCP session as the caller the workers are shared by, and no faulthandler
 traceback from a read that dies at its memory limit in a worker.

@@ -1,7 +1,7 @@
 """Which waiting call a free read worker takes next: fair by caller, with a lane for heavy reads.
 
 First come, first served let five callers sending heavy Cypher hold every worker while
-forty-five cheap callers waited behind them (issue 20: cheap p99 of 20 s). Here:
+forty-five cheap callers waited behind them (cheap p99 of 20 s). Here:
 
 * each caller (HTTP: the client id header, else its connection, under its token; MCP: the
   session) has its own queue, and free workers go round the callers in turn, so a caller

@@ -62,7 +62,7 @@ def mcp_caller(ctx: Any) -> str | None:
     session id, else its client id header or peer address: `gate.caller_key`); the handler may run in the
     session's own task, outside that request's context, so the key is read from the request's scope. Otherwise
     (stdio, in process): the client's connection. Not the request's `ctx.session`: the SDK makes one per request,
-    so keying by it made every call a caller of its own (issue 20, stop 25).
+    so keying by it made every call a caller of its own (measured: benchmarks/README.md).
     """
     scope = getattr(getattr(ctx, "request", None), "scope", None)
     if isinstance(scope, dict) and isinstance(scope.get(SCOPE_CALLER), str):

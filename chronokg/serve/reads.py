@@ -1,6 +1,6 @@
 """How a forked read worker runs a read cheaply: the guard's verdicts cached, catalog reads without a second fork.
 
-Profiled at 100k facts (issue 20, stop 25; benchmarks/README.md): of a cheap call's ~34 ms in a worker, the
+Profiled at 100k facts (benchmarks/README.md): of a cheap call's ~34 ms in a worker, the
 guard's own fork per read took ~27 ms (fork, copy-on-write faults of the child touching the graph, pickling back),
 its EXPLAIN 1.4-2.9 ms and its text check 0.7-1.1 ms; the query itself well under a millisecond. So, in a worker:
 
