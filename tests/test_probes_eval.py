@@ -71,7 +71,7 @@ def test_an_empty_answer_is_a_failed_sample_never_cached_and_resume_retries_it(
                        "--base-url", server.url, "--log-dir", str(env / "runs"), "--limit", "1", "--no-write",
                        "--concurrency", "1")
     assert code == EXIT_INCOMPLETE, output  # an incomplete run is not a success
-    assert "retry 1/1 after empty answer from the server" in " ".join(output.split())  # every retry shown, above the bar
+    assert "retry 1/1 after empty answer from the server" in " ".join(output.split())  # every retry shown
     folder = next((env / "runs").iterdir())
     [record] = latest(folder / "samples.jsonl").values()
     assert record.error is not None and "empty answer" in record.error, record
