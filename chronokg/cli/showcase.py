@@ -86,7 +86,7 @@ def show_benchmark(store: GraphStore, console: Console, show: Callable[[str, str
     panel(console, sample.input.strip(), f"{sample.variant} · target {sample.target} · key "
                                          f"{sample.answer_key.query}{sample.answer_key.params}", width=110)
     report = verify_questions(store, questions)
-    say(console, f"{len(questions)} questions; bench verify: {report.summary()}")
+    say(console, f"bench verify: {report.summary()}")
 
     show("eval run (reference baselines)", "An oracle, a model that knows only today, and a model frozen at "
                                            "2012: the metrics show the signature of each.")
