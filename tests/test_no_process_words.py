@@ -3,8 +3,9 @@ never which tracker entry, numbered step or item of a work list asked for it. A 
 cannot follow such a reference, and it says nothing the sentence around it should not say itself.
 
 Scanned: the project's own words (Python, Markdown, TOML, the explorer's page assets, the CI script) under
-chronokg/, tests/ (fixture READMEs, not fixture data), docs/, benchmarks/*.py, README.md, DEVELOPERS.md and
-pyproject.toml. Prompt templates and fixture data are stored text, quoted from elsewhere, and are not scanned.
+chronokg/, tests/ (fixture READMEs, not fixture data), docs/, benchmarks/*.py and benchmarks/README.md, README.md,
+DEVELOPERS.md and pyproject.toml. Prompt templates and fixture data are stored text, quoted from elsewhere, and
+are not scanned.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def _scanned() -> Iterator[Path]:
                 continue  # this file spells out the patterns it looks for
             yield path
     yield from sorted((REPO / "benchmarks").glob("*.py"))
-    for name in ("README.md", "DEVELOPERS.md", "pyproject.toml", ".ci/run"):
+    for name in ("benchmarks/README.md", "README.md", "DEVELOPERS.md", "pyproject.toml", ".ci/run"):
         if (REPO / name).is_file():
             yield REPO / name
 
@@ -56,7 +57,8 @@ def _hits(text: str) -> list[tuple[int, str]]:
 def test_the_scan_covers_the_project() -> None:
     paths = {p.relative_to(REPO).as_posix() for p in _scanned()}
     for expected in ("chronokg/cli/__init__.py", "tests/test_layers.py", "docs/retrieval.md", "README.md",
-                     "DEVELOPERS.md", "benchmarks/bench_store.py", "chronokg/serve/explorer/assets/app.js"):
+                     "DEVELOPERS.md", "benchmarks/bench_store.py", "benchmarks/README.md",
+                     "chronokg/serve/explorer/assets/app.js"):
         assert expected in paths, expected
     assert not any(p.startswith("tests/fixtures/") and not p.endswith("README.md") for p in paths)
 
