@@ -187,18 +187,25 @@ def remove_leftovers(path: Path) -> list[str]:
     return sorted(removed)
 
 
-def lease_holder(path: Path) -> str | None:
-    """Who holds the writer lease of the store at `path` now ("process 123"), or None."""
+def lease_owner(path: Path) -> tuple[int, bool] | None:
+    """The process named by the lease owner file beside the store at `path` and whether it still runs, or None
+    when no process holds it (no file, unreadable, released, no pid)."""
     owner = Path(str(path) + ".lock-owner")
     try:
-        text = owner.read_text() if owner.exists() else ""
+        text = owner.read_text(errors="replace") if owner.is_file() else ""
     except OSError:
         return None
     fields = dict(line.partition("=")[::2] for line in text.splitlines())
     pid = fields.get("pid", "")
-    if "released" not in fields and pid.isdigit() and process_alive(int(pid)):
-        return f"process {pid}"
-    return None
+    if "released" in fields or not pid.isdigit():
+        return None
+    return int(pid), process_alive(int(pid))
+
+
+def lease_holder(path: Path) -> str | None:
+    """Who holds the writer lease of the store at `path` now ("process 123"), or None."""
+    owner = lease_owner(path)
+    return f"process {owner[0]}" if owner is not None and owner[1] else None
 
 
 def unreplayed_log(path: Path) -> str | None:

@@ -31,7 +31,7 @@ from chronokg.graph.kglite_files import (
     WAL_MAGIC,
     LogState,
     lease_holder,
-    process_alive,
+    lease_owner,
     readable_versions,
     scan_bytes,
     scan_log,
@@ -73,16 +73,11 @@ def fresh_header() -> bytes:
 
 def lease_state(store: Path) -> str:
     """The writer lease as the owner file beside the store tells it (kglite takes over a dead owner's)."""
-    holder = lease_holder(store)
-    if holder is not None:
-        return f"held by {holder}"
-    owner = Path(f"{store}.lock-owner")
-    text = owner.read_text(errors="replace") if owner.is_file() else ""
-    fields = dict(line.partition("=")[::2] for line in text.splitlines())
-    pid = fields.get("pid", "")
-    if pid.isdigit() and "released" not in fields and not process_alive(int(pid)):
-        return f"stale (process {pid} is gone)"
-    return "free"
+    owner = lease_owner(store)
+    if owner is None:
+        return "free"
+    pid, alive = owner
+    return f"held by process {pid}" if alive else f"stale (process {pid} is gone)"
 
 
 def _writer(checkpoint: str, lease: str, log: LogState) -> WriterAction:
