@@ -150,8 +150,10 @@ def mcp(
             anyio.run(run_stdio, tools)
 
     def make_app(tools: Any, tokens: list[str], hosts: Any) -> Any:
+        """`hosts` is not used: the MCP SDK refuses other names on loopback itself, the token guards beyond."""
         from chronokg.serve.mcp_server import streamable_http_app
 
+        del hosts
         return streamable_http_app(tools, bind=host, tokens=tokens, rate=rate, burst=burst,
                                    max_body_bytes=max_body_kb * 1024)
 

@@ -369,8 +369,8 @@ def read_memory(worker_pid: int) -> list[tuple[int, float]]:
 
 
 def cpu_s(pid: int) -> float:
-    """The CPU seconds (user + system) a process has used, 0 when it is gone (/proc/PID/stat: read in microseconds,
-    at 10 ms resolution)."""
+    """The CPU seconds (user + system) a process has used, 0 when it is gone (/proc/PID/stat, in clock ticks: 10 ms
+    resolution; a read takes microseconds)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
