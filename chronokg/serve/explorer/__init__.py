@@ -81,9 +81,11 @@ def _assets() -> tuple[str, str, str]:
     return template, css, js
 
 
+@functools.cache
 def page_policy(*, meta: bool = False) -> str:
     """The page's Content-Security-Policy: its one script and one style by hash, reads from its own origin, images
-    only as data (the report's plots); `meta`: the copy inside the page (no `frame-ancestors` there)."""
+    only as data (the report's plots); `meta`: the copy inside the page (no `frame-ancestors` there). Hashed once
+    per process, like the assets it hashes, not on every page served."""
     _, css, js = _assets()
     return policy(scripts=[digest(js)], styles=[digest(css)], meta=meta)
 
