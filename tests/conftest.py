@@ -88,6 +88,21 @@ def served_store(served: tuple[Path, str]) -> Iterator[KgliteStore]:
         yield s
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--all", action="store_true", default=False,
+                     help="run the slow tier too (JVM, browser, proxies, harnesses, torch, docs and kill tests)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The default run is the fast tier: tests marked `slow` run with `--all` or when `-m` names `slow`."""
+    if config.getoption("--all") or "slow" in (config.getoption("markexpr") or ""):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if item.get_closest_marker("slow") is None]
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     from chronokg.settings import Settings
 
