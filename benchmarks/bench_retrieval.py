@@ -141,12 +141,12 @@ def make_index(kind: str, vectors: np.ndarray, spans: np.ndarray, folder: Path) 
     serialized faiss size."""
     import faiss
 
-    from chronokg.retrieval.index import IndexMeta, PassageIndex, _new_index, ivf_lists
+    from chronokg.retrieval.index import IndexMeta, PassageIndex, ivf_lists, new_index
 
     n = len(vectors)
     nlist = ivf_lists(n) if kind == "ivf" else 0
     t = time.perf_counter()
-    faiss_index = _new_index(kind, DIM, nlist)  # type: ignore[arg-type]
+    faiss_index = new_index(kind, DIM, nlist)  # type: ignore[arg-type]
     if kind == "ivf":
         sample = vectors[np.random.default_rng(1).choice(n, min(n, 64 * nlist), replace=False)]
         faiss_index.train(sample)

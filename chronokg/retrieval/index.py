@@ -37,7 +37,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from chronokg.errors import ChronoKGError
 from chronokg.progress import Progress
 from chronokg.retrieval.embed import RAG_EXTRA, Embedder
-from chronokg.retrieval.index_layout import COLUMNS, EMBED_BATCH, FORMAT, NPROBE_BASE, SCHEMA, _date, _record, _spans
+from chronokg.retrieval.index_layout import (
+    COLUMNS,
+    EMBED_BATCH,
+    FORMAT,
+    NPROBE_BASE,
+    SCHEMA,
+    date,
+    passage_record,
+    passage_spans,
+)
 from chronokg.retrieval.index_layout import INT_MAX as INT_MAX  # re-exported: indexing, rag, cli, benchmarks
 from chronokg.retrieval.index_layout import INT_MIN as INT_MIN
 from chronokg.retrieval.index_layout import IVF_MIN_ROWS as IVF_MIN_ROWS
@@ -83,7 +92,7 @@ class PassageIndex:
         import numpy as np
 
         meta = IndexMeta(model=model, dim=dim, kind=kind, nlist=nlist, store=store)
-        return cls(folder, meta, _new_index(kind, dim, nlist), np.zeros((0, 5), dtype=np.int32), read_only=False)
+        return cls(folder, meta, new_index(kind, dim, nlist), np.zeros((0, 5), dtype=np.int32), read_only=False)
 
     @classmethod
     def open(cls, folder: Path, read_only: bool = True) -> PassageIndex:
@@ -173,8 +182,8 @@ class PassageIndex:
             self.index.add_with_ids(vectors, ids)
         self.db.executemany(f"INSERT INTO passages (row, {', '.join(COLUMNS)}) VALUES "
                             f"(?, {', '.join('?' * len(COLUMNS))})",
-                            [(int(r), *_record(p)) for r, p in zip(ids, passages, strict=True)])
-        self.spans = np.concatenate([self.spans, np.array([_spans(p) for p in passages], dtype=np.int32)])
+                            [(int(r), *passage_record(p)) for r, p in zip(ids, passages, strict=True)])
+        self.spans = np.concatenate([self.spans, np.array([passage_spans(p) for p in passages], dtype=np.int32)])
 
     def sync(self, passages: Iterable[Passage], embedder: Embedder, batch: int = EMBED_BATCH,
              progress: Progress | None = None) -> SyncReport:
@@ -197,14 +206,14 @@ class PassageIndex:
                 continue
             row = found[0]
             seen.add(row)
-            if tuple(int(x) for x in self.spans[row]) != _spans(p):
+            if tuple(int(x) for x in self.spans[row]) != passage_spans(p):
                 updates.append((row, p))
             else:
                 report.unchanged += 1
         for row, p in updates:
-            self.spans[row] = _spans(p)
+            self.spans[row] = passage_spans(p)
             self.db.execute(f"UPDATE passages SET {', '.join(f'{c} = ?' for c in COLUMNS[1:])} WHERE row = ?",
-                            (*_record(p)[1:], row))
+                            (*passage_record(p)[1:], row))
         report.changed = len(updates)
         gone = [row for row, _ in existing.values() if row not in seen]
         for row in gone:
@@ -343,7 +352,7 @@ class PassageIndex:
         for rec in cur:
             values = dict(zip(COLUMNS, rec[1:], strict=True))
             for name in ("valid_from", "valid_to", "known_from", "known_to"):
-                values[name] = _date(values[name])
+                values[name] = date(values[name])
             out[int(rec[0])] = Passage.model_validate(values)
         return out
 
@@ -355,7 +364,7 @@ class PassageIndex:
         return {int(r) for (r,) in self.db.execute(f"SELECT row FROM passages WHERE fact_id IN ({marks})", ids)}
 
 
-def _new_index(kind: Kind, dim: int, nlist: int) -> Any:
+def new_index(kind: Kind, dim: int, nlist: int) -> Any:
     faiss = _faiss()
     if kind == "flat":
         return faiss.IndexFlatIP(dim)

@@ -63,7 +63,7 @@ def day(value: dt.date | str | None, open_value: int) -> int:
     return value.toordinal()
 
 
-def _date(value: str | None) -> dt.date | None:
+def date(value: str | None) -> dt.date | None:
     return None if value is None else dt.date.fromisoformat(value)
 
 
@@ -78,12 +78,12 @@ COLUMNS = ("key", "kind", "text", "fact_id", "subject", "predicate", "source", "
            "heading", "valid_from", "valid_to", "known_from", "known_to")
 
 
-def _spans(p: Passage, alive: int = 1) -> tuple[int, int, int, int, int]:
+def passage_spans(p: Passage, alive: int = 1) -> tuple[int, int, int, int, int]:
     return (day(p.valid_from, INT_MIN), day(p.valid_to, INT_MAX), day(p.known_from, INT_MIN),
             day(p.known_to, INT_MAX), alive)
 
 
-def _record(p: Passage) -> tuple[Any, ...]:
+def passage_record(p: Passage) -> tuple[Any, ...]:
     return (p.key, p.kind, p.text, p.fact_id, p.subject, p.predicate, p.source, p.title, p.topic, p.organization,
             p.heading,
             *(None if d is None else d.isoformat() for d in (p.valid_from, p.valid_to, p.known_from, p.known_to)))

@@ -42,7 +42,13 @@ import random
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from chronokg.bench.families.chroknow_assembly import Build, _candidates, generation_prompt, mcqa_prompt, tf_prompt
+from chronokg.bench.families.chroknow_assembly import (
+    Build,
+    generation_prompt,
+    mcqa_prompt,
+    option_candidates,
+    tf_prompt,
+)
 from chronokg.bench.families.chroknow_item import INVARIANT as INVARIANT
 from chronokg.bench.families.chroknow_item import INVARIANT_YEARS as INVARIANT_YEARS
 from chronokg.bench.families.chroknow_item import ORIGIN_WIKIDATA, Item
@@ -61,12 +67,12 @@ from chronokg.bench.families.chroknow_options import (
 from chronokg.bench.families.chroknow_prompts import keyed
 from chronokg.bench.families.chroknow_reading import (
     Graph,
-    _cfr_items,
-    _cfr_pools,
-    _resolve_distractors,
     canonical,
+    cfr_items,
+    cfr_pools,
     gold_aliases,
     norm,
+    resolve_distractors,
     texts_of,
 )
 from chronokg.bench.families.chroknow_reading import word_span as word_span  # re-exported: tests import it here
@@ -180,7 +186,7 @@ def _domain_questions(ctx: Context, options: ChroKnowOptions, items: list[Item],
         short: list[str] = []
         for year in item.years():
             own = item.origin in ("cfr", ORIGIN_WIKIDATA) and not pool  # no loaded pool: the items of its origin
-            found = _candidates(item, year, [i for i in items if i.origin == item.origin] if own else pool, seed)
+            found = option_candidates(item, year, [i for i in items if i.origin == item.origin] if own else pool, seed)
             if not item.gold(year):
                 continue  # no known objects that year (the seed would render an empty object or raise)
             if len(found) < 4:
@@ -209,15 +215,15 @@ def generate(ctx: Context, options: ChroKnowOptions) -> Iterator[Question]:
     graph = Graph(ctx)
     rows = graph.items(fewshot=False)
     fewshots = graph.items(fewshot=True)
-    cfr = _cfr_items(ctx, options) if options.cfr else []
+    cfr = cfr_items(ctx, options) if options.cfr else []
     rows += wikidata_items(ctx) if options.wikidata else []
     since = ctx.since
 
     def selected(item: Item) -> bool:  # `--since` compares evidence afterwards (bench.since) for derived items
         return since is None or item.origin in ("cfr", ORIGIN_WIKIDATA) or item.source_id in since
 
-    _resolve_distractors(ctx, graph, [*rows, *fewshots], {})
-    _resolve_distractors(ctx, graph, cfr, _cfr_pools(cfr))
+    resolve_distractors(ctx, graph, [*rows, *fewshots], {})
+    resolve_distractors(ctx, graph, cfr, cfr_pools(cfr))
     domains = [d.value for d in options.domains] if options.domains else list(DOMAINS)
     budget = [options.limit if options.limit is not None else 10**12]
     if ctx.progress is not None:

@@ -27,7 +27,7 @@ from chronokg.bench.families.chroknow_reading import canonical, fill_blank
 # --- few-shot draws ---------------------------------------------------------------------------------------------
 
 
-def _candidates(item: Item, year: str, pool: Sequence[Item], seed: bool) -> list[Item]:
+def option_candidates(item: Item, year: str, pool: Sequence[Item], seed: bool) -> list[Item]:
     """The seed's few-shot candidates: same relation (Legal: question type; CFR items: any), and for General
     (chronokg: every domain) only rows that have the year."""
     if item.origin == ORIGIN_WIKIDATA and all(f.origin == ORIGIN_WIKIDATA for f in pool):

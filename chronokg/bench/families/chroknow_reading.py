@@ -147,7 +147,7 @@ def _row_texts(r: RelationRow) -> list[str]:
 # --- distractors ------------------------------------------------------------------------------------------------
 
 
-def _resolve_distractors(ctx: Context, graph: Graph, items: Sequence[Item], pools: dict[str, list[str]]) -> None:
+def resolve_distractors(ctx: Context, graph: Graph, items: Sequence[Item], pools: dict[str, list[str]]) -> None:
     """Give every item three distractors never valid for its subject: the source's, then a model's, then the
     graph's (see the module docstring)."""
     valid = {item.id: graph.valid_texts(item) for item in items}
@@ -238,7 +238,7 @@ def _question_text(item: Item) -> str:
 # --- CFR cloze items --------------------------------------------------------------------------------------------
 
 
-def _cfr_items(ctx: Context, options: ChroKnowOptions) -> list[Item]:
+def cfr_items(ctx: Context, options: ChroKnowOptions) -> list[Item]:
     """Legal cloze items from CFR paragraph changes: the changed span blanked, its text per edition year."""
     params: dict[str, Any] = {"sources": sorted(ctx.since) if ctx.since is not None else None}
     changes: list[CfrChangeRow] = ctx.rows("cfr-changes", params)
@@ -300,7 +300,7 @@ def _cfr_item(ctx: Context, ch: CfrChangeRow, start: int, end: int, editions: li
                 windows=windows, derived=f"Fact:{ch.fact_id}")
 
 
-def _cfr_pools(items: Sequence[Item]) -> dict[str, list[str]]:
+def cfr_pools(items: Sequence[Item]) -> dict[str, list[str]]:
     """Distractor candidates of each CFR item: the spans of the other CFR items."""
     spans = {i.id: {liquid_text(a) for y in i.known_years() for a in (i.gold(y) or [])} for i in items}
     return {i.id: sorted({s for other, ss in spans.items() if other != i.id for s in ss}) for i in items}

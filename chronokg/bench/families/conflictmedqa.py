@@ -35,10 +35,10 @@ from typing import Any
 from pydantic import Field
 
 from chronokg.bench.families.conflictmedqa_names import UnknownName as UnknownName  # re-exported: profiles, tests
-from chronokg.bench.families.conflictmedqa_names import _known, _norm
 from chronokg.bench.families.conflictmedqa_names import category as category
 from chronokg.bench.families.conflictmedqa_names import disease_group as disease_group
 from chronokg.bench.families.conflictmedqa_names import factor as factor
+from chronokg.bench.families.conflictmedqa_names import known_names, norm
 from chronokg.bench.families.conflictmedqa_prompts import fill, template
 from chronokg.bench.family import OURS, Context, Family, FamilyOptions, Protocol, generator_info
 from chronokg.bench.question import AnswerKey, Choice, Question, content_id
@@ -164,8 +164,8 @@ def _group_map(entries: list[str]) -> dict[str, str]:
         disease, sep, group = entry.rpartition("=")
         if not sep or not disease.strip():
             raise UnknownName(f"disease group entry {entry!r} must read DISEASE=GROUP "
-                              f"({_known('groups', DISEASE_GROUPS)})")
-        out[_norm(disease)] = disease_group(group)
+                              f"({known_names('groups', DISEASE_GROUPS)})")
+        out[norm(disease)] = disease_group(group)
     return out
 
 
@@ -178,8 +178,8 @@ def _pair(row: ConflictPairRow, index: int, options: ConflictMedQAOptions, group
         disease = row.clinical_focus if source == "driftmed" else None
         group = disease_group(row.disease_group) if row.disease_group else None
         if group is None and disease:
-            group = groups.get(_norm(disease)) or (
-                disease_group(disease) if _norm(disease) in (*DISEASE_GROUPS, *DISEASE_GROUP_ALIASES) else None)
+            group = groups.get(norm(disease)) or (
+                disease_group(disease) if norm(disease) in (*DISEASE_GROUPS, *DISEASE_GROUP_ALIASES) else None)
         released = factor(row.factor) if row.factor and options.released else None
     except UnknownName as exc:
         raise UnknownName(f"{where}: {exc}") from None

@@ -30,11 +30,11 @@ class UnknownName(ChronoKGError, ValueError):
 # loader, which checks every row against them at load.
 
 
-def _norm(name: str) -> str:
+def norm(name: str) -> str:
     return re.sub(r"\s+", " ", name).strip().lower()
 
 
-def _known(kind: str, names: Iterable[str]) -> str:
+def known_names(kind: str, names: Iterable[str]) -> str:
     return f"known {kind}: {', '.join(names)}"
 
 
@@ -43,25 +43,25 @@ def factor(name: str) -> Factor:
     found = find_factor(name)
     if found is not None:
         return found
-    raise UnknownName(f"unknown ConflictMedQA factor {name!r} ({_known('factors', (f.seed for f in FACTORS))})")
+    raise UnknownName(f"unknown ConflictMedQA factor {name!r} ({known_names('factors', (f.seed for f in FACTORS))})")
 
 
 def category(name: str) -> str:
     """The change category `name` names (the paper's name or its snake-case key); else an error."""
-    wanted = _norm(name)
+    wanted = norm(name)
     for c in CATEGORIES:
-        if wanted in {_norm(c), _norm(c).replace(" & ", "_").replace(" ", "_")}:
+        if wanted in {norm(c), norm(c).replace(" & ", "_").replace(" ", "_")}:
             return c
     if wanted in CATEGORY_ALIASES:
         return CATEGORY_ALIASES[wanted]
-    raise UnknownName(f"unknown ConflictMedQA change category {name!r} ({_known('categories', CATEGORIES)})")
+    raise UnknownName(f"unknown ConflictMedQA change category {name!r} ({known_names('categories', CATEGORIES)})")
 
 
 def disease_group(name: str) -> str:
     """`infectious` or `chronic` (also "... disease(s)"); else an error."""
-    wanted = _norm(name)
+    wanted = norm(name)
     if wanted in DISEASE_GROUPS:
         return wanted
     if wanted in DISEASE_GROUP_ALIASES:
         return DISEASE_GROUP_ALIASES[wanted]
-    raise UnknownName(f"unknown ConflictMedQA disease group {name!r} ({_known('groups', DISEASE_GROUPS)})")
+    raise UnknownName(f"unknown ConflictMedQA disease group {name!r} ({known_names('groups', DISEASE_GROUPS)})")

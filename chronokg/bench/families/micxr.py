@@ -68,7 +68,7 @@ from chronokg.bench.families.micxr_timeline import interval_key as interval_key
 from chronokg.bench.families.micxr_timeline import pair_key as pair_key
 from chronokg.bench.families.micxr_timeline import summary as summary
 from chronokg.bench.families.micxr_timeline import verdict as verdict
-from chronokg.bench.families.micxr_windows import MicxrOptions, _windows
+from chronokg.bench.families.micxr_windows import MicxrOptions, build_windows
 from chronokg.bench.family import OURS, Context, Family, Protocol, generator_info
 from chronokg.bench.question import Choice, Question, content_id
 from chronokg.errors import ChronoKGError
@@ -255,7 +255,7 @@ def build(ctx: Context, options: MicxrOptions, draft: Draft, q_id: int) -> Quest
 
 
 def generate(ctx: Context, options: MicxrOptions) -> Iterator[Question]:
-    windows = _windows(ctx, options)
+    windows = build_windows(ctx, options)
     drafts = select(ctx, options, windows)
     realise(ctx, drafts)
     order = list(range(len(drafts)))

@@ -83,7 +83,7 @@ class Window:
         return f"{self.row.patient_id}/{self.row.first_study}"
 
 
-def _windows(ctx: Context, options: MicxrOptions) -> list[Window]:
+def build_windows(ctx: Context, options: MicxrOptions) -> list[Window]:
     """Every contiguous window with its complete abnormalities, in (patient, start) order."""
     sources = sorted(ctx.since) if ctx.since is not None else None
     rows: list[CxrWindowRow] = ctx.rows("cxr-windows", {"sources": sources})

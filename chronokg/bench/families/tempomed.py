@@ -47,7 +47,7 @@ from chronokg.bench.families.tempomed_rules import (
     SEED_ALT_LABELS,
     UNKNOWN,
     Perturbation,
-    _fixed_permutation,
+    fixed_permutation,
     mcq_prompt,
     option_block,
     perturb,
@@ -145,7 +145,7 @@ def _mcq_items(ctx: Context, options: TempoMedOptions, pair: PairRow, choices: l
                 else:  # gold positions balanced over items, never the identity
                     slot = counter.setdefault(method.value, 0)
                     counter[method.value] += 1
-                    perm = _fixed_permutation(rng.randrange(1000), original_gold, slot % 4)
+                    perm = fixed_permutation(rng.randrange(1000), original_gold, slot % 4)
                 entries, gold, mapping = perturb(texts, original_gold, method, perm, alt, n_options)
                 inverse = {v: k for k, v in mapping.items()}
                 unknown_label = UNKNOWN if seed else inverse.get(UNKNOWN, UNKNOWN)

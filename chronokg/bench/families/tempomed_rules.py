@@ -82,7 +82,7 @@ def perturb(texts: list[str], gold: str, method: Perturbation, perm: tuple[int, 
     return entries, shown_gold, mapping
 
 
-def _fixed_permutation(rng_draw: int, gold: str, position: int) -> tuple[int, ...]:
+def fixed_permutation(rng_draw: int, gold: str, position: int) -> tuple[int, ...]:
     """chronokg protocol: a non-identity permutation that puts the gold option at `position`."""
     fitting = [p for p in PERMUTATIONS[1:] if p[position] == LABELS.index(gold)]
     return fitting[rng_draw % len(fitting)]

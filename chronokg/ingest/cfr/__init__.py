@@ -60,13 +60,13 @@ from chronokg.ingest.cfr.editions import source_id as source_id
 from chronokg.ingest.cfr.history import TitleHistory as TitleHistory
 from chronokg.ingest.cfr.history import Version as Version
 from chronokg.ingest.cfr.history import loaded_editions as loaded_editions
-from chronokg.ingest.cfr.xml_reader import _TOKEN as _TOKEN
 from chronokg.ingest.cfr.xml_reader import ECFR_BASE_URL as ECFR_BASE_URL
 from chronokg.ingest.cfr.xml_reader import KIND as KIND
 from chronokg.ingest.cfr.xml_reader import POLICY as POLICY
-from chronokg.ingest.cfr.xml_reader import _blocks as _blocks
-from chronokg.ingest.cfr.xml_reader import _norm as _norm
-from chronokg.ingest.cfr.xml_reader import _text as _text
+from chronokg.ingest.cfr.xml_reader import TOKEN as TOKEN
+from chronokg.ingest.cfr.xml_reader import blocks as blocks
+from chronokg.ingest.cfr.xml_reader import element_text as element_text
+from chronokg.ingest.cfr.xml_reader import norm as norm
 from chronokg.ingest.cfr.xml_reader import parse_file as parse_file
 from chronokg.ingest.common import LoadSummary, apply
 from chronokg.ingest.download import Downloaded, fetch

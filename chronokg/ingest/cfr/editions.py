@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from chronokg.errors import InputError
 from chronokg.graph.model import Source
-from chronokg.ingest.cfr.xml_reader import _DESIGNATION, _TOKEN, KIND, PARAGRAPH, CfrFile, CfrPart, CfrSection
+from chronokg.ingest.cfr.xml_reader import DESIGNATION, KIND, PARAGRAPH, TOKEN, CfrFile, CfrPart, CfrSection
 
 # --- editions ------------------------------------------------------------------------------------------
 
@@ -91,8 +91,8 @@ class Span:
 
 def changed_span(old: str, new: str) -> Span:
     """The smallest run of words in `new` (with the words of `old` it replaced) holding every change."""
-    ot = [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(old)]
-    nt = [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(new)]
+    ot = [(m.group(), m.start(), m.end()) for m in TOKEN.finditer(old)]
+    nt = [(m.group(), m.start(), m.end()) for m in TOKEN.finditer(new)]
     ops = [op for op in difflib.SequenceMatcher(None, [t[0] for t in ot], [t[0] for t in nt],
                                                 autojunk=False).get_opcodes() if op[0] != "equal"]
     if not ops:
@@ -129,7 +129,7 @@ def align(old: Sequence[str], new: Sequence[str]) -> list[tuple[int | None, int 
                 if ratio > best_ratio:
                     best, best_ratio = i, ratio
             if best is None or best_ratio < 0.5:
-                label = _DESIGNATION.match(new[j])
+                label = DESIGNATION.match(new[j])
                 best = next((i for i in candidates if label and old[i].startswith(label.group(0))), None)
             if best is not None:
                 out.append((best, j))

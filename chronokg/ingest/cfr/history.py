@@ -13,10 +13,10 @@ from chronokg.graph.model import Fact, Scalar, Source
 from chronokg.graph.store import GraphStore
 from chronokg.ingest.cfr.editions import Edition, align, changed_span, paragraph_predicate, part_id, section_id
 from chronokg.ingest.cfr.xml_reader import (
-    _DESIGNATION,
     ATTR_KEYS,
     AUTHORITY,
     CITATION,
+    DESIGNATION,
     HEADING,
     KIND,
     PARAGRAPH,
@@ -115,7 +115,7 @@ class TitleHistory:
                     self._assert(sid, predicate, value, src, seen)
             for key, position, text in self._paragraph_keys(sid, sec.paragraphs):
                 attrs: dict[str, Scalar] = {"position": position}
-                if m := _DESIGNATION.match(text):
+                if m := DESIGNATION.match(text):
                     attrs["designation"] = m.group(0)
                 self._assert(sid, paragraph_predicate(key), text, src, seen, attrs)
         for subject, preds in list(self.open.items()):

@@ -43,8 +43,8 @@ _MONTHS = {m: i for i, m in enumerate(
 _DATE = re.compile(r"([A-Za-z]{3,9})\.?\s+(\d{1,2}),\s*(\d{4,})(?!\d)")
 _SECTION_PREFIX = re.compile(r"^§§?\s*\S+(?:\s*[-–—]\s*\S+)?\s*")
 _PART_NUMBER = re.compile(r"\bPART\s+([0-9A-Za-z]+)", re.I)
-_DESIGNATION = re.compile(r"^\(([0-9A-Za-z]{1,6})\)")
-_TOKEN = re.compile(r"\w+|[^\w\s]")
+DESIGNATION = re.compile(r"^\(([0-9A-Za-z]{1,6})\)")
+TOKEN = re.compile(r"\w+|[^\w\s]")
 
 SECTION_TAGS = {"DIV8", "SECTION"}
 PART_TAGS = {"DIV5", "PART"}
@@ -65,12 +65,12 @@ _ROWS = {"TR", "ROW", "BOXHD"}  # a table row is one paragraph, its cells joined
 _LABELS = {"HED", "HD"}  # "Authority:" / "Source:" labels inside AUTH / SOURCE
 
 
-def _norm(text: str) -> str:
+def norm(text: str) -> str:
     return " ".join(text.split())
 
 
-def _text(el: ET.Element) -> str:
-    return _norm("".join(el.itertext()))
+def element_text(el: ET.Element) -> str:
+    return norm("".join(el.itertext()))
 
 
 def _note_text(el: ET.Element) -> str:
@@ -80,24 +80,24 @@ def _note_text(el: ET.Element) -> str:
         if child.tag not in _LABELS:
             pieces.append("".join(child.itertext()))
         pieces.append(child.tail or "")
-    return _norm(" ".join(pieces))
+    return norm(" ".join(pieces))
 
 
-def _blocks(el: ET.Element) -> Iterator[str]:
+def blocks(el: ET.Element) -> Iterator[str]:
     if el.tag in _ROWS:
-        cells = [_text(c) for c in el]
+        cells = [element_text(c) for c in el]
         row = " | ".join(c for c in cells if c)
         if row:
             yield row
     elif el.tag in _CONTAINERS:
         if el.text and el.text.strip():
-            yield _norm(el.text)
+            yield norm(el.text)
         for child in el:
-            yield from _blocks(child)
+            yield from blocks(child)
             if child.tail and child.tail.strip():
-                yield _norm(child.tail)
+                yield norm(child.tail)
     elif el.tag not in _NOT_PARAGRAPHS:
-        text = _text(el)
+        text = element_text(el)
         if text:
             yield text
 
@@ -182,17 +182,17 @@ def _section(path: Path, el: ET.Element, part: str | None) -> CfrSection:
     source: list[str] = []
     for child in el:
         if child.tag == "HEAD":
-            head = _text(child)
+            head = element_text(child)
             heading = _SECTION_PREFIX.sub("", head) if head.startswith("§") else head
             if label is None and head.startswith("§"):
                 m = _SECTION_PREFIX.match(head)
                 label = m.group(0).strip() if m else None
         elif child.tag == "SECTNO":
-            label = label or _text(child)
+            label = label or element_text(child)
         elif child.tag in ("SUBJECT", "RESERVED") and heading is None:
-            heading = _text(child)
+            heading = element_text(child)
         elif child.tag == "CITA":
-            citation.append(_text(child))
+            citation.append(element_text(child))
         elif child.tag in ("AUTH", "SECAUTH"):
             authority.append(_note_text(child))
         elif child.tag == "SOURCE":
@@ -200,16 +200,16 @@ def _section(path: Path, el: ET.Element, part: str | None) -> CfrSection:
     where = f"section NODE={node}" if node else f"section N={label!r}"
     if not label or not section_number(label):
         raise InputError(path, where, "section without a number (no N attribute, § in HEAD, or SECTNO)")
-    label = _norm(label)
+    label = norm(label)
     if not label.startswith("§"):
         label = ("§§ " if re.search(r"[-–—]", label) else "§ ") + label
     paragraphs: list[str] = []
     if el.text and el.text.strip():
-        paragraphs.append(_norm(el.text))
+        paragraphs.append(norm(el.text))
     for child in el:
-        paragraphs.extend(_blocks(child))
+        paragraphs.extend(blocks(child))
         if child.tail and child.tail.strip():
-            paragraphs.append(_norm(child.tail))
+            paragraphs.append(norm(child.tail))
     number = section_number(label)
     return CfrSection(
         number=number, label=label, heading=heading or None, paragraphs=paragraphs,
@@ -247,10 +247,10 @@ class _Reader:
         parent = self.stack[-1] if self.stack else None
         tag = el.tag
         if tag in ("AMDDATE", "REVISED") and tag not in self.found:
-            self.found[tag] = _text(el)
+            self.found[tag] = element_text(el)
         elif self.title is None and (tag == "TITLENUM" or (tag == "IDNO" and el.get("TYPE") == "title")) \
-                and _text(el):
-            self.title = _title_number(self.path, _text(el))
+                and element_text(el):
+            self.title = _title_number(self.path, element_text(el))
         elif self.part is not None and parent is not None and parent.tag in PART_TAGS:
             self._part_child(self.part, el)
         if _is_section(el) and not _inside(self.stack, SECTION_TAGS | {"REVTXT", "EFFDNOTP"}):
@@ -267,7 +267,7 @@ class _Reader:
 
     def _part_child(self, part: _PartBuilder, el: ET.Element) -> None:
         if el.tag in ("HEAD", "HD") and part.heading is None:
-            part.heading = _text(el)
+            part.heading = element_text(el)
             if part.number is None and (m := _PART_NUMBER.search(part.heading)):
                 part.number = m[1]
         elif el.tag == "AUTH":

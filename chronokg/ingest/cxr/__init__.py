@@ -102,8 +102,8 @@ from chronokg.ingest.cxr.questions import parse_questions as parse_questions
 from chronokg.ingest.cxr.questions import store_images as store_images
 from chronokg.ingest.cxr.questions import store_studies as store_studies
 from chronokg.ingest.cxr.timelines import TimelineBuilder as TimelineBuilder
-from chronokg.ingest.cxr.timelines import _object as _object
 from chronokg.ingest.cxr.timelines import parse_scene_graph as parse_scene_graph
+from chronokg.ingest.cxr.timelines import read_object as read_object
 from chronokg.progress import Progress
 
 # --- the load ----------------------------------------------------------------------

@@ -18,7 +18,7 @@ from chronokg.ingest.common import (
     read_json,
 )
 from chronokg.ingest.cxr.models import META_SUFFIX, SCENE_SUFFIX, SOURCE_FILE, STUDY_TABLES, ObservationIn, SourceInfo
-from chronokg.ingest.cxr.parsers import _brief, norm_id
+from chronokg.ingest.cxr.parsers import brief, norm_id
 
 # --- parsed records ----------------------------------------------------------------
 
@@ -115,7 +115,7 @@ def read_source_info(files: list[Path]) -> SourceInfo:
         try:
             infos.append(SourceInfo.model_validate(data))
         except ValidationError as exc:
-            raise InputError(f, None, _brief(exc)) from exc
+            raise InputError(f, None, brief(exc)) from exc
     if len({(i.dataset, i.version) for i in infos}) > 1:
         raise InputError(files[1], None, f"names another release than {files[0]}; load one release at a time")
     return infos[0]

@@ -38,14 +38,14 @@ FROM_OBSERVATION = "FROM_OBSERVATION"  # (Fact)->(Observation)
 ABOUT_STUDY = "ABOUT_STUDY"  # (SourceQuestion)->(Study), {slots: ["T1", ...]}
 ABOUT_PATIENT = "ABOUT_PATIENT"  # (SourceQuestion)->(Patient)
 
-_NO_LATERALITY = {"", "none", "unspecified", "unknown", "n/a", "na", "null"}
-_POSITIVE = {"pos", "positive", "true", "yes"}
-_NEGATIVE = {"neg", "negative", "false", "no"}
-_PROBABLY = {"positive", "probable", "likely"}
-_PROBABLY_NOT = {"negative", "unlikely"}
+NO_LATERALITY = {"", "none", "unspecified", "unknown", "n/a", "na", "null"}
+POSITIVE = {"pos", "positive", "true", "yes"}
+NEGATIVE = {"neg", "negative", "false", "no"}
+PROBABLY = {"positive", "probable", "likely"}
+PROBABLY_NOT = {"negative", "unlikely"}
 # The sides a finding subject may carry; anything else would silently make a new subject (`p1:effusion:lft`).
-_SIDES = {"left", "right", "bilateral"}
-_CHANGE_WORDS = (  # first match wins; "no new" before "new"
+SIDES = {"left", "right", "bilateral"}
+CHANGE_WORDS = (  # first match wins; "no new" before "new"
     ("no_new", ("no new",)),
     ("resolved", ("resol", "clear", "disappear", "no longer")),
     ("new", ("new", "appear", "recurr")),
@@ -53,11 +53,11 @@ _CHANGE_WORDS = (  # first match wins; "no new" before "new"
     ("improved", ("improv", "decreas", "smaller", "regress")),
     ("unchanged", ("unchang", "stable", "no change", "persist", "similar")),
 )
-_TIMEDELTA = re.compile(
+TIMEDELTA = re.compile(
     r"^(?:(?P<days>[-+]?\d+(?:\.\d+)?)\s*days?)?\s*,?\s*"
     r"(?:(?P<sign>[-+])?(?P<h>\d+):(?P<m>\d{2})(?::(?P<s>\d{2}(?:\.\d+)?))?)?$"
 )
-_ISO_DURATION = re.compile(
+ISO_DURATION = re.compile(
     r"^P(?:(?P<w>\d+(?:\.\d+)?)W)?(?:(?P<d>\d+(?:\.\d+)?)D)?"
     r"(?:T(?:(?P<h>\d+(?:\.\d+)?)H)?(?:(?P<m>\d+(?:\.\d+)?)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?$"
 )

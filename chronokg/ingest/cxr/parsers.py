@@ -11,24 +11,24 @@ from typing import Any
 from pydantic import ValidationError
 
 from chronokg.ingest.cxr.models import (
-    _CHANGE_WORDS,
-    _ISO_DURATION,
-    _NEGATIVE,
-    _NO_LATERALITY,
-    _POSITIVE,
-    _PROBABLY,
-    _PROBABLY_NOT,
-    _SIDES,
-    _TIMEDELTA,
     BASE_DATE,
+    CHANGE_WORDS,
+    ISO_DURATION,
     MAX_FOLLOW_UP_DAYS,
+    NEGATIVE,
+    NO_LATERALITY,
+    POSITIVE,
+    PROBABLY,
+    PROBABLY_NOT,
+    SIDES,
+    TIMEDELTA,
     ObservationIn,
 )
 
 # --- small parsers -----------------------------------------------------------------
 
 
-def _brief(exc: ValidationError) -> str:
+def brief(exc: ValidationError) -> str:
     parts = []
     for e in exc.errors()[:3]:
         where = ".".join(str(p) for p in e["loc"]) or "record"
@@ -66,11 +66,11 @@ def parse_days(value: float | str | None) -> float | None:
 
 
 def _parse_days_text(text: str) -> float:
-    m = _ISO_DURATION.match(text.upper())
+    m = ISO_DURATION.match(text.upper())
     if m and any(m.groupdict().values()):
         g = {k: float(v) if v else 0.0 for k, v in m.groupdict().items()}
         return g["w"] * 7 + g["d"] + g["h"] / 24 + g["m"] / 1440 + g["s"] / 86400
-    m = _TIMEDELTA.match(text)
+    m = TIMEDELTA.match(text)
     if m and (m["days"] is not None or m["h"] is not None):
         days = float(m["days"] or 0)
         if m["h"] is not None:
@@ -83,14 +83,14 @@ def _parse_days_text(text: str) -> float:
 def presence(obs: ObservationIn) -> bool | None:
     """True for a positive finding, False for a negative one, None when the graph does not say."""
     pos = (obs.positiveness or "").strip().lower()
-    if pos in _POSITIVE:
+    if pos in POSITIVE:
         return True
-    if pos in _NEGATIVE:
+    if pos in NEGATIVE:
         return False
     prob = (obs.probability or "").strip().lower()
-    if not pos and prob in _PROBABLY:
+    if not pos and prob in PROBABLY:
         return True
-    if not pos and prob in _PROBABLY_NOT:
+    if not pos and prob in PROBABLY_NOT:
         return False
     return None
 
@@ -99,17 +99,17 @@ def vocabulary_error(obs: ObservationIn) -> str | None:
     """Why an observation's `positiveness` or `laterality` is outside the scene graphs' vocabulary, or None:
     an unknown one would silently drop the finding or file it under a new subject."""
     pos = (obs.positiveness or "").strip().lower()
-    if pos and pos not in _POSITIVE | _NEGATIVE:
+    if pos and pos not in POSITIVE | NEGATIVE:
         return f"unknown positiveness {obs.positiveness!r} (expected 'pos' or 'neg')"
     side = (obs.laterality or "").strip().lower()
-    if side not in _SIDES | _NO_LATERALITY:
+    if side not in SIDES | NO_LATERALITY:
         return f"unknown laterality {obs.laterality!r} (expected left, right, bilateral or unspecified)"
     return None
 
 
 def laterality(value: str | None) -> str | None:
     text = (value or "").strip().lower()
-    return None if text in _NO_LATERALITY else text
+    return None if text in NO_LATERALITY else text
 
 
 def change_type(changes: Iterable[str]) -> str | None:
@@ -117,7 +117,7 @@ def change_type(changes: Iterable[str]) -> str | None:
     texts = [c.lower() for c in changes if c and c.strip()]
     if not texts:
         return None
-    for kind, words in _CHANGE_WORDS:
+    for kind, words in CHANGE_WORDS:
         if any(w in t for t in texts for w in words):
             return kind
     return "other"
@@ -143,5 +143,5 @@ def study_date(days_since_first: float, base: dt.date = BASE_DATE) -> dt.date:
     return base + dt.timedelta(days=math.floor(days_since_first))
 
 
-def _quality(value: dict[str, Any] | None) -> str | None:
+def parse_quality(value: dict[str, Any] | None) -> str | None:
     return None if not value else json.dumps(value, sort_keys=True, default=str)

@@ -28,7 +28,7 @@ from chronokg.ingest.common import (
 )
 from chronokg.ingest.cxr.files import StudyRef
 from chronokg.ingest.cxr.models import ABOUT_PATIENT, ABOUT_STUDY, BENCHMARK, QUESTION_KIND, QuestionIn
-from chronokg.ingest.cxr.parsers import _brief, norm_id
+from chronokg.ingest.cxr.parsers import brief, norm_id
 from chronokg.ingest.micxr_types import qtype_problem
 
 # --- questions ---------------------------------------------------------------------
@@ -89,7 +89,7 @@ def parse_questions(path: Path) -> list[ParsedQuestion]:
         try:
             q = QuestionIn.model_validate(obj)
         except ValidationError as exc:
-            raise InputError(path, record, _brief(exc)) from exc
+            raise InputError(path, record, brief(exc)) from exc
         images = q.images if isinstance(q.images, dict) else {f"T{k}": v for k, v in enumerate(q.images, 1)}
         choices = q.choices if isinstance(q.choices, dict) else {
             chr(ord("A") + k): v for k, v in enumerate(q.choices)}

@@ -38,13 +38,13 @@ from chronokg.ingest.cxr.models import (
     StudyTimingIn,
 )
 from chronokg.ingest.cxr.parsers import (
-    _brief,
-    _quality,
+    brief,
     change_type,
     finding_subject,
     laterality,
     norm_id,
     parse_days,
+    parse_quality,
     presence,
     severity,
     study_date,
@@ -54,7 +54,7 @@ from chronokg.ingest.cxr.parsers import (
 # --- scene graphs ------------------------------------------------------------------
 
 
-def _object(path: Path) -> dict[str, Any]:
+def read_object(path: Path) -> dict[str, Any]:
     data = read_json(path)
     if not isinstance(data, dict):
         raise InputError(path, None, f"expected a JSON object, got {type(data).__name__}")
@@ -69,15 +69,15 @@ def _timing(path: Path, record: str, sources: list[tuple[str, dict[str, Any]]]) 
     try:
         return StudyTimingIn.model_validate(merged)
     except ValidationError as exc:
-        raise InputError(path, record, f"bad study metadata: {_brief(exc)}") from exc
+        raise InputError(path, record, f"bad study metadata: {brief(exc)}") from exc
 
 
 def parse_scene_graph(path: Path, meta_path: Path | None, table: dict[str, dict[str, Any]]) -> StudyRecord:
-    data = _object(path)
+    data = read_object(path)
     try:
         sg = SceneGraphIn.model_validate(data)
     except ValidationError as exc:
-        raise InputError(path, None, _brief(exc)) from exc
+        raise InputError(path, None, brief(exc)) from exc
     patient, study = norm_id(sg.patient_id, "p"), norm_id(sg.study_id, "s")
     if not patient or not study:
         raise InputError(path, None, "empty patient_id or study_id")
@@ -89,7 +89,7 @@ def parse_scene_graph(path: Path, meta_path: Path | None, table: dict[str, dict[
         raise InputError(path, study, f"folder says patient {folder} but the scene graph says {patient}")
     sources: list[tuple[str, dict[str, Any]]] = []
     if meta_path is not None:
-        sources.append((str(meta_path), _object(meta_path)))
+        sources.append((str(meta_path), read_object(meta_path)))
     if study in table:
         sources.append(("study_metadata table", table[study]))
     if sg.metadata:
@@ -118,7 +118,7 @@ def parse_scene_graph(path: Path, meta_path: Path | None, table: dict[str, dict[
         try:
             observations.append(ObservationIn.model_validate(item))
         except ValidationError as exc:
-            raise InputError(path, f"{study} observation {item.get('obs_id', k)}", _brief(exc)) from exc
+            raise InputError(path, f"{study} observation {item.get('obs_id', k)}", brief(exc)) from exc
         bad = vocabulary_error(observations[-1])
         if bad:
             raise InputError(path, f"{study} observation {observations[-1].obs_id}", bad)
@@ -129,7 +129,7 @@ def parse_scene_graph(path: Path, meta_path: Path | None, table: dict[str, dict[
         images.update((o.localization or {}).keys())
     return StudyRecord(
         path=path, patient=patient, study=study, index=timing.study_index, days=days, days_prev=days_prev,
-        procedure=timing.procedure, quality=_quality(sg.study_quality), image_ids=sorted(images),
+        procedure=timing.procedure, quality=parse_quality(sg.study_quality), image_ids=sorted(images),
         observations=observations,
     )
 
@@ -181,7 +181,7 @@ class TimelineBuilder:
                        categories=obs.obs_categories, subcategories=obs.obs_subcategories, regions=regions,
                        laterality=obs.laterality, certainty=obs.certainty, probability=obs.probability,
                        positiveness=obs.positiveness, changes=obs.changes, change_type=change_type(obs.changes),
-                       severity=severity(obs), from_report=obs.from_report, quality=_quality(obs.obs_quality))
+                       severity=severity(obs), from_report=obs.from_report, quality=parse_quality(obs.obs_quality))
             batch.edge(HAS_OBSERVATION, schema.STUDY, rec.study, schema.OBSERVATION, oid)
             self.observations += 1
             present = presence(obs)

@@ -70,8 +70,8 @@ from chronokg.ingest.umls.models import Release as Release
 from chronokg.ingest.umls.models import ReleaseStats as ReleaseStats
 from chronokg.ingest.umls.models import UmlsLoadSummary as UmlsLoadSummary
 from chronokg.ingest.umls.relations import POLICY as POLICY
-from chronokg.ingest.umls.relations import _coarser as _coarser
-from chronokg.ingest.umls.relations import _Loader as _Loader
+from chronokg.ingest.umls.relations import Loader as Loader
+from chronokg.ingest.umls.relations import coarser_precision as coarser_precision
 from chronokg.ingest.umls.releases import plan as plan
 from chronokg.progress import Progress
 
@@ -91,7 +91,7 @@ def load(
     dates = {name.upper(): date for name, date in (release_dates or {}).items()}
     timeline, new, old = plan(store, folders, filters, dates)
     before = graph_counts(store)
-    loader = _Loader(timeline, filters, progress)
+    loader = Loader(timeline, filters, progress)
     if new:
         if len(timeline) > len(new):
             loader.read_open(store)

@@ -30,14 +30,14 @@ MRCONSO_COLUMNS: Final = (
 )
 ALL: Final = "*"
 CHUNK: Final = 20_000  # staged nodes + edges per written batch
-_PAGE: Final = 20_000  # open facts read from the store per query
-_RELEASE = re.compile(r"(?<!\d)(\d{4})(A[A-Z])")
-_DEFAULT_MONTH: Final = {"AA": 5, "AB": 11}
-_RANK: Final = {Precision.YEAR: 0, Precision.MONTH: 1, Precision.DAY: 2}
+PAGE: Final = 20_000  # open facts read from the store per query
+RELEASE = re.compile(r"(?<!\d)(\d{4})(A[A-Z])")
+DEFAULT_MONTH: Final = {"AA": 5, "AB": 11}
+RANK: Final = {Precision.YEAR: 0, Precision.MONTH: 1, Precision.DAY: 2}
 # A relation key packs (subject CUI number, object CUI number, RELA index) into one int.
-_CUI_BITS, _RELA_BITS = 24, 16
-_CUI_MASK, _RELA_MASK = (1 << _CUI_BITS) - 1, (1 << _RELA_BITS) - 1
-_SUBJECT_SHIFT = _CUI_BITS + _RELA_BITS
+_CUI_BITS, RELA_BITS = 24, 16
+CUI_MASK, RELA_MASK = (1 << _CUI_BITS) - 1, (1 << RELA_BITS) - 1
+SUBJECT_SHIFT = _CUI_BITS + RELA_BITS
 
 
 class Filters(BaseModel):

@@ -12,23 +12,23 @@ from chronokg.graph.merge import DEFAULT_POLICY
 from chronokg.graph.model import Fact, Source
 from chronokg.graph.store import GraphStore
 from chronokg.ingest.umls.models import (
-    _CUI_MASK,
-    _PAGE,
-    _RANK,
-    _RELA_BITS,
-    _RELA_MASK,
-    _SUBJECT_SHIFT,
     CHUNK,
     CONCEPT,
+    CUI_MASK,
     KIND,
     MRCONSO_COLUMNS,
     MRREL_COLUMNS,
+    PAGE,
+    RANK,
+    RELA_BITS,
+    RELA_MASK,
+    SUBJECT_SHIFT,
     Filters,
     Release,
     ReleaseRef,
     ReleaseStats,
 )
-from chronokg.ingest.umls.rrf import _check_conso_flags, _check_rows, _cui, _cui_number, read_rrf
+from chronokg.ingest.umls.rrf import check_conso_flags, check_rows, cui_code, cui_number, read_rrf
 from chronokg.progress import Progress
 
 # --- relation state ---------------------------------------------------------------------
@@ -65,21 +65,21 @@ class _Vocab:
         return ix
 
     def key(self, subject: int, obj: int, rela: int) -> int:
-        return (subject << _SUBJECT_SHIFT) | (obj << _RELA_BITS) | rela
+        return (subject << SUBJECT_SHIFT) | (obj << RELA_BITS) | rela
 
     def triple(self, key: int) -> tuple[str, str, str]:
-        return _cui(key >> _SUBJECT_SHIFT), self.relas[key & _RELA_MASK], _cui((key >> _RELA_BITS) & _CUI_MASK)
+        return cui_code(key >> SUBJECT_SHIFT), self.relas[key & RELA_MASK], cui_code((key >> RELA_BITS) & CUI_MASK)
 
 
-def _coarser(a: Precision, b: Precision) -> Precision:
-    return a if _RANK[a] <= _RANK[b] else b
+def coarser_precision(a: Precision, b: Precision) -> Precision:
+    return a if RANK[a] <= RANK[b] else b
 
 
 # Releases load oldest first (`plan` skips older ones): a concept's name is its latest release's.
 POLICY = DEFAULT_POLICY.with_latest(schema.ENTITY, "caption")
 
 
-class _Loader:
+class Loader:
     """Streams new releases into batches.
 
     `open` maps each relation of the latest release read so far to its SAB set
@@ -111,7 +111,7 @@ class _Loader:
                 "MATCH (f:Fact) WHERE f.source_kind = $kind AND f.valid_to IS NULL AND f.known_to IS NULL "
                 "AND f.id > $after RETURN f.id AS id, f.subject_id AS s, f.predicate AS p, f.object_id AS o, "
                 "f.valid_from AS start, f.sabs AS sabs ORDER BY f.id LIMIT $limit",
-                {"kind": KIND, "after": after, "limit": _PAGE},
+                {"kind": KIND, "after": after, "limit": PAGE},
             )
             for r in rows:
                 if r["start"] not in by_date:
@@ -120,7 +120,7 @@ class _Loader:
                 key = self.vocab.key(int(r["s"][1:]), int(r["o"][1:]), self.vocab.rela(r["p"]))
                 sabs = self.vocab.sab_set(tuple(r["sabs"].split("|")) if r["sabs"] else ())
                 self.open[key] = (sabs << 16) | by_date[r["start"]]
-            if len(rows) < _PAGE:
+            if len(rows) < PAGE:
                 return
             after = rows[-1]["id"]
 
@@ -143,8 +143,8 @@ class _Loader:
         self._start(path.stat().st_size, f"reading {rel.name} MRREL.RRF")
         n = 0
         for n, f in read_rrf(path, MRREL_COLUMNS, self._advance):
-            cui1 = _cui_number(path, n, "CUI1", f[0])
-            cui2 = _cui_number(path, n, "CUI2", f[4])
+            cui1 = cui_number(path, n, "CUI1", f[0])
+            cui2 = cui_number(path, n, "CUI2", f[4])
             rela, sab = f[7], f[10]
             if not rela or (relas is not None and rela not in relas) or (sabs is not None and sab not in sabs):
                 continue
@@ -152,11 +152,11 @@ class _Loader:
                 continue
             stats.kept_rows += 1
             ix = vocab.rela(rela)
-            if ix > _RELA_MASK:
-                raise InputError(path, f"line {n}", f"more than {_RELA_MASK} distinct RELAs")
+            if ix > RELA_MASK:
+                raise InputError(path, f"line {n}", f"more than {RELA_MASK} distinct RELAs")
             key = vocab.key(cui2, cui1, ix)
             kept[key] = vocab.add_sab(kept.get(key, 0), sab)
-        _check_rows(path, rel.rows.get("MRREL.RRF"), n)
+        check_rows(path, rel.rows.get("MRREL.RRF"), n)
         stats.rows, stats.relations = n, len(kept)
         return kept
 
@@ -167,13 +167,13 @@ class _Loader:
         self._start(path.stat().st_size, f"reading {rel.name} MRCONSO.RRF")
         n = 0
         for n, f in read_rrf(path, MRCONSO_COLUMNS, self._advance):
-            cui = _cui_number(path, n, "CUI", f[0])
-            _check_conso_flags(path, n, f)
+            cui = cui_number(path, n, "CUI", f[0])
+            check_conso_flags(path, n, f)
             if f[1] == "ENG" and f[2] == "P" and f[4] == "PF" and f[6] == "Y" and cui in needed and cui not in names:
                 if not f[14].strip():
                     raise InputError(path, f"line {n}", "STR: empty preferred name")
                 names[cui] = f[14]
-        _check_rows(path, rel.rows.get("MRCONSO.RRF"), n)
+        check_rows(path, rel.rows.get("MRCONSO.RRF"), n)
         return names
 
     # staging
@@ -186,7 +186,7 @@ class _Loader:
         return Fact(
             subject=subject, predicate=rela, object=obj, valid_from=first.date,
             valid_to=None if last is None else last.date,
-            precision=first.precision if last is None else _coarser(first.precision, last.precision),
+            precision=first.precision if last is None else coarser_precision(first.precision, last.precision),
             known_from=first.date if last is None else last.date,
             source_id=first.source_id, source_kind=KIND, attrs={"sabs": "|".join(self.vocab.sab_sets[sabs])},
         )
@@ -214,7 +214,7 @@ class _Loader:
         stats = ReleaseStats(release=rel.name, date=rel.date)
         self.stats.append(stats)
         kept = self.relations(rel, stats)
-        needed = {key >> _SUBJECT_SHIFT for key in kept} | {(key >> _RELA_BITS) & _CUI_MASK for key in kept}
+        needed = {key >> SUBJECT_SHIFT for key in kept} | {(key >> RELA_BITS) & CUI_MASK for key in kept}
         names = self.names(rel, needed)
         stats.concepts, stats.named = len(needed), len(names)
         closing = [key for key in self.open if key not in kept]
@@ -229,14 +229,14 @@ class _Loader:
             if written is None or written[0] != mark:
                 self.entities[cui] = (mark, k)
                 if written is None or caption is None:
-                    batch.entity(_cui(cui), kind=CONCEPT, caption=caption, known_from=rel.date)
+                    batch.entity(cui_code(cui), kind=CONCEPT, caption=caption, known_from=rel.date)
                 else:  # renamed within this load: the versions so far, and this one
                     history = self.renamed.get(cui)
                     if history is None:
                         old = self.previous.get(cui)
                         history = [caption_version(self.timeline[written[1]].date, old)] if old else []
                     history = self.renamed[cui] = [*history, caption_version(rel.date, caption)]
-                    batch.entity(_cui(cui), kind=CONCEPT, caption=caption, caption_versions=history)
+                    batch.entity(cui_code(cui), kind=CONCEPT, caption=caption, caption_versions=history)
             done += 1
             if len(batch) >= CHUNK:
                 yield self._emit(batch, done)

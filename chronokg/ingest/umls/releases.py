@@ -12,8 +12,8 @@ from chronokg.errors import InputError
 from chronokg.graph.dates import Precision, parse_date
 from chronokg.graph.store import GraphStore
 from chronokg.ingest.common import check_release
-from chronokg.ingest.umls.models import _DEFAULT_MONTH, _RELEASE, KIND, Filters, Release, ReleaseRef
-from chronokg.ingest.umls.rrf import _mrfiles
+from chronokg.ingest.umls.models import DEFAULT_MONTH, KIND, RELEASE, Filters, Release, ReleaseRef
+from chronokg.ingest.umls.rrf import mrfiles
 
 # --- releases ------------------------------------------------------------------------
 
@@ -21,7 +21,7 @@ from chronokg.ingest.umls.rrf import _mrfiles
 def release_name(folder: Path) -> str:
     """`2020AA` from a folder named after the release (or its `META/` subfolder)."""
     for part in (folder.name, folder.parent.name if folder.name.upper() == "META" else ""):
-        m = _RELEASE.search(part.upper())
+        m = RELEASE.search(part.upper())
         if m:
             return m[0]
     raise InputError(folder, None, "cannot tell the release from the folder name: name the folder after the "
@@ -30,7 +30,7 @@ def release_name(folder: Path) -> str:
 
 def default_release_date(name: str) -> tuple[dt.date, Precision] | None:
     """NLM's usual schedule: AA in May, AB in November (first day, month precision)."""
-    month = _DEFAULT_MONTH.get(name[4:])
+    month = DEFAULT_MONTH.get(name[4:])
     return None if month is None else (dt.date(int(name[:4]), month, 1), Precision.MONTH)
 
 
@@ -56,7 +56,7 @@ def locate(folder: Path, dates: Mapping[str, dt.date | str]) -> Release:
         date, precision = default
     check_release(date, folder, None, f"release {name}")
     return Release(name=name, date=date, precision=precision, folder=folder, mrrel=meta / "MRREL.RRF",
-                   mrconso=meta / "MRCONSO.RRF", rows=_mrfiles(meta))
+                   mrconso=meta / "MRCONSO.RRF", rows=mrfiles(meta))
 
 
 class _Stored(NamedTuple):

@@ -49,30 +49,30 @@ _STT = frozenset({"PF", "VC", "VCW", "VO", "VW"})
 _ISPREF = frozenset({"Y", "N"})
 
 
-def _check_conso_flags(path: Path, n: int, f: list[str]) -> None:
+def check_conso_flags(path: Path, n: int, f: list[str]) -> None:
     for column, value, allowed in (("TS", f[2], _TS), ("STT", f[4], _STT), ("ISPREF", f[6], _ISPREF)):
         if value not in allowed:
             raise InputError(path, f"line {n}", f"{column}: {value!r} is not one of {', '.join(sorted(allowed))}")
 
 
-def _cui_number(path: Path, n: int, column: str, value: str) -> int:
+def cui_number(path: Path, n: int, column: str, value: str) -> int:
     if len(value) != 8 or value[0] != "C" or not value[1:].isdigit():
         what = "empty" if not value else f"{value!r} is not a CUI (C + 7 digits)"
         raise InputError(path, f"line {n}", f"{column}: {what}")
     return int(value[1:])
 
 
-def _cui(number: int) -> str:
+def cui_code(number: int) -> str:
     return f"C{number:07d}"
 
 
-def _check_rows(path: Path, expected: int | None, found: int) -> None:
+def check_rows(path: Path, expected: int | None, found: int) -> None:
     if expected is not None and expected != found:
         raise InputError(path, f"line {found}", f"truncated or altered file: MRFILES.RRF lists {expected} rows, "
                                                 f"found {found}")
 
 
-def _mrfiles(meta: Path) -> dict[str, int]:
+def mrfiles(meta: Path) -> dict[str, int]:
     """Row counts from MRFILES.RRF (if present), after checking the column lists we rely on."""
     path = meta / "MRFILES.RRF"
     if not path.is_file():

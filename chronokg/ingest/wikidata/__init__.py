@@ -57,15 +57,13 @@ from chronokg.graph.store import GraphStore
 from chronokg.graph.writer import write_batch, write_stream
 from chronokg.ingest.common import LoadSummary
 from chronokg.ingest.wikidata.entity_json import record_from_json as record_from_json
-from chronokg.ingest.wikidata.facts import _coarser as _coarser
-from chronokg.ingest.wikidata.facts import _fact as _fact
+from chronokg.ingest.wikidata.facts import build_fact as build_fact
 from chronokg.ingest.wikidata.facts import build_facts as build_facts
+from chronokg.ingest.wikidata.facts import coarser_precision as coarser_precision
 from chronokg.ingest.wikidata.files import expand as expand
 from chronokg.ingest.wikidata.files import is_dump as is_dump
 from chronokg.ingest.wikidata.files import read_document as read_document
 from chronokg.ingest.wikidata.files import read_dump as read_dump
-from chronokg.ingest.wikidata.records import _PID as _PID
-from chronokg.ingest.wikidata.records import _QID as _QID
 from chronokg.ingest.wikidata.records import CHUNK_ENTITIES as CHUNK_ENTITIES
 from chronokg.ingest.wikidata.records import EARLIEST as EARLIEST
 from chronokg.ingest.wikidata.records import END as END
@@ -75,11 +73,13 @@ from chronokg.ingest.wikidata.records import JULIAN as JULIAN
 from chronokg.ingest.wikidata.records import KIND as KIND
 from chronokg.ingest.wikidata.records import LATEST as LATEST
 from chronokg.ingest.wikidata.records import NAMED_SKIPS as NAMED_SKIPS
+from chronokg.ingest.wikidata.records import PID_PATTERN as PID_PATTERN
 from chronokg.ingest.wikidata.records import POINT as POINT
 from chronokg.ingest.wikidata.records import POLICY as POLICY
 from chronokg.ingest.wikidata.records import PRECISION_DAY as PRECISION_DAY
 from chronokg.ingest.wikidata.records import PRECISION_MONTH as PRECISION_MONTH
 from chronokg.ingest.wikidata.records import PRECISION_YEAR as PRECISION_YEAR
+from chronokg.ingest.wikidata.records import QID_PATTERN as QID_PATTERN
 from chronokg.ingest.wikidata.records import START as START
 from chronokg.ingest.wikidata.records import TEMPORAL_PROPERTIES as TEMPORAL_PROPERTIES
 from chronokg.ingest.wikidata.records import TIME_QUALIFIERS as TIME_QUALIFIERS
@@ -89,10 +89,10 @@ from chronokg.ingest.wikidata.records import Selection as Selection
 from chronokg.ingest.wikidata.records import Value as Value
 from chronokg.ingest.wikidata.records import WdTime as WdTime
 from chronokg.ingest.wikidata.records import source_id as source_id
-from chronokg.ingest.wikidata.revisions import _stage_known as _stage_known
-from chronokg.ingest.wikidata.revisions import _SubjectState as _SubjectState
+from chronokg.ingest.wikidata.revisions import SubjectState as SubjectState
 from chronokg.ingest.wikidata.revisions import read_states as read_states
 from chronokg.ingest.wikidata.revisions import reconcile as reconcile
+from chronokg.ingest.wikidata.revisions import stage_known as stage_known
 from chronokg.ingest.wikidata.times import Resolved as Resolved
 from chronokg.ingest.wikidata.times import Skip as Skip
 from chronokg.ingest.wikidata.times import normalize_amount as normalize_amount
@@ -137,11 +137,11 @@ class Stager:
         for record, origin in ordered:
             self.stage(batch, record, origin, states[record.id])
         for subject, state in states.items():
-            _stage_known(batch, subject, state)
+            stage_known(batch, subject, state)
         self.staged.update(batch.counts())
         return batch
 
-    def stage(self, batch: GraphBatch, record: EntityRecord, origin: str | None, state: _SubjectState) -> None:
+    def stage(self, batch: GraphBatch, record: EntityRecord, origin: str | None, state: SubjectState) -> None:
         self.records += 1
         batch.at(origin or "wikidata", record.id)
         kind = ENTITY_KINDS.get(record.kind, "wikidata_item")
@@ -270,6 +270,6 @@ ENTITY_DATA = "https://www.wikidata.org/wiki/Special:EntityData"
 
 
 def entity_data_url(qid: str, base_url: str = ENTITY_DATA) -> str:
-    if not _QID.match(qid):
+    if not QID_PATTERN.match(qid):
         raise ValueError(f"not an entity id: {qid!r} (expected Q42, P39, ...)")
     return f"{base_url.rstrip('/')}/{qid}.json"

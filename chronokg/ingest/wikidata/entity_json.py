@@ -12,10 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from chronokg.errors import InputError
 from chronokg.ingest.wikidata.records import (
-    _QID,
     ENTITY_URI,
     GREGORIAN,
     JULIAN,
+    QID_PATTERN,
     TIME_QUALIFIERS,
     Claim,
     EntityRecord,
@@ -189,7 +189,7 @@ def record_from_json(obj: Any, path: Path | str, where: str | int | None,
         first = exc.errors()[0]
         loc = ".".join(str(x) for x in first["loc"])
         raise InputError(path, where, f"not a Wikidata entity: {loc}: {first['msg']}") from None
-    if not _QID.match(ent.id):
+    if not QID_PATTERN.match(ent.id):
         raise InputError(path, where, f"not an entity id: {ent.id!r}")
     label = ent.labels["en"].value if "en" in ent.labels else None
     claims: list[Claim] = []

@@ -49,7 +49,7 @@ def _bound(claim: Claim, pids: Sequence[str], earliest: bool, counts: Counter[st
     return None
 
 
-def _coarser(*grains: Precision) -> Precision:
+def coarser_precision(*grains: Precision) -> Precision:
     order = [Precision.YEAR, Precision.MONTH, Precision.DAY]
     return min(grains, key=order.index)
 
@@ -127,7 +127,7 @@ def build_facts(record: EntityRecord, selection: Selection, counts: Counter[str]
             name(c, before)
             continue
         try:
-            facts.append(_fact(record, c, point_of.get(i), ordered.get(c.pid), counts))
+            facts.append(build_fact(record, c, point_of.get(i), ordered.get(c.pid), counts))
         except Skip as skip:
             counts[skip.reason] += 1
         except ValueError as exc:
@@ -149,7 +149,7 @@ class _Series:
         return self.points[self.dates[i]] if i < len(self.dates) else None
 
 
-def _fact(record: EntityRecord, c: Claim, point: Resolved | None, series: _Series | None,
+def build_fact(record: EntityRecord, c: Claim, point: Resolved | None, series: _Series | None,
           counts: Counter[str]) -> Fact:
     if c.value is None:
         raise Skip("unsupported_value")
@@ -192,7 +192,7 @@ def _fact(record: EntityRecord, c: Claim, point: Resolved | None, series: _Serie
         raise Skip("inverted_interval")
     return Fact(
         subject=record.id, predicate=c.pid, object=obj, value=literal if obj is None else None,
-        valid_from=valid_from, valid_to=valid_to, precision=_coarser(*grains) if grains else Precision.NONE,
+        valid_from=valid_from, valid_to=valid_to, precision=coarser_precision(*grains) if grains else Precision.NONE,
         known_from=record.modified.date(), source_id=record.source_id, source_kind=KIND,
         attrs={k: v for k, v in attrs.items() if v is not None},
     )

@@ -30,9 +30,9 @@ CHUNK_ENTITIES = 500  # entities per streamed chunk of a dump
 MIN_PRECISION = 6  # millennium; coarser bounds are dropped
 NAMED_SKIPS = 20  # statement ids a load summary names per skip reason (the count is always whole)
 PRECISION_DAY, PRECISION_MONTH, PRECISION_YEAR = 11, 10, 9
-_PERIOD_YEARS = {9: 1, 8: 10, 7: 100, 6: 1000}  # years in a period of each year-or-coarser precision
-_QID = re.compile(r"^[QPL][1-9]\d*$")
-_PID = re.compile(r"^P[1-9]\d*$")
+PERIOD_YEARS = {9: 1, 8: 10, 7: 100, 6: 1000}  # years in a period of each year-or-coarser precision
+QID_PATTERN = re.compile(r"^[QPL][1-9]\d*$")
+PID_PATTERN = re.compile(r"^P[1-9]\d*$")
 _TIME = re.compile(r"^(?P<sign>[+-]?)(?P<y>\d{1,16})-(?P<m>\d{2})-(?P<d>\d{2})(?:T[\d:.]*(?:Z|[+-]\d{2}:\d{2})?)?$")
 
 
@@ -58,7 +58,7 @@ class Selection(BaseModel):
     @classmethod
     def of(cls, pids: Iterable[str]) -> Selection:
         chosen = tuple(dict.fromkeys(p.strip().upper() for p in pids))
-        bad = [p for p in chosen if not _PID.match(p)]
+        bad = [p for p in chosen if not PID_PATTERN.match(p)]
         if bad or not chosen:
             raise ValueError(f"not property ids: {', '.join(bad) or '(none)'} (expected P39, P108, ...)")
         return cls(mode="list", pids=chosen)

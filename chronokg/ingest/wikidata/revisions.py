@@ -23,14 +23,14 @@ class _FactState:
 
 
 @dataclass
-class _SubjectState:
+class SubjectState:
     revisions: dict[int, dt.date] = field(default_factory=dict)
     facts: dict[str, _FactState] = field(default_factory=dict)
 
 
-def read_states(store: GraphStore, subjects: Sequence[str], chunk: int = 1000) -> dict[str, _SubjectState]:
+def read_states(store: GraphStore, subjects: Sequence[str], chunk: int = 1000) -> dict[str, SubjectState]:
     """What the store already knows of these subjects from Wikidata: revisions and facts."""
-    states: dict[str, _SubjectState] = {s: _SubjectState() for s in subjects}
+    states: dict[str, SubjectState] = {s: SubjectState() for s in subjects}
     for i in range(0, len(subjects), chunk):
         part = list(subjects[i:i + chunk])
         for r in store.run(
@@ -51,7 +51,7 @@ def read_states(store: GraphStore, subjects: Sequence[str], chunk: int = 1000) -
     return states
 
 
-def reconcile(state: _SubjectState, record: EntityRecord, fact_ids: dict[str, str],
+def reconcile(state: SubjectState, record: EntityRecord, fact_ids: dict[str, str],
               covered: Iterable[str]) -> int:
     """Fold one revision into a subject's known-time state; returns how many facts it retracts.
 
@@ -87,7 +87,7 @@ def reconcile(state: _SubjectState, record: EntityRecord, fact_ids: dict[str, st
     return retracted
 
 
-def _stage_known(batch: GraphBatch, subject: str, state: _SubjectState) -> None:
+def stage_known(batch: GraphBatch, subject: str, state: SubjectState) -> None:
     """Write the known interval and first asserting revision of every touched fact."""
     facts = batch.nodes.setdefault(schema.FACT, {})
     for fid, st in state.facts.items():

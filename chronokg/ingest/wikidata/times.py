@@ -10,10 +10,10 @@ from decimal import Decimal, InvalidOperation
 
 from chronokg.graph.dates import Precision
 from chronokg.ingest.wikidata.records import (
-    _PERIOD_YEARS,
     ENTITY_URI,
     JULIAN,
     MIN_PRECISION,
+    PERIOD_YEARS,
     PRECISION_DAY,
     PRECISION_MONTH,
     PRECISION_YEAR,
@@ -60,7 +60,7 @@ class Resolved:
                 return d + dt.timedelta(days=1)
             if p == PRECISION_MONTH:
                 return dt.date(d.year + d.month // 12, d.month % 12 + 1, 1)
-            return dt.date(d.year + _PERIOD_YEARS[p], 1, 1)
+            return dt.date(d.year + PERIOD_YEARS[p], 1, 1)
         except (ValueError, OverflowError):
             return None
 
@@ -71,7 +71,7 @@ def period_start_year(year: int, precision: int) -> int:
         return year
     if precision == 8:
         return year - year % 10
-    size = _PERIOD_YEARS[precision]
+    size = PERIOD_YEARS[precision]
     return ((year - 1) // size) * size + 1
 
 
