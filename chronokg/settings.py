@@ -15,6 +15,7 @@ from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from chronokg import environ
+from chronokg.store_uri import default_store
 
 
 def default_response_cache() -> Path:
@@ -28,8 +29,8 @@ def default_models_file() -> Path:
 
 
 def default_store_uri() -> str:
-    """The embedded store under the user's data directory."""
-    return f"kglite://{Path(environ.default_data_dir()) / 'store.kgl'}"
+    """The embedded store under the user's data directory (`chronokg.store_uri.default_store`)."""
+    return str(default_store())
 
 
 class Settings(BaseSettings):

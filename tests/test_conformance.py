@@ -15,11 +15,10 @@ from chronokg.graph.kglite_store import KgliteStore
 from chronokg.graph.neo4j_store import Neo4jStore
 from chronokg.graph.store import GraphStore
 from chronokg.testing.bolt_server import BoltTarget
-from tests.conformance.fixture import build
-from tests.conformance.suite import CatalogConformance
+from chronokg.testing.engine_conformance import EngineConformance, build
 
 
-class TestKgliteConformance(CatalogConformance):
+class TestKgliteConformance(EngineConformance):
     @pytest.fixture(scope="class")
     @classmethod
     def graph(cls) -> Iterator[GraphStore]:
@@ -28,7 +27,7 @@ class TestKgliteConformance(CatalogConformance):
             yield store
 
 
-class TestKgliteFileConformance(CatalogConformance):
+class TestKgliteFileConformance(EngineConformance):
     """The same answers from a file store that was closed and reopened (log replay and checkpoint)."""
 
     @pytest.fixture(scope="class")
@@ -41,7 +40,7 @@ class TestKgliteFileConformance(CatalogConformance):
             yield store
 
 
-class TestNeo4jConformance(CatalogConformance):
+class TestNeo4jConformance(EngineConformance):
     @pytest.fixture(scope="class")
     @classmethod
     def graph(cls, bolt_target: BoltTarget) -> Iterator[GraphStore]:

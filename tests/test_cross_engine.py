@@ -25,7 +25,7 @@ from chronokg.graph.neo4j_store import Neo4jStore
 from chronokg.graph.store import GraphStore
 from chronokg.queries.spec import QuerySpec, all_queries
 from chronokg.testing.bolt_server import BoltTarget
-from tests.conformance.fixture import build
+from chronokg.testing.engine_conformance import build
 
 D = dt.date
 DATES = [D(1990, 1, 1), D(2005, 6, 1), D(2011, 1, 1), D(2012, 1, 1), D(2016, 6, 1), D(2020, 3, 1), D(2023, 1, 1),

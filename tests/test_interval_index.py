@@ -22,13 +22,12 @@ from chronokg.graph.writer import write_batch
 from chronokg.queries import catalog
 from chronokg.queries.catalog import CHANGED_BETWEEN, ChangedParams
 from chronokg.queries.rows import ChangeRow, FactRow, HopRow
-from tests.conformance.fixture import build
-from tests.conformance.suite import CatalogConformance
+from chronokg.testing.engine_conformance import EngineConformance, build
 
 D = dt.date
 
 
-class ReaderConformance(CatalogConformance):
+class ReaderConformance(EngineConformance):
     def test_catalog_queries_are_read_only_and_writes_are_refused(self, graph: GraphStore) -> None:
         """A reader refuses every write outright (the guard's layers are the writer classes' test)."""
         before = catalog.stats(graph)

@@ -14,6 +14,7 @@ from chronokg.cli.lazy import lazy_group
 from chronokg.cli.queries import query_app
 from chronokg.cli.render import Format, emit, say
 from chronokg.cli.root import root_app
+from chronokg.store_uri import StoreURI, embedded_file
 
 
 def source_commands(group: str) -> Callable[[], dict[str, Any]]:
@@ -80,7 +81,7 @@ def stats(fmt: FormatOpt = Format.table) -> None:
 def demo_store_uri() -> str:
     from platformdirs import user_data_dir
 
-    return f"kglite://{Path(user_data_dir('chronokg')) / 'demo.kgl'}"
+    return str(embedded_file(Path(user_data_dir("chronokg")) / "demo.kgl"))
 
 
 @app.command()
@@ -92,8 +93,9 @@ def demo(
 
     def body() -> None:
         uri = state.store_uri or demo_store_uri()
-        if not keep and uri.startswith("kglite://") and state.store_uri is None:
-            _remove_kglite_files(Path(uri.removeprefix("kglite://")))
+        demo_file = StoreURI.parse(uri).file
+        if not keep and demo_file is not None and state.store_uri is None:
+            _remove_kglite_files(Path(demo_file))
         with opened(uri) as s:
             run_showcase(s, console)
         loop_demo(console, uri)  # the research loop, in its own store (chronokg.cli.demo_loop)
@@ -106,8 +108,9 @@ def demo(
 def loop_demo(console: Any, uri: str) -> None:
     from chronokg.cli.demo_loop import run_loop
 
-    base = Path(uri.removeprefix("kglite://")).parent if uri.startswith("kglite://") else None
-    if base is None or uri.endswith(":memory:"):
+    file = StoreURI.parse(uri).file
+    base = Path(file).parent if file is not None else None
+    if base is None:
         from platformdirs import user_data_dir
 
         base = Path(user_data_dir("chronokg"))

@@ -112,20 +112,19 @@ def opened(uri: str | None = None, load: bool = False,
     """
     from chronokg.graph.open import open_store
     from chronokg.settings import Settings
+    from chronokg.store_uri import StoreURI
 
     settings = Settings()
     uri = uri or state.store_uri or settings.store
-    if must_exist and uri.startswith("kglite://") and not uri.endswith(":memory:"):
+    file = StoreURI.parse(uri).file
+    if must_exist and file is not None:
         from pathlib import Path
 
         from chronokg.errors import StoreError
 
-        path = Path(uri.removeprefix("kglite://").partition("?")[0])
-        if not path.exists():
-            raise StoreError(f"no store at {path}: load a source into it first (chronokg ingest ...), or give "
+        if not Path(file).exists():
+            raise StoreError(f"no store at {file}: load a source into it first (chronokg ingest ...), or give "
                              "--store URI")
-    if load and uri.startswith("kglite://") and "?" not in uri and not uri.endswith(":memory:"):
-        uri += "?durable=off"
     def waiting(message: str) -> None:
         say(err, (f"{message}…", "yellow"))
 
@@ -139,15 +138,15 @@ def opened(uri: str | None = None, load: bool = False,
             return
         early = take(uri)
     with early if early is not None else open_store(uri, settings, read_only=read_only, on_wait=waiting,
-                                                    quick_open=quick and read_only) as store:
-        for notice in getattr(store, "notices", []):
+                                                    quick_open=quick and read_only, load=load) as store:
+        for notice in store.notices:
             say(err, ("note:", "yellow"), f" {notice}")
         yield store
 
 
 def _borrowed(store: GraphStore) -> Iterator[GraphStore]:
     """The query process's open store, lent to one command and left open (chronokg.cli.query_daemon)."""
-    for notice in getattr(store, "notices", []):
+    for notice in store.notices:
         say(err, ("note:", "yellow"), f" {notice}")
     yield store
 

@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import Console
 
 from chronokg.cli.render import heading, say
+from chronokg.store_uri import embedded_file
 
 
 def loop_steps(folder: Path) -> list[list[str]]:
@@ -37,7 +38,7 @@ def run_loop(console: Console, folder: Path, command: Any) -> None:
     if folder.exists():
         shutil.rmtree(folder)
     write_releases(folder)
-    store = ["--store", f"kglite://{folder / 'loop.kgl'}"]
+    store = ["--store", str(embedded_file(folder / "loop.kgl"))]
     heading(console, "the research loop: two releases, generate, evaluate, load the newer, --since, verify, compare")
     steps = loop_steps(folder)
     for n, args in enumerate([*steps, ["eval", "compare"]], start=1):

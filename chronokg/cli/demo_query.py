@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from chronokg import environ
+from chronokg.store_uri import StoreURI
 
 SUBJECT = "hypertension-goal-older-adults"  # a subject of the demo corpus with several versions
 READY_S = 30.0  # how long the demo waits for the process the first run started
@@ -47,7 +48,7 @@ def _wait_for_process(store: str) -> int | None:
 
 def query_process_runs(uri: str, runs: int = 3, subject: str = SUBJECT) -> list[QueryRun]:
     """`chronokg --store URI query timeline --subject SUBJECT -f json`, `runs` times in fresh processes."""
-    store = os.path.abspath(uri.removeprefix("kglite://"))  # as the client names the store
+    store = os.path.abspath(StoreURI.parse(uri).location)  # as the client names the store
     command = [sys.executable, "-m", "chronokg.cli", "--store", uri, "query", "timeline", "--subject", subject,
                "-f", "json"]
     out: list[QueryRun] = []
@@ -68,7 +69,7 @@ def query_process_runs(uri: str, runs: int = 3, subject: str = SUBJECT) -> list[
 def show_query_process(console: Any, uri: str) -> None:
     from chronokg.cli.render import Format, emit, heading
 
-    if not uri.startswith("kglite://") or uri.endswith(":memory:"):
+    if StoreURI.parse(uri).file is None:
         return
     heading(console, "chronokg query, three times from a shell")
     if environ.daemon_idle_s() <= 0:

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from chronokg.cli.argv import command_word, store_option, subcommand_word
+from chronokg.errors import StoreError
+from chronokg.store_uri import StoreURI
 
 if TYPE_CHECKING:
     from chronokg.graph.store import GraphStore
@@ -39,7 +41,7 @@ class EarlyOpen:
 
             settings = Settings()
             uri = self._store_arg or settings.store
-            if not uri.startswith("kglite://"):
+            if not StoreURI.parse(uri).embedded:
                 return  # a server store: opened as before, by the command
             from chronokg.graph.open import open_store
 
@@ -80,12 +82,10 @@ def hold(path: str | None, store: GraphStore | None) -> None:
 
 def held(uri: str) -> GraphStore | None:
     """The held store when `uri` names it (a plain `kglite://PATH`, resolved against the cwd), else None."""
-    if _held is None or not uri.startswith("kglite://") or "?" in uri:
+    if _held is None:
         return None
-    import os
-
-    path = uri.removeprefix("kglite://")
-    return _held[1] if path != ":memory:" and os.path.abspath(path) == _held[0] else None
+    path = StoreURI.parse(uri).plain_file
+    return _held[1] if path is not None and path == _held[0] else None
 
 
 def start(args: Sequence[str]) -> EarlyOpen | None:
@@ -95,8 +95,11 @@ def start(args: Sequence[str]) -> EarlyOpen | None:
     if command_word(args) != "query" or sub is None or sub in NO_STORE or "--help" in args or "-h" in args:
         return None
     given = store_option(args)
-    if given is not None and not given.startswith("kglite://"):
-        return None  # a server store: nothing to load early
+    try:
+        if given is not None and not StoreURI.parse(given).embedded:
+            return None  # a server store: nothing to load early
+    except StoreError:
+        return None  # not a store URI: the command says so
     # The thread's modules are imported here, before it starts: two threads importing the same packages at once
     # can deadlock on importlib's module locks. What runs beside the main thread is kglite's load itself.
     import chronokg.graph.kglite_store

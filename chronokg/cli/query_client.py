@@ -25,6 +25,8 @@ from typing import Any
 
 from chronokg import environ
 from chronokg.cli.argv import command_word, store_option, subcommand_word
+from chronokg.errors import StoreError
+from chronokg.store_uri import StoreURI, default_store
 
 # Query subcommands the process never answers: they write, read a file, run the user's Cypher, or manage it.
 NOT_FORWARDED = ("list", "batch", "cypher", "daemon")
@@ -66,13 +68,12 @@ def forwardable(args: Sequence[str]) -> str | None:
     if any(a in ("--help", "-h") or a.startswith("--install-completion") or a.startswith("--show-completion")
            for a in args):
         return None
-    uri = store_option(args) or environ.store_uri()
-    if uri is None:
-        uri = "kglite://" + os.path.join(environ.default_data_dir(), "store.kgl")
-    if not uri.startswith("kglite://") or "?" in uri:
-        return None
-    path = uri.removeprefix("kglite://")
-    return None if not path or path == ":memory:" else os.path.abspath(path)
+    given = store_option(args) or environ.store_uri()
+    try:
+        uri = default_store() if given is None else StoreURI.parse(given)
+    except StoreError:
+        return None  # the command itself says what is wrong with it
+    return uri.plain_file
 
 
 def runtime_dir(create: bool = False) -> str | None:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from chronokg import environ
 from chronokg.cli.query_client import NOT_FORWARDED, PROTOCOL, forwardable
+from chronokg.store_uri import embedded_file
 
 if TYPE_CHECKING:
     from chronokg.graph.store import GraphStore
@@ -85,7 +86,7 @@ class Daemon:
         self.indexed = False
         settings = Settings()
         self.opened = _files(self.store_path)
-        self._hold(open_store(f"kglite://{self.store_path}", settings, read_only=True, quick_open=True))
+        self._hold(open_store(embedded_file(self.store_path), settings, read_only=True, quick_open=True))
         size = self.opened[0][1] if self.opened[0] is not None else 0
         self.indexing = size <= settings.query_daemon_indexed_max_mb * 2**20
         if not self.indexing:
@@ -98,10 +99,8 @@ class Daemon:
         from chronokg.graph.open import open_store
 
         try:
-            store = open_store(f"kglite://{self.store_path}", settings, read_only=True)
-            intervals = getattr(store, "intervals", None)
-            if intervals is not None:
-                intervals()
+            store = open_store(embedded_file(self.store_path), settings, read_only=True)
+            store.intervals()
         except Exception:
             self.indexing = False
             return  # the quick store keeps answering

@@ -23,6 +23,7 @@ from typing import Any
 
 from chronokg.cli.query_client import kind
 from chronokg.cli.query_daemon import Daemon, Stop, bound
+from chronokg.store_uri import embedded_file
 
 
 class SearchDaemon(Daemon):
@@ -61,7 +62,7 @@ def _default_index(store: str) -> Any:
     """The index folder a search on `store` reads without `--index` (the settings' or the one beside it)."""
     from chronokg.retrieval.rag import index_dir
 
-    return index_dir(None, f"kglite://{store}")
+    return index_dir(None, str(embedded_file(store)))
 
 
 def main(argv: Sequence[str]) -> None:

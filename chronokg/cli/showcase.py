@@ -136,9 +136,7 @@ def show_tools(store: GraphStore, console: Console, show: Callable[[str, str], N
     show("tools for agents", "Declared once from the query specs and served in process, by 'chronokg serve "
                              "http|mcp' and to 'eval run --agent tools'; every read, an agent's own Cypher "
                              "included, goes through the read-only guard with time, row and size limits.")
-    save = getattr(store, "save", None)
-    if save is not None:
-        save()  # an embedded writer's checkpoint, which a read-only handle loads
+    store.save()  # an embedded writer's checkpoint, which a read-only handle loads (a no-op elsewhere)
     try:
         reader = open_store(store.uri, read_only=True)
     except ChronoKGError as exc:  # an in-memory store has no second handle

@@ -11,6 +11,7 @@ import typer
 from chronokg.cli.common import FormatOpt, console, guarded, state
 from chronokg.cli.render import Format
 from chronokg.errors import ChronoKGError
+from chronokg.store_uri import StoreURI
 
 WRITER = {  # what the next writer does, in words (`StoreCheck.writer`)
     "open": "opens the store and starts a new log (nothing to replay)",
@@ -40,11 +41,11 @@ def check(
     from chronokg.settings import Settings
 
     def body() -> bool:
-        uri = state.store_uri or Settings().store
-        scheme, _, rest = uri.partition("://")
-        if scheme != "kglite" or rest.partition("?")[0] in {"", ":memory:"}:
-            raise ChronoKGError(f"store check reads an embedded store's files (kglite:///path/store.kgl), not {uri}")
-        path = rest.partition("?")[0]
+        uri = StoreURI.parse(state.store_uri or Settings().store)
+        path = uri.file
+        if path is None:
+            raise ChronoKGError("store check reads an embedded store's files (kglite:///path/store.kgl), not "
+                                f"{uri.redacted()}")
         before = recover.check(path)
         found = recover.repair(path) if repair else before
         if fmt is Format.json:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 _WHERE = {
     "Fact": "model", "Source": "model", "stable_id": "model",
     "Precision": "dates", "parse_date": "dates", "as_date": "dates",
-    "GraphStore": "store",
+    "GraphStore": "store", "Capabilities": "store",
     "open_store": "open",
     "GraphBatch": "batch",
     "write_batch": "writer", "WriteReport": "writer",
@@ -22,8 +22,9 @@ _WHERE = {
     "ReadLimits": "read_limits", "guarded_read": "guard", "check_text": "guard",
 }
 __all__ = [
-    "Fact", "FactTable", "GraphBatch", "GraphStore", "Policy", "Precision", "ReadLimits", "Source", "WriteReport",
-    "as_date", "check_text", "guarded_read", "open_store", "parse_date", "stable_id", "write_batch", "write_bulk",
+    "Capabilities", "Fact", "FactTable", "GraphBatch", "GraphStore", "Policy", "Precision", "ReadLimits",
+    "Source", "WriteReport", "as_date", "check_text", "guarded_read", "open_store", "parse_date", "stable_id",
+    "write_batch", "write_bulk",
 ]
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from chronokg.graph.model import Fact, Source, stable_id
     from chronokg.graph.open import open_store
     from chronokg.graph.read_limits import ReadLimits
-    from chronokg.graph.store import GraphStore
+    from chronokg.graph.store import Capabilities, GraphStore
     from chronokg.graph.writer import WriteReport, write_batch
 
 

@@ -387,7 +387,7 @@ def write_bulk(store: GraphStore, parts: Iterable[Part], progress: Progress | No
     and written in one transaction.
     """
     report = WriteReport()
-    if store.engine != "kglite":
+    if not store.capabilities.bulk_loader:
         merged: GraphBatch | None = None
         for part in parts:
             batch = part.to_batch() if isinstance(part, FactTable) else part

@@ -270,15 +270,15 @@ def _check_text(cypher: str) -> CheckedText:
                        procedures=tuple(procedures))
 
 
-def check_plan(operations: list[str], engine: str) -> None:
-    """Every operator of the plan must be a read (an allow-list; an unknown operator is refused).
+def check_plan(operations: list[str], allowed: frozenset[str]) -> None:
+    """Every operator of the plan must be a read: in `allowed`, the engine's `capabilities.read_operators` (an
+    allow-list; an unknown operator is refused).
 
     `[OPAQUE_PLAN]` (a store whose engine's plan says nothing) passes: the text check and the
     store's read-only run are what hold there.
     """
     if operations == [OPAQUE_PLAN]:
         return
-    allowed = KGLITE_READ_OPERATORS if engine == "kglite" else NEO4J_READ_OPERATORS
     if not operations:
         raise QueryRefused("the engine gave no plan to check [plan check]")
     for op in operations:
@@ -287,10 +287,15 @@ def check_plan(operations: list[str], engine: str) -> None:
             raise QueryRefused(f"the query plan has a {name} step, which is not a read [plan check]")
 
 
+def check(store: GraphStore, cypher: str, params: Params | None = None) -> CheckedText:
+    """The text check, then the plan check on `store`'s engine: QueryRefused unless `cypher` can only read."""
+    checked = check_text(cypher)
+    check_plan(store.explain(checked.statement, params), store.capabilities.read_operators)
+    return checked
+
+
 def guarded_read(store: GraphStore, cypher: str, params: Params | None = None,
                  limits: ReadLimits | None = None) -> LimitedResult:
     """Run Cypher from outside only if it can only read, within `limits` (see the module docstring)."""
-    limits = limits or ReadLimits()
-    checked = check_text(cypher)
-    check_plan(store.explain(checked.statement, params), store.engine)
-    return store.run_limited(cypher, params, limits)
+    check(store, cypher, params)
+    return store.run_limited(cypher, params, limits or ReadLimits())

@@ -15,16 +15,19 @@ import kglite
 
 from chronokg.errors import QueryLimitExceeded, QueryRefused, StoreBusy, StoreError
 from chronokg.graph import interval_index, interval_reads, schema
+from chronokg.graph.guard import KGLITE_READ_OPERATORS
 from chronokg.graph.kglite_files import WAL_HEADER, remove_leftovers, unreplayed_log, writer_refusal
 from chronokg.graph.read_limits import LimitedResult, ReadLimits
 from chronokg.graph.sandbox import ChildError, can_fork, run_forked
-from chronokg.graph.store import Params, Row, Statement
+from chronokg.graph.store import Capabilities, GraphStore, Params, Row, Statement
+from chronokg.settings import Settings
+from chronokg.store_uri import StoreURI
 
 MEMORY = ":memory:"
 _DDL_NAME = re.compile(r"(?:CONSTRAINT|INDEX) (\w+) IF NOT EXISTS")
 
 
-class KgliteStore:
+class KgliteStore(GraphStore):
     """A store in one `.kgl` file (or in memory): one writer at a time, any number of readers.
 
     A writer takes kglite's cross-process writer lease (waiting up to `lock_timeout`
@@ -36,6 +39,22 @@ class KgliteStore:
     """
 
     engine = "kglite"
+    capabilities = Capabilities(read_operators=KGLITE_READ_OPERATORS, bulk_loader=True, forked_reads=True,
+                                in_worker_reads=True, interval_sidecar=True, notices=True, checkpoint=True)
+
+    @classmethod
+    def open(cls, uri: StoreURI, settings: Settings, *, read_only: bool = False,
+             on_wait: Callable[[str], None] | None = None, quick_open: bool = False,
+             load: bool = False) -> KgliteStore:
+        """`kglite://PATH[?durable=full|normal|off]`; a one-shot `load` on a file keeps no log unless the URI says."""
+        unknown = sorted({k for k, _ in uri.options} - {"durable"})
+        if unknown:
+            raise StoreError(f"unknown option(s) {', '.join(unknown)} in {uri.redacted()!r} (known: durable)")
+        durable = uri.option("durable")
+        if durable is None:
+            durable = "off" if load and uri.location != MEMORY else "normal"
+        return cls(uri.location, durable=durable, read_only=read_only, lock_timeout=settings.lock_timeout,
+                   on_wait=on_wait, quick_open=quick_open)
 
     def __init__(self, path: str | Path, durable: str = "normal", *, read_only: bool = False,
                  lock_timeout: float = 0.0, on_wait: Callable[[str], None] | None = None,
@@ -149,8 +168,8 @@ class KgliteStore:
 
     @property
     def uri(self) -> str:
-        suffix = "" if self._durable == "normal" else f"?durable={self._durable}"
-        return f"kglite://{self._path}{suffix}"
+        uri = StoreURI("kglite", self._path)
+        return str(uri if self._durable == "normal" else uri.with_option("durable", self._durable))
 
     @property
     def path(self) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -19,10 +19,11 @@ from neo4j import time as neo4j_time
 
 from chronokg.errors import QueryLimitExceeded, QueryRefused, StoreError
 from chronokg.graph import schema
-from chronokg.graph.guard import OPAQUE_PLAN
+from chronokg.graph.guard import NEO4J_READ_OPERATORS, OPAQUE_PLAN
 from chronokg.graph.read_limits import LimitedResult, ReadLimits
-from chronokg.graph.store import Params, Row, Statement
-from chronokg.graph.uris import credentials_from_uri, redact
+from chronokg.graph.store import Capabilities, GraphStore, Params, Row, Statement
+from chronokg.settings import Settings
+from chronokg.store_uri import StoreURI
 
 AUTH_VARIABLES = "CHRONOKG_NEO4J_USER and CHRONOKG_NEO4J_PASSWORD"
 
@@ -52,16 +53,32 @@ def to_python(value: Any) -> Any:
     return value
 
 
-class Neo4jStore:
+class Neo4jStore(GraphStore):
     """A Neo4j 5 database reached over Bolt."""
 
     engine = "neo4j"
+    # Reads are READ sessions of the thread-safe driver, bounded by the server: nothing forks, nothing is kept
+    # beside the database, and a write is committed by the server (no checkpoint).
+    capabilities = Capabilities(read_operators=NEO4J_READ_OPERATORS)
+    notices: Sequence[str] = ()
 
-    def __init__(self, uri: str, user: str, password: str, database: str = "neo4j", *,
+    @classmethod
+    def open(cls, uri: StoreURI, settings: Settings, *, read_only: bool = False,
+             on_wait: Callable[[str], None] | None = None, quick_open: bool = False,
+             load: bool = False) -> Neo4jStore:
+        """`neo4j://[user:password@]host:port` (and bolt://, neo4j+s://, ...); the settings' login where the URI
+        has none. The driver takes the URI's options itself."""
+        return cls(uri, settings.neo4j_user, settings.neo4j_password.get_secret_value(), settings.neo4j_database,
+                   read_only=read_only)
+
+    def __init__(self, uri: str | StoreURI, user: str, password: str, database: str = "neo4j", *,
                  read_only: bool = False) -> None:
         logging.getLogger("neo4j").addHandler(logging.NullHandler())
-        uri, user, password = credentials_from_uri(uri, user, password)
-        self._uri = redact(uri)
+        parsed = StoreURI.parse(uri)
+        given_user, given_password = parsed.credentials()
+        user, password = given_user or user, password if given_password is None else given_password
+        self._uri = str(parsed.without_credentials())
+        uri = self._uri
         self._database = database
         self._read_only = read_only
         try:

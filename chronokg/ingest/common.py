@@ -307,7 +307,7 @@ def apply(
     write the same graph and report the same changes (the loader conformance suite checks it).
     """
     before = graph_counts(store)
-    if store.engine == "kglite" and len(batch) >= BULK_MIN:
+    if store.capabilities.bulk_loader and len(batch) >= BULK_MIN:
         from chronokg.graph.bulk import write_bulk
 
         report = write_bulk(store, [batch], progress=progress)

@@ -67,12 +67,9 @@ def changed_between(store: GraphStore, p: ChangedParams) -> list[ChangeRow] | No
     """From the store's interval index, when it has a current one (embedded readers; conformance tests
     check it against the Cypher), else None. A quick-opened reader without one builds its property
     indexes first: the Cypher looks up every touched pair by subject."""
-    intervals = getattr(store, "intervals", None)
-    index = intervals() if callable(intervals) else None
+    index = store.intervals()
     if index is None:
-        ensure = getattr(store, "ensure_indexes", None)
-        if callable(ensure):
-            ensure()
+        store.ensure_indexes()
         return None
     subjects, predicates, before, after = index.changed_columns(p.start, p.end, p.subject, p.predicate)
     return trusted_many(ChangeRow, [{"subject": s, "predicate": q, "before": b, "after": a}
@@ -82,10 +79,9 @@ def changed_between(store: GraphStore, p: ChangedParams) -> list[ChangeRow] | No
 def _intervals(store: GraphStore) -> AsOfIndex | None:
     """The store's point-read view of its interval index, when it has a current one (embedded readers), else
     None. Not on a quick (one-shot) reader: one point query costs less than reading the sidecar."""
-    if getattr(store, "quick", False):
+    if store.quick:
         return None
-    intervals = getattr(store, "intervals", None)
-    index = intervals() if callable(intervals) else None
+    index = store.intervals()
     return None if index is None else index.as_of()
 
 

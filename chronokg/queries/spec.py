@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from chronokg.errors import ChronoKGError
-from chronokg.graph.store import GraphStore, Params
+from chronokg.graph.store import GraphStore, Params, Row
 from chronokg.registry import Registry
 
 P = TypeVar("P", bound=BaseModel)
@@ -31,6 +31,11 @@ R = TypeVar("R", bound=BaseModel)
 MAX_TEXT = 1_000  # characters in any text parameter (ids, words to look for)
 MAX_ITEMS = 100_000  # items in any list parameter (a whole MIMIC-CXR cohort of patients fits)
 MAX_COUNT = 1_000_000  # any count parameter (a row limit)
+
+
+# How a spec's Cypher reaches the store: `store.run` by default; serve's tools and workers pass the guard and the
+# engine's bounded read (`chronokg.serve.reads.GuardedRead`).
+Read = Callable[[GraphStore, str, Params], list[Row]]
 
 
 class QueryParams(BaseModel):
@@ -94,15 +99,22 @@ class QuerySpec(Generic[P, R]):
     def cypher(self, params: P | Mapping[str, Any] | None = None) -> tuple[str, Params]:
         return self.build(self.validate(params))
 
-    def run(self, store: GraphStore, params: P | Mapping[str, Any] | None = None) -> list[R]:
-        """The typed rows of this query on `store` (a reader is enough: specs only read)."""
+    def run(self, store: GraphStore, params: P | Mapping[str, Any] | None = None, *,
+            read: Read | None = None) -> list[R]:
+        """The typed rows of this query on `store` (a reader is enough: specs only read): the one path of the CLI,
+        the tools and the read workers.
+
+        `read` runs the built Cypher. Without it the store runs it, after the spec's `direct` path where the store
+        offers one; a caller that passes its own (the guard and a bounded read) gets every read through it, so the
+        direct path is not taken."""
         checked = self.validate(params)
-        if self.direct is not None:
+        if read is None and self.direct is not None:
             answered = self.direct(store, checked)
             if answered is not None:
                 return answered
         text, args = self.build(checked)
-        rows = [self.row.model_validate(r) for r in store.run(text, args)]
+        found = store.run(text, args) if read is None else read(store, text, args)
+        rows = [self.row.model_validate(r) for r in found]
         return self.post(rows, checked) if self.post is not None else rows
 
 

@@ -37,7 +37,7 @@ def update_index(store: GraphStore, folder: Path, *, rebuild: bool = False, kind
             progress.start(0, "reading passages from the store")
         passages = list(store_passages(store, kinds))
         if rebuild or not (folder / "meta.json").exists() or _older(folder):
-            index, report = build(folder, passages, embedder, kind, store=getattr(store, "uri", None),
+            index, report = build(folder, passages, embedder, kind, store=store.uri,
                                   progress=progress)
             index.close()
             return report

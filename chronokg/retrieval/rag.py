@@ -28,6 +28,7 @@ from chronokg.retrieval.embed import Embedder, shared_embedder
 from chronokg.retrieval.index import PassageIndex, Strategy
 from chronokg.retrieval.types import RetrievalResult
 from chronokg.settings import Settings
+from chronokg.store_uri import StoreURI
 
 Mode = Literal["time-aware", "atemporal"]
 Scope = Literal["current", "all"]
@@ -41,13 +42,14 @@ def index_dir(settings: Settings | None = None, store_uri: str | None = None) ->
     settings = settings or Settings()
     if settings.rag_index is not None:
         return settings.rag_index
-    uri = store_uri or settings.store
-    if uri.startswith("kglite://"):
-        path = uri.removeprefix("kglite://").split("?", 1)[0]
-        if path in ("", ":memory:"):
+    uri = StoreURI.parse(store_uri or settings.store)
+    if uri.embedded:
+        if uri.file is None:
             raise ChronoKGError("an in-memory store has no place for an index: set CHRONOKG_RAG_INDEX")
-        return Path(path).with_name(Path(path).name + ".rag")
-    name = re.sub(r"[^A-Za-z0-9.-]+", "_", uri.split("://", 1)[-1]).strip("_") or "store"
+        return Path(uri.file).with_name(Path(uri.file).name + ".rag")
+    # The server's address (never its credentials) as a folder name.
+    where = "_".join([uri.location, *(f"{k}={v}" for k, v in uri.options)])
+    name = re.sub(r"[^A-Za-z0-9.-]+", "_", where).strip("_") or "store"
     return Path(user_data_dir("chronokg")) / "rag" / name
 
 

@@ -27,12 +27,12 @@ from typing import Any, cast
 from pydantic import BaseModel
 
 from chronokg.errors import ChronoKGError, QueryLimitExceeded, QueryRefused, StoreError
-from chronokg.graph.guard import ReadLimits, guarded_read
+from chronokg.graph.guard import ReadLimits
 from chronokg.graph.store import GraphStore
 from chronokg.models.types import ToolSpec
 from chronokg.queries.spec import QUERIES, QueryError, all_queries
 from chronokg.serve.fair import CALLER, Scheduling
-from chronokg.serve.reads import GuardVerdicts, read_here
+from chronokg.serve.reads import GuardedRead, GuardVerdicts
 from chronokg.serve.search import SEARCH_TOOL, SearchBackend, SearchParams, find_search, warm
 from chronokg.serve.tools import (
     CYPHER,
@@ -51,30 +51,21 @@ from chronokg.settings import Settings
 def run_tool(store: GraphStore, tool: Tool, args: BaseModel, limits: ReadLimits,
              search: SearchBackend | None = None, verdicts: GuardVerdicts | None = None,
              here: bool = False) -> ToolResult:
-    """Run one validated call; every read goes through the guard (the query tools' Cypher too). In a read
-    worker, `verdicts` remembers the guard's checks per text and `here` runs catalog reads in the worker itself
-    (`chronokg.serve.reads`)."""
+    """Run one validated call; every read goes through the guard (the query tools' Cypher too), as the read
+    strategy `QuerySpec.run` is given. In a read worker, `verdicts` remembers the guard's checks per text and
+    `here` runs catalog reads in the worker itself (`chronokg.serve.reads`)."""
     start = time.monotonic()
     truncated, total = False, None
     try:
         if tool.kind == "cypher":
             cypher = cast(CypherParams, args)
-            result = (verdicts.guarded_read(store, cypher.query, cypher.params, limits) if verdicts is not None
-                      else guarded_read(store, cypher.query, cypher.params, limits))
+            result = GuardedRead(limits, verdicts).limited(store, cypher.query, cypher.params)
             rows, truncated, total = jsonable(result.rows), result.truncated, result.total_rows
         elif tool.kind == "query":
-            spec = QUERIES.get(str(tool.query))
-            text, params = spec.build(args)
-            if verdicts is not None and here:
-                verdicts.check(store, text, params)
-                result = read_here(store, text, params, limits)
-            elif verdicts is not None:
-                result = verdicts.guarded_read(store, text, params, limits)
-            else:
-                result = guarded_read(store, text, params, limits)
-            typed = [spec.row.model_validate(r) for r in result.rows]
-            rows = jsonable(spec.post(typed, args) if spec.post is not None else typed)
-            truncated, total = result.truncated, result.total_rows
+            read = GuardedRead(limits, verdicts, here=here and verdicts is not None)
+            rows = jsonable(QUERIES.get(str(tool.query)).run(store, args, read=read))
+            if read.result is not None:
+                truncated, total = read.result.truncated, read.result.total_rows
         else:
             if search is None:
                 raise ToolError("unavailable", "search is not available on this server")
@@ -133,7 +124,7 @@ class ToolHost:
         self._tools: dict[str, Tool] = {}
         self.attach_search(search, search_note)
         self._local = threading.Lock()  # in-process engine calls (and forks) one at a time
-        self._serial = store.engine == "kglite"  # Neo4j reads fork nothing: its driver is thread-safe
+        self._serial = store.capabilities.forked_reads  # no fork while another thread is inside the engine
         self._pool: WorkerPool | None = None
         self._threads: Any = None  # anyio.CapacityLimiter, made in the event loop on the first async call
         self.search_warm: threading.Thread | None = None  # loading the search model in the background
@@ -251,10 +242,10 @@ class ToolHost:
         """Run store calls in `n` forked workers from now on (call before starting any thread of a server),
         shared as `scheduling` says (see `WorkerPool` and `chronokg.serve.fair`).
 
-        On an engine that does not fork per read (Neo4j: a READ session per read), calls run in the
-        caller's thread instead and need no workers.
+        On an engine that does not fork per read (`capabilities.forked_reads`; Neo4j: a READ session per read),
+        calls run in the caller's thread instead and need no workers.
         """
-        if self._pool is not None or n < 1 or self.store.engine != "kglite":
+        if self._pool is not None or n < 1 or not self.store.capabilities.forked_reads:
             return
         timeout = call_timeout_s or self.limits.timeout_s + 30
         self._pool = WorkerPool(self._run_local, n, call_timeout_s=timeout, fork_lock=self._local,

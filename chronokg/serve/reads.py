@@ -7,20 +7,25 @@ its EXPLAIN 1.4-2.9 ms and its text check 0.7-1.1 ms; the query itself well unde
 * `GuardVerdicts`: the text and plan checks of `chronokg.graph.guard` run once per query text; a text that passed
   is remembered (at most `MAX_VERDICTS` texts, oldest forgotten first). What a plan may contain depends on the
   text, not on the parameter values, and a refused text is never remembered, so it is checked again each time.
-* `read_here`: a catalog query (our own Cypher text, checked by the guard as above, its parameters validated by
-  their pydantic model) runs in the worker itself, on the worker's read-only copy of the graph, with the engine's
-  deadline, work budget and row limit. The worker is the sandbox: it is a single-threaded forked copy that only
-  ever reads (the engine refuses writes on a read-only handle), and the pool kills and replaces it when a read
-  outlives its time limit (`WorkerPool.call`, `here_timeout_s`). Cypher from outside (`cypher` tool) keeps the
+* `GuardedRead(here=True)`: a catalog query (our own Cypher text, checked by the guard as above, its parameters
+  validated by their pydantic model) runs in the worker itself, on the worker's read-only copy of the graph, with
+  the engine's deadline, work budget and row limit. The worker is the sandbox: it is a single-threaded forked copy
+  that only ever reads (the engine refuses writes on a read-only handle), and the pool kills and replaces it when a
+  read outlives its time limit (`WorkerPool.call`, `here_timeout_s`). Cypher from outside (`cypher` tool) keeps the
   guard's fork per read: its memory limit and the kill at its deadline are what bound a hostile query.
+
+`GuardedRead` is the read strategy every tool call passes to `QuerySpec.run` (in process, or in a worker with the
+verdicts and `here`): the query runs one way everywhere, with the guard and the engine's bounded read as arguments.
 """
 
 from __future__ import annotations
 
 import collections
+from dataclasses import dataclass
 
-from chronokg.graph.guard import LimitedResult, ReadLimits, check_plan, check_text
-from chronokg.graph.store import GraphStore, Params
+from chronokg.graph import guard
+from chronokg.graph.guard import LimitedResult, ReadLimits
+from chronokg.graph.store import GraphStore, Params, Row
 
 MAX_VERDICTS = 1024  # query texts whose checks a worker remembers
 
@@ -39,8 +44,7 @@ class GuardVerdicts:
             self._passed.move_to_end(cypher)
             return
         self.checks += 1
-        checked = check_text(cypher)
-        check_plan(store.explain(checked.statement, params), store.engine)
+        guard.check(store, cypher, params)
         self._passed[cypher] = None
         if len(self._passed) > self.size:
             self._passed.popitem(last=False)
@@ -51,10 +55,25 @@ class GuardVerdicts:
         return store.run_limited(cypher, params, limits)
 
 
-def read_here(store: GraphStore, cypher: str, params: Params | None, limits: ReadLimits) -> LimitedResult:
-    """A checked catalog read in this process, within the engine's deadline, work budget and row limit.
+@dataclass
+class GuardedRead:
+    """How a tool call reads: the guard's checks (remembered by `verdicts` in a worker), then the engine's bounded
+    read, forked (`run_limited`) or, with `here`, in this process (`run_here`: only in a forked read worker, only
+    for catalog Cypher). A `chronokg.queries.spec.Read`; `result` keeps the last read's truncation and total."""
 
-    Only for a forked read worker (see the module docstring): the embedded engine's `run_here`; an engine
-    without one runs the read as the guard does."""
-    here = getattr(store, "run_here", None)
-    return here(cypher, params, limits) if here is not None else store.run_limited(cypher, params, limits)
+    limits: ReadLimits
+    verdicts: GuardVerdicts | None = None
+    here: bool = False
+    result: LimitedResult | None = None
+
+    def limited(self, store: GraphStore, cypher: str, params: Params | None) -> LimitedResult:
+        if self.verdicts is not None:
+            self.verdicts.check(store, cypher, params)
+        else:
+            guard.check(store, cypher, params)
+        run = store.run_here if self.here else store.run_limited
+        self.result = run(cypher, params, self.limits)
+        return self.result
+
+    def __call__(self, store: GraphStore, cypher: str, params: Params | None) -> list[Row]:
+        return self.limited(store, cypher, params).rows
