@@ -62,6 +62,38 @@ def tempomed_mcq_fixed(text: str | None, labels: Sequence[str]) -> str:
     return tokens[0] if tokens and len(set(tokens)) == 1 else INVALID
 
 
+RAG_LABELS = ("A", "B", "C", "D")
+UNKNOWN = "UNKNOWN"
+_RAG_ANSWER = re.compile(r"##\s*Answer\s*:\s*(A|B|C|D|UNKNOWN)\b", re.IGNORECASE)
+_RAG_ABSTAIN = re.compile(r"\b(I\s+DO\s+NOT\s+KNOW|UNKNOWN|UNABLE\s+TO\s+DETERMINE|CANNOT\s+DETERMINE)\b",
+                          re.IGNORECASE)
+_RAG_TOKEN = re.compile(r"\b(A|B|C|D)\b")
+
+
+def tempomed_rag_seed(text: str | None) -> str:
+    """`extract_prediction` of TempoMed's RAG evaluation (Table 3; `P/rag_evaluation/main.py` at 74b6f224).
+
+    Empty or blank: INVALID. Then, on the stripped text: 1. the first `##Answer: X` (any case, spaces allowed,
+    X one of A-D or UNKNOWN); 2. a first line that is a label or UNKNOWN (any case); 3. an abstention phrase
+    anywhere ("I do not know", "unknown", "unable to determine", "cannot determine"; any case): UNKNOWN; 4. the
+    label-shaped tokens of the upper-cased text, if they are all the same letter (so "I choose B. Option B is
+    right." is B, and the article "a" counts as A); else INVALID. UNKNOWN is an answer of its own, never INVALID.
+    """
+    cleaned = (text or "").strip()
+    if not cleaned:
+        return INVALID
+    m = _RAG_ANSWER.search(cleaned)
+    if m:
+        return m.group(1).upper()
+    first = cleaned.splitlines()[0].strip().upper()
+    if first in (*RAG_LABELS, UNKNOWN):
+        return first
+    if _RAG_ABSTAIN.search(cleaned):
+        return UNKNOWN
+    letters = set(_RAG_TOKEN.findall(cleaned.upper()))
+    return letters.pop() if len(letters) == 1 else INVALID
+
+
 def tempomed_probe_seed(text: str | None) -> str:
     """`extract_choice_label` of the year-sweep probes (`pubmed_inspect_questions.py:1142-1155`).
 

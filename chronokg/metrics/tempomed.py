@@ -22,7 +22,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from chronokg.eval.cutoff import best_split
 from chronokg.eval.log import SampleRecord
+from chronokg.eval.profiles import tempomed_seed_rag as seed_rag
 from chronokg.metrics import patterns
 from chronokg.metrics.spec import MetricSpec, Rows, count_by, counted_by, prediction_match, register
 from chronokg.metrics.stats import bootstrap_ci, mann_kendall, ols, wilson
@@ -55,6 +57,8 @@ def _accuracy_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str
     groups: dict[str, Any] = {}
     total = [0, 0]
     for r in rows:
+        if r["kind"] not in ("mcq", "probe"):  # Table 3's items are counted by `tempomed.table3_seed`
+            continue
         name = r["target"] if r["kind"] == "mcq" else "probe"
         cell = groups.setdefault(name, {"n": 0, "correct": 0})
         cell["n"] += r["n"]
@@ -151,23 +155,12 @@ def buckets(rows: Rows, start_year: int = START_YEAR) -> list[dict[str, Any]]:
 
 
 def cutoff_estimate(rows: Rows) -> int | None:
-    """The year after which up-to-date accuracy drops most: argmax over c of mean(acc, years <= c) -
-    mean(acc, years > c), each year weighted by its items (ties: the later year)."""
-    years = sorted({int(r["year_current"]) for r in rows})
-    if len(years) < 2:
-        return None
-    per = {y: [0, 0] for y in years}
+    """The year after which up-to-date accuracy drops most (`chronokg.eval.cutoff.best_split` over the rows)."""
+    per: dict[int, tuple[int, int]] = {}
     for r in rows:
-        per[int(r["year_current"])][0] += r["n"]
-        per[int(r["year_current"])][1] += r["correct"]
-    best: tuple[float, int] | None = None
-    for c in years[:-1]:
-        left = [per[y] for y in years if y <= c]
-        right = [per[y] for y in years if y > c]
-        gap = sum(k for _, k in left) / sum(n for n, _ in left) - sum(k for _, k in right) / sum(n for n, _ in right)
-        if best is None or (gap, c) >= best:
-            best = (gap, c)
-    return best[1] if best is not None and best[0] > 0 else None
+        n, k = per.get(int(r["year_current"]), (0, 0))
+        per[int(r["year_current"])] = (n + r["n"], k + r["correct"])
+    return best_split(per)
 
 
 def _year_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any]]:
@@ -361,3 +354,51 @@ TABLE3 = register(MetricSpec(
     "tempomed.table3", FAMILY, "Table 3: accuracy on up-to-date and historical items with retrieved passages "
     "(--rag), as the seed's RAG evaluation summarises a scope, split by whether the counterpart version's passage "
     "was retrieved.", True, _rag_count, _rag_finish, _rag_cypher, kind="accuracy"))
+
+
+# `--protocol seed`, Table 3's own items (`generate tempomed --table3`): the released 4-option items in A-D order,
+# asked with the seed's RAG prompt and read by its `extract_prediction` (UNKNOWN an answer of its own), summarised
+# as `summarize_results` does, per arm and scope. Its result files: `eval export --format seed`.
+SEED_KEYS = ("rag", "agent", "target", "prediction")
+
+
+def _seed_rag_count(samples: Sequence[SampleRecord]) -> Rows:
+    return count_by(samples, SEED_KEYS, _is("table3"))
+
+
+_seed_rag_cypher = counted_by(BASE + " AND p.f_kind = 'table3'", SEED_KEYS)
+
+
+def _seed_rag_finish(rows: Rows) -> tuple[float | None, dict[str, Any], dict[str, Any]]:
+    """Per arm (`none`, the --rag mode, `tools` for --agent, joined by "+") and scope: accuracy, n, correct, and
+    the seed's summary (`… · shares` and `… · counts` of the five groups, `… · labels` of the labels read)."""
+    cells: dict[str, dict[str, Any]] = {}
+    for r in sorted(rows, key=lambda r: [str(r[k]) for k in SEED_KEYS]):
+        scope = RAG_SCOPES.get(str(r["target"]))
+        if scope is None:
+            continue
+        arm = "+".join(str(r[k]) for k in ("rag", "agent") if r[k]) or "none"
+        cell = cells.setdefault(f"{arm} · {scope}", {"n": 0, "correct": 0, "counts": dict.fromkeys(RAG_GROUPS, 0),
+                                                     "labels": {}})
+        label = str(r["prediction"] or "INVALID")
+        cell["n"] += r["n"]
+        cell["correct"] += r["correct"]
+        cell["counts"][seed_rag.group(label)] += r["n"]  # on the label read: the items keep the released order
+        cell["labels"][label] = cell["labels"].get(label, 0) + r["n"]
+    flat: dict[str, Any] = {}
+    for name, cell in sorted(cells.items()):
+        n = cell["n"]
+        flat[name] = {"accuracy": cell["correct"] / n if n else 0.0, "n": n, "correct": cell["correct"]}
+        flat[f"{name} · shares"] = {g: (c / n if n else 0.0) for g, c in cell["counts"].items()}
+        flat[f"{name} · counts"] = cell["counts"]
+        flat[f"{name} · labels"] = dict(sorted(cell["labels"].items()))
+    return None, flat, {"scopes": RAG_SCOPES, "source": "P/rag_evaluation/main.py extract_prediction, "
+                                                        "prediction_group, summarize_results (74b6f224)"}
+
+
+TABLE3_SEED = register(MetricSpec(
+    "tempomed.table3_seed", FAMILY, "Table 3 as the seed's RAG evaluation asks and scores it (generate --table3, "
+    "--protocol seed): the released 4-option items in A-D order, accuracy and the five prediction groups per arm "
+    "and scope, UNKNOWN a group of its own.", True, _seed_rag_count, _seed_rag_finish, _seed_rag_cypher,
+    kind="accuracy"))
+

@@ -53,6 +53,7 @@ from chronokg.bench.families.tempomed_rules import (
     perturb,
     rewrite_stem,
 )
+from chronokg.bench.families.tempomed_table3 import table3_items
 from chronokg.bench.family import OURS, Context, Family, FamilyOptions, Protocol, generator_info
 from chronokg.bench.question import AnswerKey, Choice, Question, content_id
 from chronokg.queries.guidelines import DecisionRow, PairRow, at_date, in_force_text
@@ -77,6 +78,9 @@ class TempoMedOptions(FamilyOptions):
     alt_labels: list[str] | None = Field(default=None, description="Labels of the alternate-labels copy "
                                                                    "(default: the seed's; chronokg: W,X,Y,Z,V)")
     mcq: bool = Field(default=True, description="Build the MCQ items")
+    table3: bool = Field(default=False, description="Build Table 3's items as the seed's RAG evaluation asks "
+                                                    "them: each released MCQ's 4 options in A-D order, up-to-date "
+                                                    "and counterpart, its prompt (--protocol seed only)")
     probes: bool = Field(default=False, description="Build the year-sweep yes/no probes")
     probe_years: tuple[int, int] = Field(default=(2000, 2026), description="First and last target year of the "
                                                                            "probes (the paper's sweep)")
@@ -317,15 +321,18 @@ def _latest(key: AnswerKey) -> tuple[int | None, str | None]:
 def generate(ctx: Context, options: TempoMedOptions) -> Iterator[Question]:
     if options.options not in (4, 5):
         raise ValueError("options must be 4 or 5")
+    if options.table3 and options.protocol is not Protocol.seed:
+        raise ValueError("table3 builds the seed's Table 3 items (--protocol seed); under --protocol chronokg "
+                         "Table 3 is computed from the MCQ items (eval run --rag)")
     pairs = _pairs(ctx, options)
     if ctx.progress is not None:
         ctx.progress.start(len(pairs), "tempomed")
     counter: dict[str, int] = {}
     for pair in pairs:
-        if options.mcq:
+        if options.mcq or options.table3:
             stored = _stored_mcq(pair)
             kind = "released"
-            if stored is None and options.new_pairs:
+            if stored is None and options.new_pairs and options.mcq:
                 if ctx.model is not None:
                     stored, kind = _nbme_mcq(ctx, pair), "llm"
                 else:
@@ -335,7 +342,10 @@ def generate(ctx: Context, options: TempoMedOptions) -> Iterator[Question]:
                 meta = {"idx": pair.record, "PMID_current": pair.current_pmid, "PMID_prior": pair.prior_pmid,
                         "decision": pair.decision, "mcq_source": kind, "stem": stem, "source_choices": choices,
                         "explanation": pair.explanation if kind == "released" else None}
-                yield from _mcq_items(ctx, options, pair, choices, stem, meta, counter)
+                if options.mcq:
+                    yield from _mcq_items(ctx, options, pair, choices, stem, meta, counter)
+                if options.table3 and kind == "released":  # the seed asks the released file only
+                    yield from table3_items(ctx, options, pair, stem, choices, meta, _key, _derived(pair))
         if options.probes:
             if options.protocol is Protocol.chronokg and pair.current_year == pair.prior_year:
                 # At year precision the prior version was never in force: there is no transition to probe.
@@ -377,8 +387,9 @@ def seed_format(questions: Iterable[Question]) -> Iterator[tuple[str, Any]]:
     probes = 0
     for q in questions:
         m = q.metadata
-        if q.variant.startswith("mcq"):
-            mcq.append(q)
+        if q.variant.startswith(("mcq", "table3/")):  # Table 3's items ask the same released records
+            if q.variant.startswith("mcq"):
+                mcq.append(q)
             record = records.get((m.get("idx"), m.get("decision")))
             if record is None:
                 choices = m.get("source_choices") or []
