@@ -69,7 +69,8 @@ def report(runs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def metric_names() -> list[str]:
-    return sorted(m.name for m in for_family(["tempomed"]))
+    """Every TempoMed metric, and its pre/post-cutoff split (a family with dated gold answers)."""
+    return sorted([*(m.name for m in for_family(["tempomed"])), "tempomed.cutoff"])
 
 
 def test_every_metric_has_a_table_with_every_model(report: Any) -> None:

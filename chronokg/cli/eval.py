@@ -64,11 +64,15 @@ def run_command(
                                                               "$CHRONOKG_TOOLS_TOKEN]")] = None,
     max_steps: Annotated[int, typer.Option(min=1, max=64, help="Model calls per sample under --agent")] = 8,
     tool_budget: Annotated[int, typer.Option(min=0, max=256, help="Tool calls per sample under --agent")] = 12,
+    cutoff: Annotated[list[str] | None, typer.Option(help="A model's knowledge cutoff as MODEL=DATE (repeat for "
+                                                          "several; default: its models file entry, else "
+                                                          "chronokg's estimate): pre/post-cutoff metrics")] = None,
 ) -> None:
     """Send the questions to the models, log every sample, score them, write predictions into the graph."""
     from chronokg.cli.progress import run_progress
     from chronokg.errors import ChronoKGError
     from chronokg.eval import runner
+    from chronokg.eval.cutoff import parse_declared
     from chronokg.eval.log import read_info
 
     def body() -> None:
@@ -93,7 +97,7 @@ def run_command(
                                         cache=cache, judge=judge, family_options=_family_options(family_option or []),
                                         rag=rag, rag_k=k, rag_index=str(rag_index) if rag_index else None,
                                         agent=agent, tools_url=tools, agent_max_steps=max_steps,
-                                        agent_tool_budget=tool_budget, write=write,
+                                        agent_tool_budget=tool_budget, write=write, cutoffs=parse_declared(cutoff),
                                         judge_base_url=judge_base_url or (
                                             base_url if (judge or "").startswith("openai-compat/") else None),
                                         judge_api_key_env=judge_api_key_env or (
@@ -138,11 +142,13 @@ _RESUME_KEEPS = {"protocol": "protocol", "samples": "samples", "limit": "limit",
 def refuse_changes(info: Any, options: Any, given: dict[str, Any]) -> None:
     """A resume continues with every option its run started with; one given differently is refused, named."""
     from chronokg.errors import ChronoKGError
+    from chronokg.eval.cutoff import parse_declared
 
     kept: dict[str, Any] = {flag: getattr(options, field) for flag, field in _RESUME_KEEPS.items()}
     kept["model"] = [m["spec"] for m in info.models]
     kept["questions"] = [Path(q["path"]) for q in info.questions]
     kept["family_option"] = options.family_options
+    kept["cutoff"] = options.cutoffs
     kept["log_dir"] = given.get("log_dir")  # where: not part of the run
     kept["concurrency"] = given.get("concurrency")
     for flag, value in given.items():
@@ -153,6 +159,8 @@ def refuse_changes(info: Any, options: Any, given: dict[str, Any]) -> None:
             now = [Path(v) for v in value] if flag == "questions" else list(value)
         elif flag == "family_option":
             now = _family_options(value or [])
+        elif flag == "cutoff":
+            now = parse_declared(value)
         elif flag == "rag_index" and value is not None:
             now = str(value)
         elif flag in ("base_url", "api_key_env"):
@@ -331,9 +339,9 @@ def metrics_command(
         info, samples = run_samples(run)
         if from_graph:
             with opened(read_only=True) as store:
-                values = metrics(samples, model, store, info.run_id)
+                values = metrics(samples, model, store, info.run_id, info)
         else:
-            values = metrics(samples, model)
+            values = metrics(samples, model, info=info)
         if fmt == "json":
             print(json.dumps([v.model_dump(mode="json") for v in values], ensure_ascii=False, indent=2))
             return
@@ -373,6 +381,8 @@ def _metrics_table(values: list[Any]) -> None:
         elif "cutoff_estimate" in v.details:
             extra = f" (cutoff ≈ {v.details['cutoff_estimate']}, Mann-Kendall p = " + (
                 f"{v.details['mann_kendall']['p']:.3g})" if "mann_kendall" in v.details else "—)")
+        elif isinstance(v.groups.get("post"), dict) and "stale" in v.groups["post"]:
+            extra = f"\nstale {v.groups['post']['stale']:,} of the post-cutoff answers"
         rows.append([v.metric, v.model, _short(v.value), _short(v.groups) + extra])
     table(console, ["metric", "model", "value", "by group"], rows, title="metrics",
           priority=["metric", "value", "model", "by group"])
@@ -437,12 +447,13 @@ def compare_command(
     bootstrap 95 % interval of the difference."""
     from chronokg.cli.render import Format, emit
     from chronokg.errors import ChronoKGError
+    from chronokg.eval.cutoff import of_run
     from chronokg.metrics.compare import compare_runs
     from chronokg.metrics.runs import run_samples
 
     def body() -> None:
-        _, a = run_samples(run_a)
-        _, b = run_samples(run_b)
+        info_a, a = run_samples(run_a)
+        info_b, b = run_samples(run_b)
         in_a, in_b = sorted({r.model for r in a}), sorted({r.model for r in b})
         if model_a or model_b:
             pairs = [(model_a or model_b or "", model_b or model_a or "")]
@@ -452,12 +463,16 @@ def compare_command(
         if not pairs:
             raise ChronoKGError(f"the runs share no model ({', '.join(in_a)} / {', '.join(in_b)}): give --model-a "
                                 "and --model-b")
-        rows = [(ma, mb, compare_runs(a, b, ma, mb, iterations)) for ma, mb in pairs]
+        cut_a, cut_b = of_run(info_a, a), of_run(info_b, b)
+        rows = [(ma, mb, compare_runs(a, b, ma, mb, iterations, (cut_a[ma], cut_b[mb])
+                                      if ma in cut_a and mb in cut_b else None)) for ma, mb in pairs]
         if fmt == "json":
             emit(console, [row for _, _, found in rows for row in found], Format.json)
             return
         for ma, mb, found in rows:  # one table per pair of models: a and b said once, in its title
-            emit(console, found, Format.table, title=f"paired comparison: a {ma}, b {mb}",
+            at = [f" (cutoff {c[m].date or 'none'}{', estimated' if c[m].estimated else ''})" if m in c else ""
+                  for c, m in ((cut_a, ma), (cut_b, mb))]
+            emit(console, found, Format.table, title=f"paired comparison: a {ma}{at[0]}, b {mb}{at[1]}",
                  columns=["family", "metric", "n", "value_a", "value_b", "difference", "test", "p", "ci95"],
                  priority=["metric", "value_a", "value_b", "difference", "p", "n", "ci95"])
     guarded(body)

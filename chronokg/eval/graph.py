@@ -1,5 +1,6 @@
 """Predictions into the graph: a `Run` node, and a `Prediction` per sample linked to its question, its run
-and the fact its chosen option states. Writing the same run again (a resumed run) changes nothing."""
+and the fact its chosen option states, with its model's knowledge cutoff as the run recorded it. Writing the same
+run again (a resumed run) changes nothing."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from chronokg.bench.graph import store_questions
 from chronokg.bench.question import Question
+from chronokg.eval.cutoff import Cutoff
 from chronokg.eval.log import RunInfo, SampleRecord
 from chronokg.eval.profile import profile_for
 from chronokg.graph import schema
@@ -24,6 +26,13 @@ def prediction_id(run_id: str, record: SampleRecord) -> str:
     return stable_id(run_id, record.question_id, record.model, record.sample, prefix="p-")
 
 
+def _cutoff_of(cutoff: Cutoff | None) -> dict[str, Any]:
+    """The model's cutoff as the run recorded it (`run-cutoffs` splits the predictions at it)."""
+    if cutoff is None or cutoff.date is None:
+        return {}
+    return {"cutoff": cutoff.date, "cutoff_estimated": cutoff.estimated}
+
+
 def write_predictions(store: GraphStore, info: RunInfo, questions: Sequence[Question],
                       records: Iterable[SampleRecord]) -> WriteReport:
     """One transaction: the questions (idempotent), the run, and one prediction per successful sample."""
@@ -35,6 +44,7 @@ def write_predictions(store: GraphStore, info: RunInfo, questions: Sequence[Ques
     batch = GraphBatch()
     batch.node(schema.RUN, info.run_id, models=[m["spec"] for m in info.models], protocol=info.protocol,
                samples=info.samples, started=info.started, snapshot=info.snapshot, chronokg=info.chronokg)
+    cutoffs = {spec: Cutoff.model_validate(c) for spec, c in info.cutoffs.items()}
     for r in records:
         if not r.ok:
             continue
@@ -47,7 +57,8 @@ def write_predictions(store: GraphStore, info: RunInfo, questions: Sequence[Ques
         batch.node(schema.PREDICTION, pid, run_id=info.run_id, model=r.model, question_id=r.question_id,
                    sample=r.sample, family=r.family, variant=r.variant, answer=r.answer, correct=r.correct,
                    score=r.score, output=r.output, target=question.target, target_date=question.target_date,
-                   steps=json.dumps(r.steps) if r.steps else None, **{f"f_{k}": v for k, v in fields.items()})
+                   steps=json.dumps(r.steps) if r.steps else None, **_cutoff_of(cutoffs.get(r.model)),
+                   **{f"f_{k}": v for k, v in fields.items()})
         batch.edge(schema.ANSWERS, schema.PREDICTION, pid, schema.QUESTION, r.question_id)
         batch.edge(schema.IN_RUN, schema.PREDICTION, pid, schema.RUN, info.run_id)
         fact = profile_for(question.family).chosen_fact(question, r.answer)

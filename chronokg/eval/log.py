@@ -73,6 +73,8 @@ class RunInfo(BaseModel):
     finished: str | None = None
     status: str = "running"
     totals: dict[str, Any] = Field(default_factory=dict)
+    cutoffs: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Each model's knowledge cutoff "
+                                               "(`chronokg.eval.cutoff.Cutoff`: date, estimated, source)")
 
 
 def repair(path: Path) -> int:

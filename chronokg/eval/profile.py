@@ -46,6 +46,9 @@ class Profile:
 
     family = ""
     seed_keys: tuple[str, ...] = ()  # metadata fields that name one question in the seed's item and result rows
+    # Its scored fields carry the valid time of the gold answer's fact and of the chosen one (`gold_from`,
+    # `chosen_from`, `chosen_to`), so its answers split into pre- and post-cutoff (`chronokg.metrics.cutoff`).
+    dated_gold = False
 
     def with_options(self, options: Mapping[str, Any]) -> Profile:
         """This profile under a run's options for its family (`RunOptions.family_options`), e.g. a protocol
@@ -122,8 +125,9 @@ class Profile:
         return [{"record": n} for n in range(len(records))]
 
     def context_fields(self, question: Question, given: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        """Fields the metrics group by that come from what an arm gave the model (the retrieval step of `--rag`),
-        merged into the sample's fields (default: none)."""
+        """Fields the metrics group by that come from what an arm gave the model (`given`: the sample's steps, the
+        retrieval step of `--rag` first, then the profile's and the agent's), merged into the sample's fields
+        (default: none)."""
         return {}
 
     def chosen_fact(self, question: Question, answer: str | None) -> str | None:

@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field, ValidationError
 import chronokg
 from chronokg.bench.question import Question, read_jsonl
 from chronokg.errors import ChronoKGError, InputError
+from chronokg.eval import cutoff
 from chronokg.eval.arms import AgentMode, Arms, RagMode
 from chronokg.eval.judge import open_judge, reset_judge, set_judge
 from chronokg.eval.log import RunInfo, SampleLog, SampleRecord, Unit, latest, read_info, write_info
@@ -72,6 +73,8 @@ class RunOptions(BaseModel):
     agent_max_steps: int = Field(default=8, ge=1, le=64, description="Model calls per sample under --agent")
     agent_tool_budget: int = Field(default=12, ge=0, le=256, description="Tool calls per sample under --agent")
     write: bool = Field(default=True, description="Write the predictions into the graph (a resumed run keeps it)")
+    cutoffs: dict[str, str] = Field(default_factory=dict, description="Declared knowledge cutoffs, {model spec: "
+                                                                      "ISO date} (`--cutoff MODEL=DATE`)")
 
     def profile(self, family: str) -> Profile:
         """The family's profile under these options."""
@@ -105,6 +108,8 @@ def run_id(models: Sequence[ModelEntry], files: Sequence[dict[str, str]], option
         what["rag"] = [options.rag, options.rag_k, options.rag_index]
     if options.agent:
         what["agent"] = [options.agent, options.tools_url, options.agent_max_steps, options.agent_tool_budget]
+    if options.cutoffs:  # a declared cutoff is part of what the run claims about its models
+        what["cutoffs"] = options.cutoffs
     key = json.dumps(what, sort_keys=True)
     return "run-" + hashlib.sha256(key.encode()).hexdigest()[:12]
 
@@ -206,7 +211,7 @@ async def execute(log: SampleLog, units: Sequence[tuple[Question, str, int]], cl
                 asked, given = arms.question(question)
                 outcome = await profiles[question.family].answer(clients[spec], asked, options.protocol, sample)
                 outcome.steps = [*given, *outcome.steps, *tool_steps]
-                outcome.fields = {**outcome.fields, **profiles[question.family].context_fields(question, given)}
+                outcome.fields = {**outcome.fields, **profiles[question.family].context_fields(question, outcome.steps)}
                 record = _record(question, spec, sample, outcome, None)
             except (ChronoKGError, OSError, TimeoutError, ValueError) as exc:
                 record = _record(question, spec, sample, None, f"{type(exc).__name__}: {exc}")
@@ -359,6 +364,10 @@ def prepare(folder_root: Path, files: Sequence[Path], models: Sequence[ModelEntr
     for family in options.family_options:  # bad family options fail before a folder is made
         options.profile(family)
     check_options(options, store_uri)
+    unknown = sorted(set(options.cutoffs) - {m.spec for m in models})
+    if unknown:
+        raise ChronoKGError(f"--cutoff {unknown[0]}: not a model of the run (its models: "
+                            f"{', '.join(m.spec for m in models)})")
     resolved = check_models(models, options)
     judge = judge_described(options)
     described = [{"path": str(p), "sha256": file_hash(p)} for p in files]
@@ -406,6 +415,8 @@ def run(folder: Path, info: RunInfo, questions: Sequence[Question], store: Any =
         "prompt_tokens": sum(r.prompt_tokens for r in ok), "completion_tokens": sum(r.completion_tokens for r in ok),
     }
     info.status = "complete" if len(ok) == len(records) and len(records) >= len(units) + len(done) else "incomplete"
+    info.cutoffs = {spec: c.model_dump(mode="json")
+                    for spec, c in cutoff.resolve(info.models, ok, options.cutoffs).items()}
     info.finished = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     write_info(folder, info)
     return info, tally

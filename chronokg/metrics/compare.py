@@ -5,7 +5,9 @@ Accuracy keeps its exact test (McNemar on sample 0, `metrics.stats.paired_compar
 the family's own definition (`metrics.spec`, computed as `eval metrics` does) re-computed on paired draws of
 the shared questions (`metrics.stats.paired_draws`): a sign-flip permutation test and a paired bootstrap
 interval. A metric reported as a table compares each group's scalar (or its `accuracy`), as `metric[group]`.
-Metrics whose own computation resamples (`MetricSpec.resamples`) are compared on their point value only.
+Metrics whose own computation resamples (`MetricSpec.resamples`) are compared on their point value only, and so
+is the pre/post-cutoff split (`metrics.cutoff`): each side is split at its own model's cutoff, so its questions
+are not paired across the sides.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from chronokg.eval.cutoff import Cutoff
 from chronokg.eval.log import SampleRecord
+from chronokg.metrics import cutoff as split
 from chronokg.metrics.spec import MetricSpec, MetricValue, for_family
 from chronokg.metrics.stats import paired_comparison, paired_draws
 
@@ -115,9 +119,26 @@ def _metrics(family: str, ids: list[str], a: dict[str, list[SampleRecord]], b: d
     return out
 
 
+def _cutoff_rows(family: str, ids: list[str], a: dict[str, list[SampleRecord]], b: dict[str, list[SampleRecord]],
+                 model_a: str, model_b: str, cutoffs: tuple[Cutoff, Cutoff]) -> list[MetricComparison]:
+    """The split of each side at its own cutoff, on the shared questions: point values (see the docstring)."""
+    va = split.compute([r for q in ids for r in a[q]], model_a, family, cutoffs[0]).groups
+    vb = split.compute([r for q in ids for r in b[q]], model_b, family, cutoffs[1]).groups
+    out = []
+    for name, side, key in (("pre", "pre", "accuracy"), ("post", "post", "accuracy"), ("post stale", "post", "stale"),
+                            ("pre n", "pre", "n"), ("post n", "post", "n")):
+        x, y = _number(va[side][key]), _number(vb[side][key])
+        out.append(MetricComparison(family=family, metric=f"{family}{split.SUFFIX}[{name}]", a=model_a, b=model_b,
+                                    n=len(ids), value_a=x, value_b=y,
+                                    difference=None if x is None or y is None else x - y, test="none", p=None,
+                                    ci95=None))
+    return out
+
+
 def compare_runs(a: Sequence[SampleRecord], b: Sequence[SampleRecord], model_a: str, model_b: str,
-                 iterations: int = 200) -> list[MetricComparison]:
-    """Per family of the questions both runs answered: accuracy (McNemar), then every metric of the family."""
+                 iterations: int = 200, cutoffs: tuple[Cutoff, Cutoff] | None = None) -> list[MetricComparison]:
+    """Per family of the questions both runs answered: accuracy (McNemar), then every metric of the family, then
+    (given each side's cutoff) the pre/post-cutoff split of the families with dated gold answers."""
     mine_a: dict[str, list[SampleRecord]] = {}
     mine_b: dict[str, list[SampleRecord]] = {}
     for r in a:
@@ -133,4 +154,6 @@ def compare_runs(a: Sequence[SampleRecord], b: Sequence[SampleRecord], model_a: 
         accuracy = _accuracy(family, ids, mine_a, mine_b, model_a, model_b)
         out += [accuracy] if accuracy else []
         out += _metrics(family, ids, mine_a, mine_b, model_a, model_b, iterations)
+        if cutoffs is not None and split.dated_families([family]):
+            out += _cutoff_rows(family, ids, mine_a, mine_b, model_a, model_b, cutoffs)
     return out

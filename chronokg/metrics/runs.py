@@ -14,11 +14,12 @@ from chronokg.bench.export import IDS_FILE
 from chronokg.bench.family import OURS
 from chronokg.bench.question import Question
 from chronokg.errors import ChronoKGError, InputError
-from chronokg.eval import outputs
+from chronokg.eval import cutoff, outputs
 from chronokg.eval.log import RunInfo, SampleLog, SampleRecord, latest, read_info, write_info
 from chronokg.eval.profile import profile_for
 from chronokg.eval.runner import PROTOCOLS, ModelEntry, RunOptions, file_hash, load_questions, run_id
 from chronokg.graph.store import GraphStore
+from chronokg.metrics import cutoff as split
 from chronokg.metrics.spec import MetricValue, for_family
 
 
@@ -32,12 +33,15 @@ def run_questions(info: RunInfo) -> list[Question]:
 
 
 def metrics(samples: Sequence[SampleRecord], models: Sequence[str] | None = None,
-            store: GraphStore | None = None, run: str | None = None) -> list[MetricValue]:
+            store: GraphStore | None = None, run: str | None = None, info: RunInfo | None = None
+            ) -> list[MetricValue]:
     """Every metric of the families in `samples`, per model; from the graph's Prediction nodes when a store
-    and run id are given and the metric has a Cypher form, else from the samples."""
+    and run id are given and the metric has a Cypher form, else from the samples. With the run's `info`, each
+    model's pre/post-cutoff block (`<family>.cutoff`) under the cutoff the run recorded."""
     families = sorted({s.family for s in samples})
     if store is not None and run is not None:
         _held(store, run, models or sorted({s.model for s in samples}))
+    cutoffs = cutoff.of_run(info, samples) if info is not None else {}
     out = []
     for model in models or sorted({s.model for s in samples}):
         for spec in for_family(families):
@@ -45,6 +49,13 @@ def metrics(samples: Sequence[SampleRecord], models: Sequence[str] | None = None
                 out.append(spec.from_graph(store, run, model))
             else:
                 out.append(spec.compute(samples, model))
+        if model not in cutoffs:
+            continue
+        for family in split.dated_families(families):
+            if store is not None and run is not None:
+                out.append(split.from_graph(store, run, model, family, cutoffs[model]))
+            else:
+                out.append(split.compute(samples, model, family, cutoffs[model]))
     return out
 
 
@@ -194,5 +205,7 @@ def score_outputs(questions: Path, predictions: Path, model: str, protocol: str,
                                    score=score, fields=fields))
     finally:
         log.close()
+    info.cutoffs = {spec: c.model_dump(mode="json") for spec, c in cutoff.resolve(
+        info.models, [r for r in latest(folder / "samples.jsonl").values() if r.ok]).items()}
     write_info(folder, info)
     return folder

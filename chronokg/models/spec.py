@@ -11,20 +11,23 @@ shape) gives aliases and per-model settings::
     concurrency = 64
     price_in = 0.18          # per 1M prompt tokens
     price_out = 0.18         # per 1M completion tokens
+    cutoff = 2023-12-31      # its knowledge cutoff (YYYY, YYYY-MM or a date): eval's pre/post-cutoff split
 
 An entry's name may also be a full spec (`[models."openai/gpt-4o-mini"]`) to give that spec settings.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import tomllib
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from chronokg.graph.dates import parse_date
 from chronokg.models._errors import ModelConfigError
 from chronokg.models.cache import ResponseCache
 from chronokg.models.limits import Limits
@@ -50,6 +53,13 @@ class ModelEntry(BaseModel):
     price_out: float | None = Field(default=None, ge=0)
     server_args: list[str] = Field(default_factory=list)
     headers: dict[str, str] = Field(default_factory=dict)
+    cutoff: dt.date | None = Field(default=None, description="The model's knowledge cutoff, declared")
+
+    @field_validator("cutoff", mode="before")
+    @classmethod
+    def _date(cls, value: Any) -> Any:
+        """`2023`, `"2023-12"` or a date: the first day of the period, as `eval run --cutoff` reads it."""
+        return parse_date(value)[0] if isinstance(value, str | int) and not isinstance(value, bool) else value
 
 
 class ClientOptions(BaseModel):
@@ -73,6 +83,7 @@ class ClientOptions(BaseModel):
     prices: Prices | None = None
     server_args: list[str] = Field(default_factory=list)
     headers: dict[str, str] = Field(default_factory=dict)
+    cutoff: dt.date | None = None
     settings: Settings
 
     def described(self) -> dict[str, Any]:
@@ -83,7 +94,8 @@ class ClientOptions(BaseModel):
                 "concurrency": self.limits.concurrency, "requests_per_minute": self.limits.requests_per_minute,
                 "tokens_per_minute": self.limits.tokens_per_minute, "timeout_s": self.timeout_s,
                 "max_retries": self.retry.max_retries, "headers": sorted(self.headers),
-                "prices": self.prices.model_dump() if self.prices is not None else None}
+                "prices": self.prices.model_dump() if self.prices is not None else None,
+                **({"cutoff": self.cutoff.isoformat()} if self.cutoff is not None else {})}
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -159,7 +171,7 @@ def resolve_options(spec: str, *, settings: Settings | None = None, config_file:
         retry=policy, timeout_s=timeout_s or entry.timeout_s or settings.model_timeout_s,
         run_timeout_s=run_timeout_s, cache=_cache(cache, settings), prices=prices,
         server_args=[*entry.server_args, *(server_args or [])], headers={**entry.headers, **(headers or {})},
-        settings=settings,
+        cutoff=entry.cutoff, settings=settings,
     )
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from chronokg.errors import ChronoKGError, InputError
+from chronokg.metrics import cutoff
 from chronokg.metrics.spec import METRICS, all_metrics
 from chronokg.progress import Progress
 from chronokg.reports.document import (
@@ -179,6 +180,8 @@ def _blocks(title: str, runs: Sequence[RunData], series: Sequence[Series], names
         if spec is not None:
             better = {True: " Higher is better.", False: " Lower is better.", None: ""}[spec.higher_is_better]
             blocks.append(Para(spec.help + better))
+        elif metric.endswith(cutoff.SUFFIX):
+            blocks.append(Para(f"Answers before and after each model's knowledge cutoff ({cutoff.RULE})."))
         blocks.append(TableBlock(metric_table(metric, series)))
         lines = details(metric, series)
         if lines:

@@ -122,7 +122,7 @@ def build_series(runs: Sequence[RunData], models: Sequence[str] | None = None,
         progress.start(len(wanted), "computing the metrics")
     for index, (run, model) in enumerate(wanted):
         mine = [s for s in run.samples if s.model == model]
-        values = {v.metric: v for v in metrics(mine, [model])} if mine else {}
+        values = {v.metric: v for v in metrics(mine, [model], info=run.info)} if mine else {}
         label = model if seen[model] == 1 else f"{model} · {run.info.run_id}"
         out.append(Series(label=label, run=run.info.run_id, model=model, index=index, values=values, samples=mine,
                           short_label=shorts[index]))
