@@ -61,7 +61,8 @@ def hostile_export(store_path: Path) -> tuple[dict[str, Any], dict[str, Any], di
     per = {}
     for key, rows in data.pop("per").items():
         name, _, arg = key.partition("|")
-        per[f"{name}|{hostile(arg)}"] = poison(rows)
+        scope, _, ident = arg.rpartition("|")  # known-grid's keys name their scope: "known-grid|subject|ID"
+        per[f"{name}|{scope + '|' if scope else ''}{hostile(ident)}"] = poison(rows)
     data = {**poison(data), "per": per}
     first = data["trajectory-list"][0]["current_pmid"]
     pair = per[f"change-pairs|{first}"][0]
@@ -76,6 +77,9 @@ def hostile_export(store_path: Path) -> tuple[dict[str, Any], dict[str, Any], di
                              "stored_hash": "h"}]
     data["run-summary"] = [{"run": HOSTILE[2], "model": HOSTILE[3], "family": HOSTILE[0], "variant": HOSTILE[8],
                             "correct": 1, "answered": 2, "accuracy": 0.5}]
+    data["run-cutoffs"] = [{"run": HOSTILE[2], "model": HOSTILE[3], "family": HOSTILE[0], "cutoff": HOSTILE[5],
+                            "estimated": True, "pre_n": 2, "pre_correct": 1, "post_n": 3, "post_correct": 0,
+                            "stale": 2}]
     config = {"mode": "static", "data": {"trajectory-list": data.pop("trajectory-list")}}
     return config, data, {"pmid": first, "decision": pair["decision_id"], "question": qid}
 
@@ -139,10 +143,23 @@ def test_hostile_strings_in_every_field_render_as_text_in_chromium(served: tuple
             view = tab.text_content("#t-view")
             assert picked["decision"] in view and all(f["predicate"] in view for f in versions)
             assert tab.evaluate("[...document.querySelectorAll('#t-view .bar')].every(b => b.style.left !== '')")
+            # its valid x known grid: every believed fact's text in its cell, the slider's cards name them all
+            tab.wait_for_selector("#g-table tbody tr")
+            grid = data["per"][f"known-grid|subject|{picked['decision']}"]
+            assert grid["cells"] and all(captions for _, captions in grid["known"].values())
+            table, cards = tab.text_content("#g-table"), tab.text_content("#g-focus")
+            assert all(c in table for _, captions in grid["known"].values() for c in captions)
+            last = max(date for _, date, _ in grid["cells"])
+            believed = {i for _, date, ids in grid["cells"] if date == last for i in ids}
+            held = {f["id"]: f for f in versions}  # the grid's facts are read from the timeline's versions
+            assert believed and all(str(held[i]["value"])[:40] in cards for i in believed)
             tab.click("#tab-runs")
             tab.wait_for_selector("#r-table tbody td[data-answered]")
             runs = tab.text_content("#r-table")
             assert all(h in runs for h in (HOSTILE[0], HOSTILE[2], HOSTILE[3], HOSTILE[8]))
+            tab.wait_for_selector("#r-cutoffs tbody td[data-n]")
+            cutoffs = tab.text_content("#r-cutoffs")
+            assert all(h in cutoffs for h in (HOSTILE[0], HOSTILE[2], HOSTILE[3], HOSTILE[5])) and "0 / 3" in cutoffs
             tab.click("#tab-quality")
             tab.wait_for_selector("#q-table tbody tr")
             quality = tab.text_content("#q-table")

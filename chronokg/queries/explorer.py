@@ -108,6 +108,8 @@ class QuestionRow(Row):
     family: str | None = None
     variant: str | None = None
     correct: str | None = None
+    choices: list[str] = Field(default_factory=list)  # the options' text, in order
+    choice_labels: list[str] = Field(default_factory=list)  # their letters (none stored: A, B, ... in order)
     key_query: str | None = None
     key_params: str | None = None
     evidence_hash: str | None = None
@@ -123,14 +125,16 @@ def _trajectory_questions(p: GuidelineOnly) -> tuple[str, dict[str, Any]]:
     cypher = (
         head + "\nMATCH (q:SourceQuestion)-[:ABOUT]->(c)"
         "\nRETURN q.id AS question, 'source' AS kind, c.id AS pair, q.question AS text, null AS family,"
-        " null AS variant, q.correct AS correct, null AS key_query, null AS key_params, null AS evidence_hash,"
+        " null AS variant, q.correct AS correct, coalesce(q.choices, []) AS choices, [] AS choice_labels,"
+        " null AS key_query, null AS key_params, null AS evidence_hash,"
         " 0 AS answers"
         "\nUNION ALL\n"
         + head + "\nMATCH (q:Question)-[:DERIVED_FROM]->(c)"
         "\nOPTIONAL MATCH (p:Prediction)-[:ANSWERS]->(q)"
         "\nWITH q, c, count(p) AS answers"
         "\nRETURN q.id AS question, 'generated' AS kind, c.id AS pair, q.input AS text, q.family AS family,"
-        " q.variant AS variant, q.answer AS correct, q.key_query AS key_query, q.key_params AS key_params,"
+        " q.variant AS variant, q.answer AS correct, coalesce(q.choices, []) AS choices,"
+        " coalesce(q.choice_labels, []) AS choice_labels, q.key_query AS key_query, q.key_params AS key_params,"
         " q.evidence_hash AS evidence_hash, answers"
     )
     return cypher, {"guideline": p.guideline}

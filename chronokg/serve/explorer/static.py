@@ -3,7 +3,8 @@
 The page is the one `chronokg serve http` serves; instead of asking the server it looks
 answers up in the embedded JSON, keyed by query and parameter (`as-of` and `timeline` at
 any date are computed in the page from each subject's every version, by the catalog's
-valid-time and known-time rules). Every answer is a catalog query's rows, run here on a
+valid-time and known-time rules; `known-grid` is held per subject and per trajectory, at its default
+columns). Every answer is a catalog query's rows, run here on a
 read-only store as `chronokg query` runs them.
 """
 
@@ -56,6 +57,27 @@ class ExportSummary(BaseModel):
     bytes: int
 
 
+CELL = ("known", "date", "releases", "release_captions", "row")  # what a grid row says of its cell, not its fact
+
+
+def compact_grid(rows: list[dict[str, Any]], held: Mapping[str, Any]) -> dict[str, Any]:
+    """`known-grid`'s rows as an export holds them: each cell the ids of its facts, each known time its releases,
+    each fact once as [id, subject, None] when the export holds that subject's timeline (every version: the page
+    reads the fact there) or [id, None, fact] when not. The page expands the rows back."""
+    facts: dict[str, list[Any]] = {}
+    known: dict[str, list[list[str]]] = {}
+    cells: list[list[Any]] = []
+    for r in rows:
+        known[r["known"]] = [r["releases"], r["release_captions"]]
+        if not cells or cells[-1][:2] != [r["known"], r["date"]]:
+            cells.append([r["known"], r["date"], []])
+        if r["id"] is not None:
+            facts[r["id"]] = ([r["id"], r["subject"], None] if f"timeline|{r['subject']}" in held
+                              else [r["id"], None, {k: v for k, v in r.items() if k not in CELL}])
+            cells[-1][2].append(r["id"])
+    return {"facts": list(facts.values()), "known": known, "cells": cells}
+
+
 def slice_data(store: GraphStore, chosen: Slice, run_report: str | None = None) -> dict[str, Any]:
     """The embedded answers: every read the page can make within the slice (and the `--runs` report)."""
     queries = all_queries()
@@ -68,7 +90,7 @@ def slice_data(store: GraphStore, chosen: Slice, run_report: str | None = None) 
         return memo[key]
 
     trajectories = [t for t in call("trajectory-list", {}) if chosen.keep(t)][:chosen.limit]
-    per: dict[str, list[dict[str, Any]]] = {}
+    per: dict[str, Any] = {}
     wanted: dict[str, None] = {}
     by_pair: dict[str, list[dict[str, Any]]] = {}
     seen: set[str] = set()
@@ -96,12 +118,18 @@ def slice_data(store: GraphStore, chosen: Slice, run_report: str | None = None) 
         per[f"timeline|{s}"] = versions
         subjects.append(known.get(s) or {"subject": s, "kind": None, "caption": versions[0].get("subject_caption"),
                                          "facts": len(versions)})
+    for row in subjects:  # after the timelines, which hold the grids' facts
+        per[f"known-grid|subject|{row['subject']}"] = compact_grid(call("known-grid", {"subject": row["subject"]}), per)
+    for t in trajectories:
+        rows = call("known-grid", {"subject": t["current_pmid"], "trajectory": True})
+        per[f"known-grid|trajectory|{t['current_pmid']}"] = compact_grid(rows, per)
     kinds: dict[str, int] = {}
     for row in subjects:
         kinds[row["kind"]] = kinds.get(row["kind"], 0) + 1
     return {"trajectory-list": trajectories, "subjects": sorted(subjects, key=lambda s: s["subject"]),
             "subject-kinds": [{"kind": k, "subjects": n} for k, n in sorted(kinds.items(), key=lambda x: str(x[0]))],
-            "quality": quality(call), "run-summary": call("run-summary", {}), "run-report": run_report_rows(run_report),
+            "quality": quality(call), "run-summary": call("run-summary", {}),
+            "run-cutoffs": call("run-cutoffs", {}), "run-report": run_report_rows(run_report),
             "per": per, "questions": by_pair,
             "slice": chosen.model_dump()}
 

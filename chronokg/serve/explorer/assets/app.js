@@ -18,6 +18,18 @@
   const esc = (v) => v === null || v === undefined ? "" : String(v).replace(/[&<>"']/g,
     (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
   window.ckPerf = { firstView: null, keystrokes: [] };
+  // an element whose text is set as text: stored strings never reach the page as markup
+  function el(tag, props, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(props || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === "class") e.className = v; else if (k === "dataset") Object.assign(e.dataset, v); else e.setAttribute(k, v);
+    }
+    for (const kid of kids.flat()) if (kid !== null && kid !== undefined && kid !== false) e.append(kid instanceof Node ? kid : String(kid));
+    return e;
+  }
+  // TempoMed's organisation categories each have a colour; any other category gets the neutral one
+  const catClass = (c) => c ? "cat cat-" + String(c).toLowerCase().replace(/[^a-z]+/g, "-") : "";
   // the page's policy allows no inline handler or style attribute: forms never submit, positions are set here
   for (const form of document.querySelectorAll("form")) form.addEventListener("submit", (e) => e.preventDefault());
   function place(root) {
@@ -40,13 +52,21 @@
       return per[key];
     };
     switch (name) {
-      case "trajectory-list": case "subject-kinds": case "quality": case "run-summary": case "run-report":
+      case "trajectory-list": case "subject-kinds": case "quality": case "run-summary": case "run-report": case "run-cutoffs":
         return DATA[name] || [];
       case "trajectory": case "change-pairs": return need(name + "|" + p.guideline);
       case "trajectory-questions": // held once per change pair; a trajectory's are those of its pairs
         return need("change-pairs|" + p.guideline).map(questionPair).sort()
           .filter((x, i, xs) => x !== xs[i - 1]).flatMap((pair) => DATA.questions[pair] || []);
       case "question-answers": return need(name + "|" + p.question);
+      case "known-grid": { // held compact (a cell its fact ids, a fact read from its subject's timeline)
+        const g = need(name + "|" + (p.trajectory ? "trajectory|" : "subject|") + p.subject), facts = {};
+        for (const [id, subj, body] of g.facts) facts[id] = body || need("timeline|" + subj).find((f) => f.id === id);
+        return g.cells.flatMap(([known, date, ids]) => {
+          const cell = { known, date, releases: g.known[known][0], release_captions: g.known[known][1] };
+          return ids.length ? ids.map((id) => ({ ...facts[id], ...cell })) : [{ ...cell, id: null }];
+        });
+      }
       case "verify": return need("verify|" + p.question);
       case "subject-list": {
         const text = (p.text || "").toLowerCase();
@@ -124,6 +144,14 @@
     options($("f-depth"), uniq(all.map((r) => r.depth)).sort((a, b) => a - b));
     options($("f-cat"), uniq(all.map((r) => r.category).filter((c) => c !== null && c !== undefined)).sort());
     options($("f-org"), uniq(all.flatMap((r) => r.organizations)).sort());
+    // a column nothing fills (categories come only from trajectory files, not the MCQ file) is not drawn
+    const hasCat = all.some((r) => r.category), hasOrg = all.some((r) => r.organizations.length);
+    $("traj-table").classList.toggle("no-cat", !hasCat);
+    $("traj-table").classList.toggle("no-org", !hasOrg);
+    $("traj-table").classList.toggle("no-topic", !all.some((r) => r.topic || r.caption));
+    $("f-cat").closest(".field").hidden = !hasCat;
+    $("f-org").closest(".field").hidden = !hasOrg;
+    initMetrics(hasCat ? uniq(all.map((r) => r.category).filter(Boolean)).sort() : []);
     render();
     window.ckPerf.firstView = performance.now();
   }
@@ -144,10 +172,36 @@
     last = { filters, text, rows };
     return rows;
   }
+  const metric = {};
+  function initMetrics(categories) {
+    const card = (key, one, many) => {
+      const label = el("span", {}, many);
+      metric[key] = { set: (n) => { number.textContent = n; label.textContent = n === 1 ? one : many; } };
+      const number = el("strong", {}, "0");
+      return el("div", { class: "metric", dataset: { metric: key } }, number, label);
+    };
+    const box = $("metrics");
+    box.replaceChildren(card("n", "trajectory", "trajectories"), card("versions", "guideline version", "guideline versions"),
+      card("pairs", "change pair", "change pairs"), card("orgs", "organisation", "organisations"));
+    if (categories.length) box.append(el("div", { class: "metric cats" }, categories.map((c) =>
+      el("span", { class: catClass(c) }, (metric["cat:" + c] = el("strong", {}, "0")), " " + c))));
+  }
+  function metrics(rows) {
+    let versions = 0, pairs = 0;
+    const orgs = new Set(), cats = {};
+    for (const r of rows) {
+      versions += r.versions.length; pairs += r.pairs;
+      for (const o of r.organizations) orgs.add(o);
+      if (r.category) cats[r.category] = (cats[r.category] || 0) + 1;
+    }
+    metric.n.set(rows.length); metric.versions.set(versions); metric.pairs.set(pairs); metric.orgs.set(orgs.size);
+    for (const k of Object.keys(metric)) if (k.startsWith("cat:")) metric[k].textContent = cats[k.slice(4)] || 0;
+  }
   const pool = []; // the drawn rows, reused: a keystroke rewrites their text instead of parsing new HTML
   function render() {
     const rows = matches(), tbody = $("traj-table").tBodies[0], n = Math.min(rows.length, LIMIT);
     $("count").textContent = `${rows.length} of ${all.length} trajectories` + (rows.length > LIMIT ? ` (first ${LIMIT} shown)` : "");
+    metrics(rows);
     for (let i = 0; i < n; i++) {
       const r = rows[i];
       let tr = pool[i];
@@ -160,6 +214,7 @@
         tr.dataset.pmid = r.current_pmid;
         const cells = [r.current_pmid, r.year, r.depth, r.pairs, r.category, r.organizations.join("; "), r.topic || r.caption];
         for (let c = 0; c < 7; c++) tr.cells[c].textContent = cells[c] === null || cells[c] === undefined ? "" : String(cells[c]);
+        tr.cells[4].className = catClass(r.category);
       }
       tr.setAttribute("aria-selected", String(r.current_pmid === current));
       if (tr.parentNode !== tbody || tbody.rows[i] !== tr) tbody.insertBefore(tr, tbody.rows[i] || null);
@@ -200,7 +255,10 @@
         c.prior_pmid === v ? [c.decision_id, c.prior_recommendation] : null]).filter(Boolean);
       const byPair = {};
       for (const x of questions) (byPair[x.pair] = byPair[x.pair] || []).push(x);
+      const listed = all.find((r) => r.current_pmid === pmid);
       aside.innerHTML = `<h2>Trajectory of ${esc(pmid)}</h2>` +
+        `<p>${listed && listed.category ? `<span class="${catClass(listed.category)}">${esc(listed.category)}</span> ` : ""}` +
+        `<button type="button" id="d-grid" data-guideline="${esc(pmid)}">Valid × known time</button></p>` +
         `<h3>Supersession chain (${versions.length} versions, oldest first)</h3><ol class="chain" id="chain">` +
         versions.map((v) => `<li data-pmid="${esc(v.pmid)}"><b>${esc(v.pmid)}</b> <span class="tag">${esc(v.year)}</span> ` +
           `${esc(v.caption || "")} <span class="muted">${esc(v.organizations.join("; "))}</span>` +
@@ -220,13 +278,23 @@
   function questionList(qs) {
     return qs.map((x) => `<details class="question" data-question="${esc(x.question)}"><summary>${esc(x.kind)} question ` +
       `${esc(x.question)}${x.variant ? " (" + esc(x.variant) + ")" : ""}${x.kind === "generated" ? ", " + x.answers + " stored answers" : ""}</summary>` +
-      `<pre>${esc(x.text)}</pre><p>Answer: <b>${esc(x.correct)}</b></p>` +
+      `<pre>${esc(x.text)}</pre>` + answerWithOptions(x) +
       (x.key_query ? `<p>Answer key: <code>${esc(x.key_query)} ${esc(x.key_params)}</code></p><div class="qmore"></div>` : "") +
       `</details>`).join("");
+  }
+  function answerWithOptions(x) {
+    const choices = x.choices || [];
+    const labels = choices.map((_, i) => (x.choice_labels || [])[i] || String.fromCharCode(65 + i));
+    const right = labels.findIndex((l, i) => l === x.correct || choices[i] === x.correct);
+    return `<p>Answer: <b>${esc(x.correct)}</b>${right >= 0 ? ": " + esc(choices[right]) : ""}</p>` +
+      (choices.length ? `<ol class="choices">` + choices.map((c, i) => `<li data-label="${esc(labels[i])}"` +
+        `${i === right ? ' class="correct"' : ""}><b>${esc(labels[i])}.</b> ${esc(c)}</li>`).join("") + `</ol>` : "");
   }
   $("detail").addEventListener("click", (e) => {
     const a = e.target.closest("a[data-subject]");
     if (a) { e.preventDefault(); subjectFromDetail(a.dataset.subject); }
+    const b = e.target.closest("#d-grid");
+    if (b) trajectoryGrid(b.dataset.guideline);
   });
   $("detail").addEventListener("toggle", async (e) => {
     const d = e.target;
@@ -288,7 +356,36 @@
   async function openSubject(s) {
     subject = s;
     for (const li of $("t-subjects").children) li.setAttribute("aria-selected", String(li.dataset.subject === s));
-    await drawSubject();
+    await Promise.all([drawSubject(), openGrid({ subject: s }, s)]);
+  }
+  const shown = (f) => f.object_caption || f.object || (f.value === null || f.value === undefined ? "" : String(f.value));
+  const iso = (d) => d.toISOString().slice(0, 10);
+  /** Ticks for an axis from `lo` to `hi` (fractional years): years, months or days, whichever gives `most` or fewer. */
+  function axis(lo, hi, most) {
+    const span = hi - lo, out = [];
+    if (span >= 3) {
+      const step = [1, 2, 5, 10, 20, 50].find((k) => span / k <= most) || 100;
+      for (let y = Math.ceil(lo / step) * step; y <= hi; y += step) out.push([y, String(y)]);
+      return out;
+    }
+    const y0 = Math.floor(lo);
+    if (span >= 1 / 3) {
+      const step = [1, 2, 3, 6].find((k) => span * 12 / k <= most) || 12;
+      for (let m = 0; ; m += step) {
+        const d = iso(new Date(Date.UTC(y0, m, 1))), at = year(d);
+        if (at > hi) break;
+        if (at >= lo) out.push([at, d.slice(0, 7)]);
+      }
+      return out;
+    }
+    const step = [1, 2, 7, 14].find((k) => span * 365 / k <= most) || 28;
+    let prev = -Infinity;
+    for (let day = 0; ; day += 1) {
+      const d = iso(new Date(Date.UTC(y0, 0, 1 + day))), at = year(d);
+      if (at > hi) break;
+      if (at >= lo && day - prev >= step && (step < 7 || new Date(d).getUTCDay() === 1)) { out.push([at, d]); prev = day; }
+    }
+    return out;
   }
   const year = (d) => d ? Number(d.slice(0, 4)) + (Number(d.slice(5, 7)) - 1) / 12 + (Number(d.slice(8, 10)) - 1) / 365 : null;
   let drawn = 0; // the latest draw wins, whichever answer arrives last
@@ -299,21 +396,26 @@
       const versions = await q("timeline", { subject: s, known_at: known, include_retracted: known ? null : true });
       const answer = date ? await q("as-of", { subject: s, date: date, known_at: known }) : null;
       if (seq !== drawn) return;
+      // the axis spans the data (studies weeks apart get weeks, guidelines decades apart get years)
       const stamps = versions.flatMap((f) => [year(f.valid_from), year(f.valid_to)]).filter((y) => y !== null);
       if (date) stamps.push(year(date));
-      const lo = Math.floor(Math.min(...stamps, 2000)) - 1, hi = Math.ceil(Math.max(...stamps, new Date().getFullYear())) + 1;
+      const first = stamps.length ? Math.min(...stamps) : new Date().getFullYear(), last = stamps.length ? Math.max(...stamps) : first;
+      const span = Math.max(last - first, 14 / 365), open = versions.some((f) => f.valid_to === null);
+      const lo = first - span * 0.04, hi = last + span * (open ? 0.12 : 0.04);
       const x = (y) => ((y - lo) / (hi - lo) * 100).toFixed(2) + "%";
-      const shown = (f) => f.object_caption || f.object || f.value;
-      const ticks = [];
-      for (let y = Math.ceil(lo / 5) * 5; y <= hi; y += 5) ticks.push(`<span class="axis" data-left="${x(y)}">${y}</span>`);
+      const at01 = (at) => (at - lo) / (hi - lo); // a tick near the left edge starts there instead of centring on it
+      const ticks = axis(lo, hi, Math.max(3, Math.floor(view.clientWidth / 90))).filter(([at]) => at01(at) >= 0 && at01(at) < 0.95)
+        .map(([at, label]) => `<span class="axis${at01(at) < 0.06 ? " edge" : ""}" data-left="${x(at)}">${esc(label)}</span>`);
       view.innerHTML = `<h2>${esc(s)}</h2><p class="muted">${versions.length} versions` +
         (known ? `, as the store believed on ${esc(known)}` : ", retracted ones hatched") + `</p>` +
         `<div class="chart" role="img" aria-label="versions of ${esc(s)} over valid time">${ticks.join("")}` +
         versions.map((f) => {
           const a = year(f.valid_from) ?? lo, b = year(f.valid_to) ?? hi;
-          const cls = f.known_to ? "bar retracted" : f.valid_to === null ? "bar now" : "bar";
+          const cls = (f.known_to ? "bar retracted" : f.valid_to === null ? "bar now" : "bar") + (f.valid_to === null ? " open" : "") +
+            ((Math.max(b, a + 0.15) - a) / (hi - lo) < 0.15 ? " narrow" : "") + // a short bar's label runs on past it,
+            ((a - lo) / (hi - lo) > 0.6 ? " late" : ""); // or, late on the axis, before it
           return `<div class="bar-row"><div class="${cls}" data-fact="${esc(f.id)}" data-left="${x(a)}" data-width="calc(${x(Math.max(b, a + 0.15))} - ${x(a)})" ` +
-            `title="${esc(f.predicate)}: ${esc(shown(f))} [${esc(f.valid_from)} – ${esc(f.valid_to || "open")})">${esc(f.predicate)}: ${esc(shown(f))}</div></div>`;
+            `title="${esc(f.predicate)}: ${esc(shown(f))} [${esc(f.valid_from)} – ${esc(f.valid_to || "open")})"><span>${esc(f.predicate)}: ${esc(shown(f))}</span></div></div>`;
         }).join("") + (date ? `<div class="marker" data-left="${x(year(date))}"></div>` : "") + `</div>` +
         (answer === null ? `<p class="muted">Set “True on” to ask what was true that day.</p>` :
           `<h3>True on ${esc(date)}${known ? " as known at " + esc(known) : ""}: ${answer.length} facts</h3>` +
@@ -323,6 +425,95 @@
       place(view);
     } catch (err) { view.innerHTML = `<p class="error">${esc(err.message)}</p>`; }
   }
+
+  // --- valid time x known time: what each release believed about each date (known-grid) -----------------
+  let gridSeq = 0, grid = null;
+  async function trajectoryGrid(pmid) {
+    await show("timelines");
+    subject = null;
+    for (const li of $("t-subjects").children) li.setAttribute("aria-selected", "false");
+    $("t-view").replaceChildren(el("h2", {}, "Trajectory of " + pmid), el("p", { class: "muted" },
+      "Its guideline versions and the decisions of its change pairs, below: open a decision for its timeline."));
+    await openGrid({ subject: pmid, trajectory: true }, "trajectory of " + pmid);
+    $("g-slider").focus();
+  }
+  async function openGrid(scope, title) {
+    const seq = ++gridSeq;
+    $("grid").hidden = false;
+    $("g-note").className = "muted";
+    $("g-note").textContent = "reading " + title + "…";
+    try {
+      const rows = await q("known-grid", scope);
+      if (seq !== gridSeq) return;
+      drawGrid(rows, title);
+    } catch (err) {
+      if (seq !== gridSeq) return;
+      $("g-note").className = "error";
+      $("g-note").textContent = err.message;
+    }
+  }
+  // a relation reads with both its ends; a value is its subject's (the cards below name the subject)
+  const factText = (f, many) => (many === true || f.object ? f.subject + " " : "") + f.predicate + ": " + shown(f);
+  const span = (f) => "[" + (f.valid_from || "…") + " – " + (f.valid_to || "open") + ")";
+  function drawGrid(rows, title) {
+    const knowns = [...new Set(rows.map((r) => r.known))].sort(), dates = [...new Set(rows.map((r) => r.date))].sort();
+    const cell = {}, head = {};
+    for (const r of rows) {
+      const key = r.known + "|" + r.date;
+      (cell[key] = cell[key] || []);
+      if (r.id) cell[key].push(r);
+      head[r.known] = r;
+    }
+    const years = dates.every((d) => d.endsWith("-01-01"));
+    const label = (d) => years ? d.slice(0, 4) : d;
+    grid = { knowns, dates, cell, head, label };
+    $("g-title").textContent = "Valid time × known time: " + title;
+    $("g-note").className = "muted";
+    const n = (k, one, more) => k + " " + (k === 1 ? one : more);
+    $("g-note").textContent = rows.length ? `${n(knowns.length, "known time", "known times")} down (releases, by release ` +
+      `date), ${n(dates.length, "valid-time point", "valid-time points")} across (each a day something starts or stops being valid). A cell is what that release believed valid ` +
+      `on that date (as-of DATE, known at the release); a coloured cell differs from the row above.`
+      : "No facts: nothing to grid.";
+    const table = $("g-table");
+    table.tHead.replaceChildren(el("tr", {}, el("th", { scope: "col", class: "corner" }, "known at ↓ / valid on →"),
+      dates.map((d, i) => el("th", { scope: "col", dataset: { col: i, date: d }, title: "valid on " + d }, label(d)))));
+    table.tBodies[0].replaceChildren(...knowns.map((k, row) => {
+      const h = head[k];
+      const who = h.release_captions.length ? h.release_captions.join("; ") : "a known-time change recorded on the facts";
+      return el("tr", { dataset: { known: k } }, el("th", { scope: "row" }, el("strong", {}, k), el("span", { class: "muted" }, who)),
+        dates.map((d, i) => {
+          const fs = cell[k + "|" + d] || [], above = row ? (cell[knowns[row - 1] + "|" + d] || []) : null;
+          const ids = fs.map((f) => f.id).sort();
+          const changed = above !== null && ids.join(" ") !== above.map((f) => f.id).sort().join(" ");
+          return el("td", { class: (changed ? "changed " : "") + (fs.length ? "" : "empty"), dataset: { col: i, facts: ids.join(" ") },
+            title: fs.map((f) => factText(f, true) + " " + span(f)).join("\n") || "nothing believed valid" },
+          fs.length ? fs.slice(0, 3).map((f) => el("div", { class: "fact" }, factText(f, false))) : "–",
+          fs.length > 3 ? el("div", { class: "muted" }, `+${fs.length - 3} more`) : null);
+        }));
+    }));
+    const slider = $("g-slider");
+    slider.max = String(Math.max(dates.length - 1, 0));
+    slider.value = slider.max;
+    slider.disabled = dates.length < 2;
+    focusColumn(dates.length - 1);
+  }
+  function focusColumn(i) {
+    if (!grid || !grid.dates.length) { $("g-date").textContent = ""; $("g-focus").replaceChildren(); return; }
+    const d = grid.dates[i];
+    $("g-date").textContent = grid.label(d) === d ? d : grid.label(d) + " (" + d + ")";
+    for (const c of $("g-table").querySelectorAll("[data-col]")) c.classList.toggle("on", c.dataset.col === String(i));
+    $("g-table").querySelector(`th[data-col="${i}"]`)?.scrollIntoView({ block: "nearest", inline: "nearest" });
+    $("g-focus").replaceChildren(el("h3", {}, "Valid on " + d + ", release by release"), el("div", { class: "cards" },
+      grid.knowns.map((k) => {
+        const fs = grid.cell[k + "|" + d] || [], h = grid.head[k];
+        return el("div", { class: "card", dataset: { known: k } },
+          el("div", { class: "card-head" }, el("strong", {}, "known at " + k), " ", el("span", { class: "muted" },
+            h.release_captions.join("; ") || "known-time change on the facts")),
+          fs.length ? el("ul", {}, fs.map((f) => el("li", {}, factText(f, true), " ", el("span", { class: "muted" }, span(f)))))
+            : el("p", { class: "muted" }, "believed nothing valid on this date"));
+      })));
+  }
+  $("g-slider").addEventListener("input", () => focusColumn(Number($("g-slider").value)));
 
   // --- runs: one column per (run, model), one row per (family, variant) ----------------------------------
   async function initRuns() {
@@ -346,11 +537,26 @@
         }).join("") + `</tr>`;
       }).join("") : `<tr><td colspan="2" class="muted">no runs in the store</td></tr>`;
     } catch (err) { fail("runs", err); }
+    await initCutoffs();
     try { // the report of the --runs folders: HTML the CLI built from them (chronokg eval report's tables and plots)
       const report = await q("run-report");
       $("r-report").innerHTML = report.length ? report[0].html
         : `<p class="muted">No run folders: give them with <code>--runs DIR</code> (serve http, export html).</p>`;
     } catch (err) { fail("run report", err); }
+  }
+
+  // --- runs: each model's answers split at its knowledge cutoff (run-cutoffs) -------------------------
+  async function initCutoffs() {
+    const share = (k, n) => (n = Number(n), k = Number(k), n ? `${k} / ${n} (${(100 * k / n).toFixed(1)}%)` : "–");
+    try {
+      const rows = await q("run-cutoffs");
+      $("r-cutoffs").tBodies[0].innerHTML = rows.length ? rows.map((r) =>
+        `<tr><td>${esc(r.run)}</td><td>${esc(r.model)}</td><td>${esc(r.family)}</td>` +
+        `<td>${esc(r.cutoff ?? "none")}${r.estimated ? " (estimated)" : ""}</td>` +
+        `<td data-n="${Number(r.pre_n)}">${share(r.pre_correct, r.pre_n)}</td>` +
+        `<td data-n="${Number(r.post_n)}">${share(r.post_correct, r.post_n)}</td><td>${Number(r.stale)}</td></tr>`).join("")
+        : `<tr><td colspan="7" class="muted">no stored answers with a dated gold fact</td></tr>`;
+    } catch (err) { fail("cutoffs", err); }
   }
 
   // --- data quality ------------------------------------------------------------------------------
