@@ -519,7 +519,7 @@ def test_model_written_distractors_are_checked_against_the_graph(store: KgliteSt
     server_mod = pytest.importorskip("chronokg.testing.openai_server")
     pytest.importorskip("chronokg.models")
     from chronokg.bench.llm import open_model
-    from chronokg.testing._replies import Reply
+    from chronokg.testing.replies import Reply
 
     def script(request: Any) -> Reply:
         text = request.last_user_text

@@ -19,8 +19,8 @@ from chronokg.bench.families.tempomed_prompts import render, template
 from chronokg.bench.question import read_jsonl
 from chronokg.cli.app import app
 from chronokg.graph.kglite_store import KgliteStore
-from chronokg.testing._replies import Reply, ScriptedRequest
 from chronokg.testing.openai_server import OpenAIServer
+from chronokg.testing.replies import Reply, ScriptedRequest
 
 TEXTS = Path(__file__).parent / "fixtures" / "tempomed_texts"
 KEPT = {"clinical_focus": "Duration of adjuvant imatinib after resection in high-risk tumours",

@@ -35,8 +35,8 @@ from chronokg.eval import runner
 from chronokg.eval.log import SampleRecord, latest
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.retrieval import indexing
-from chronokg.testing._replies import Reply, ScriptedRequest, ToolCallReply, content_text
 from chronokg.testing.openai_server import OpenAIServer
+from chronokg.testing.replies import Reply, ScriptedRequest, ToolCallReply, content_text
 from tests.helpers import REPO
 from tests.serve_helpers import digest, serve, server_env
 

@@ -36,8 +36,8 @@ from chronokg.metrics import micxr as M
 from chronokg.metrics.runs import export_seed, run_samples, score_outputs
 from chronokg.metrics.spec import for_family
 from chronokg.metrics.stats import wilson
-from chronokg.testing._replies import ScriptedRequest
 from chronokg.testing.openai_server import Fault, OpenAIServer
+from chronokg.testing.replies import ScriptedRequest
 from tests.helpers import result_ids
 
 BASELINES = ["baseline/oracle", "baseline/random:5", "baseline/constant:E", "baseline/constant:B"]
@@ -373,13 +373,13 @@ def test_text_only_prompts_and_a_missing_image(evaluated: dict[str, Any], tmp_pa
 
 
 def test_bad_family_options_fail_before_a_run_folder(evaluated: dict[str, Any], tmp_path: Path) -> None:
-    from chronokg.cli.eval import _family_options
+    from chronokg.cli.eval import parse_family_options
 
-    assert _family_options(["micxr.stagewise=true", "micxr.temperature=0.7", "micxr.image_root=/x"]) == {
+    assert parse_family_options(["micxr.stagewise=true", "micxr.temperature=0.7", "micxr.image_root=/x"]) == {
         "micxr": {"stagewise": True, "temperature": 0.7, "image_root": "/x"}}
     for bad in ["micxr=true", "stagewise=true", "micxr.stagewise"]:
         with pytest.raises(ChronoKGError, match=r"FAMILY\.KEY=VALUE"):
-            _family_options([bad])
+            parse_family_options([bad])
     entry = [runner.ModelEntry(spec="baseline/oracle")]
     for options, message in (({"micxr": {"stagewse": True}}, "stagewse"),
                              ({"micxr": {"temperature": 5}}, "temperature"),

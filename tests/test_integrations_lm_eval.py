@@ -18,8 +18,8 @@ from chronokg.bench.question import Question, write_jsonl
 from chronokg.cli.app import app
 from chronokg.eval.profile import profile_for
 from chronokg.metrics.runs import metrics, run_samples, score_outputs
-from chronokg.testing._replies import Reply, ScriptedRequest
 from chronokg.testing.openai_server import OpenAIServer
+from chronokg.testing.replies import Reply, ScriptedRequest
 from tests.integration_questions import every_family
 
 if not os.environ.get("CI"):

@@ -405,6 +405,6 @@ def test_a_missing_or_wrong_key_is_one_line_naming_where_it_was_read(proxy: Prox
     (403, "You have insufficient permissions for model gpt-x", False),
     (400, "max_tokens is too large", False), (404, "invalid api key", False), (500, "Authentication Error", False)])
 def test_key_refused_reads_the_server_words(status: int, body: str, about_the_key: bool) -> None:
-    from chronokg.models._errors import key_refused
+    from chronokg.models.client_errors import key_refused
 
     assert key_refused(status, body) is about_the_key

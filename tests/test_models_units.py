@@ -297,14 +297,14 @@ class _BusyOnce:
 
 
 def test_the_cache_waits_for_the_wal_switch_and_gives_up_at_its_timeout() -> None:
-    from chronokg.models.cache import _set_wal
+    from chronokg.models.cache import set_wal
 
     waited = _BusyOnce(busy=3)
-    _set_wal(waited, timeout_s=5.0)  # type: ignore[arg-type]
+    set_wal(waited, timeout_s=5.0)  # type: ignore[arg-type]
     assert waited.calls == 4
     with pytest.raises(sqlite3.OperationalError, match="locked"):
-        _set_wal(_BusyOnce(busy=10**6), timeout_s=0.1)  # type: ignore[arg-type]
+        set_wal(_BusyOnce(busy=10**6), timeout_s=0.1)  # type: ignore[arg-type]
     other = _BusyOnce(busy=1, message="disk I/O error")
     with pytest.raises(sqlite3.OperationalError, match="disk"):
-        _set_wal(other, timeout_s=5.0)  # type: ignore[arg-type]
+        set_wal(other, timeout_s=5.0)  # type: ignore[arg-type]
     assert other.calls == 1  # not a lock: raised at once

@@ -20,7 +20,7 @@ import pytest
 
 from chronokg.metrics.spec import METRICS, MetricSpec, all_metrics
 from chronokg.reports import build_report
-from chronokg.reports.build import _compose, _plots
+from chronokg.reports.build import compose, draw_plots
 from chronokg.reports.plots import Omitted, Plot, color_at, lay_out, style
 from chronokg.reports.series import Series, short, ticks
 from tests import report_helpers
@@ -90,8 +90,8 @@ def test_no_label_overlaps_another_in_any_plot(demo_run: Path, n: int) -> None:
     title or legend overlaps another (their extents after the figure is laid out and drawn)."""
     all_metrics()
     with style():
-        _, series, names, _, _ = _compose([demo_run], None, _quiet())
-        drawn = _plots(names, many(series, n), _quiet())
+        _, series, names, _, _ = compose([demo_run], None, _quiet())
+        drawn = draw_plots(names, many(series, n), _quiet())
         plots = [p for made in drawn.values() for p in made if isinstance(p, Plot)]
         assert len(plots) >= 8
         for p in plots:
@@ -113,9 +113,9 @@ def test_plot_labels_are_short_and_tell_long_names_apart() -> None:
 
 
 def _quiet() -> Any:
-    from chronokg.reports.build import _Quiet
+    from chronokg.reports.build import QuietProgress
 
-    return _Quiet()
+    return QuietProgress()
 
 
 def test_twenty_models_get_twenty_distinct_colours(demo_run: Path) -> None:
@@ -127,8 +127,8 @@ def test_twenty_models_get_twenty_distinct_colours(demo_run: Path) -> None:
     closest = min(sum((x - y) ** 2 for x, y in zip(a, b, strict=True)) ** 0.5 for a, b in combinations(first, 2))
     assert closest > 0.12, closest  # told apart by eye, not only by their hex codes
     with style():
-        _, series, names, _, _ = _compose([demo_run], None, _quiet())
-        overview = _plots(names, many(series, 20), _quiet())[""][0]
+        _, series, names, _, _ = compose([demo_run], None, _quiet())
+        overview = draw_plots(names, many(series, 20), _quiet())[""][0]
         assert isinstance(overview, Plot)
         bars = [patch.get_facecolor() for patch in overview.figure.axes[0].patches]
     assert len(bars) == 20 and len(set(bars)) == 20
@@ -138,8 +138,8 @@ def test_accuracy_axes_hold_accuracies_only(demo_run: Path, tmp_path: Path) -> N
     """The overview's accuracy panels are exactly the accuracy metrics; the oracle's bar on each is at 1.0
     (tempomed.accuracy, the ECDA rates); a rate such as IKCR sits on a 'share' axis, never an accuracy one."""
     with style():
-        _, series, names, _, _ = _compose([demo_run], ["baseline/oracle"], _quiet())
-        overview = _plots(names, series, _quiet())[""][0]
+        _, series, names, _, _ = compose([demo_run], ["baseline/oracle"], _quiet())
+        overview = draw_plots(names, series, _quiet())[""][0]
         assert isinstance(overview, Plot)
         lay_out(overview.figure)
         panels = {ax.get_title(loc="left"): ax for ax in overview.figure.axes}
@@ -173,8 +173,8 @@ def test_a_plot_only_where_its_data_exists(demo_run: Path, tmp_path: Path) -> No
     assert "### tempomed.table3" in md  # the table stays
     assert "Plots left out: " in report.html.read_text(encoding="utf-8")
     with style():
-        _, series, names, _, _ = _compose([demo_run], None, _quiet())
-        drawn = _plots(names, series, _quiet())
+        _, series, names, _, _ = compose([demo_run], None, _quiet())
+        drawn = draw_plots(names, series, _quiet())
     for made in drawn.values():
         for p in made:
             if isinstance(p, Plot):

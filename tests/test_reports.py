@@ -204,7 +204,7 @@ def test_tables_are_generic_over_metric_values() -> None:
 
 def test_a_family_adds_a_plot_with_one_decorator(tmp_path: Path) -> None:
     """The recipe of docs/reports.md: one `@plot(metric)` function; the report draws it beside the table."""
-    from chronokg.reports.build import _plots, _Quiet
+    from chronokg.reports.build import QuietProgress, draw_plots
 
     @plot("testfamily.score")
     def score(series: Any) -> list[Plot]:
@@ -216,7 +216,7 @@ def test_a_family_adds_a_plot_with_one_decorator(tmp_path: Path) -> None:
     assert "testfamily.score" in all_plots() and "tempomed.consistency" in all_plots()
     value = MetricValue(metric="testfamily.score", model="m", value=0.4)
     with style():
-        drawn = _plots(["testfamily.score"], [series_of("m", 0, value), series_of("n", 1)], _Quiet())
+        drawn = draw_plots(["testfamily.score"], [series_of("m", 0, value), series_of("n", 1)], QuietProgress())
     assert [p.name for p in drawn["testfamily.score"]] == ["testfamily-score"]
     assert [p.name for p in drawn[""]] == ["overview"]
 

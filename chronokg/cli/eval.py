@@ -94,7 +94,8 @@ def run_command(
             if agent not in (None, "tools"):
                 raise ChronoKGError(f"--agent {agent!r}: the one agent arm is 'tools'")
             options = runner.RunOptions(protocol=protocol, samples=samples, concurrency=concurrency, limit=limit,
-                                        cache=cache, judge=judge, family_options=_family_options(family_option or []),
+                                        cache=cache, judge=judge,
+                                        family_options=parse_family_options(family_option or []),
                                         rag=rag, rag_k=k, rag_index=str(rag_index) if rag_index else None,
                                         agent=agent, tools_url=tools, agent_max_steps=max_steps,
                                         agent_tool_budget=tool_budget, write=write, cutoffs=parse_declared(cutoff),
@@ -158,7 +159,7 @@ def refuse_changes(info: Any, options: Any, given: dict[str, Any]) -> None:
                 continue
             now = [Path(v) for v in value] if flag == "questions" else list(value)
         elif flag == "family_option":
-            now = _family_options(value or [])
+            now = parse_family_options(value or [])
         elif flag == "cutoff":
             now = parse_declared(value)
         elif flag == "rag_index" and value is not None:
@@ -175,7 +176,7 @@ def refuse_changes(info: Any, options: Any, given: dict[str, Any]) -> None:
                                 f"{now!r} now; a resume keeps every option (start a new run to change it)")
 
 
-def _family_options(items: list[str]) -> dict[str, dict[str, Any]]:
+def parse_family_options(items: list[str]) -> dict[str, dict[str, Any]]:
     """`FAMILY.KEY=VALUE` items as {family: {key: value}} (VALUE as JSON when it parses, else the text)."""
     import json
 

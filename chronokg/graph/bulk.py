@@ -40,8 +40,8 @@ from chronokg.graph.store import GraphStore, Params, Row
 from chronokg.graph.writer import (
     CHUNK,
     WriteReport,
-    _gc_paused,
-    _stored_conflict,
+    gc_paused,
+    stored_conflict,
     stored_edges,
     stored_nodes,
     write_batch,
@@ -194,7 +194,7 @@ def plan_part(reader: GraphReader, frames: list[Frame], edges: list[Edges], poli
                 row = frame.row(i)
                 outcome = merge(frame.label, nid, old, row, policy)
                 if outcome.conflicts:
-                    raise _stored_conflict(outcome.conflicts[0], row, old)
+                    raise stored_conflict(outcome.conflicts[0], row, old)
                 prior.note(frame.label, old, row, outcome, policy, prior.release_of(row, sources))
                 if outcome.changes:
                     updates.append({"id": nid, "props": outcome.changes})
@@ -395,7 +395,7 @@ def write_bulk(store: GraphStore, parts: Iterable[Part], progress: Progress | No
         return write_batch(store, merged, progress=progress) if merged is not None else report
     kg = cast("KgliteStore", store)
     try:
-        with _gc_paused(), kg.staged() as graph:
+        with gc_paused(), kg.staged() as graph:
             reader = GraphReader(graph)
             sources: dict[str, Any] = {}
             state = LoadState()

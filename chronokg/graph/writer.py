@@ -67,7 +67,7 @@ def _chunks(rows: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while a large batch is written.
 
     Writing allocates a parameter dict per row; with a large staged batch alive,
@@ -133,7 +133,7 @@ def create_cypher(label: str, keys: Sequence[str]) -> str:
     return f"UNWIND $rows AS r CREATE (n:{label} {{{props}}})"
 
 
-def _stored_conflict(c: Conflict, staged: dict[str, Any], stored: dict[str, Any]) -> Exception:
+def stored_conflict(c: Conflict, staged: dict[str, Any], stored: dict[str, Any]) -> Exception:
     # A Source has no record of origin: the file it was read from names it.
     where = stored.get(ORIGIN) or stored.get("path") or "an earlier load"
     other = f"source {stored['source_id']}" if stored.get("source_id") else None
@@ -169,7 +169,7 @@ def _node_steps(store: GraphStore, batch: GraphBatch, report: WriteReport, chunk
                 continue
             outcome = merge(label, r["id"], old, r, batch.policy)
             if outcome.conflicts:
-                raise _stored_conflict(outcome.conflicts[0], r, old)
+                raise stored_conflict(outcome.conflicts[0], r, old)
             prior.note(label, old, r, outcome, batch.policy, prior.release_of(r, sources))
             if outcome.changes:
                 changed.append({"id": r["id"], "props": outcome.changes})
@@ -271,9 +271,9 @@ def write_batch(
 
     Statement parameters are built one chunk at a time while the transaction
     runs, so a large batch is not held a second time as parameter rows; the
-    cyclic garbage collector is paused meanwhile (see `_gc_paused`).
+    cyclic garbage collector is paused meanwhile (see `gc_paused`).
     """
-    with _gc_paused():
+    with gc_paused():
         report = WriteReport()
         steps = plan(store, batch, report, chunk)
         if progress is not None:
@@ -309,7 +309,7 @@ def write_stream(store: GraphStore, batches: Iterable[GraphBatch], progress: Pro
         for batch in batches:
             yield from _statements(plan(store, batch, report, chunk, stream=True), chunk, progress)
 
-    with _gc_paused():
+    with gc_paused():
         store.write(statements())
     nodes_after, edges_after = label_counts(store), relationship_counts(store)
     for label in set(report.created) | set(nodes_after):

@@ -13,14 +13,14 @@
 Importing this package loads no HTTP client: providers are imported when `get_model` needs them.
 """
 
-from chronokg.models._errors import (
+from chronokg.models.cache import ResponseCache
+from chronokg.models.client_errors import (
     ModelConfigError,
     ModelRequestError,
     ModelTimeout,
     RetriesExhausted,
     TransientModelError,
 )
-from chronokg.models.cache import ResponseCache
 from chronokg.models.clients import CLIENTS, ClientFactory, get_model, known_models
 from chronokg.models.limits import Limits
 from chronokg.models.protocol import ModelClient

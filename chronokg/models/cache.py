@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from chronokg.models._errors import ModelConfigError
+from chronokg.models.client_errors import ModelConfigError
 from chronokg.models.types import Choice, ModelRequest, Usage
 
 _SCHEMA = """
@@ -68,7 +68,7 @@ def sample_keys(spec: str, base_url: str | None, request: ModelRequest) -> list[
     return [hashlib.sha256(f'{head},"sample":{i}}}'.encode()).hexdigest() for i in range(request.config.n)]
 
 
-def _set_wal(conn: sqlite3.Connection, timeout_s: float) -> None:
+def set_wal(conn: sqlite3.Connection, timeout_s: float) -> None:
     """Switch to WAL, retrying while another process holds the lock it needs: SQLite does not always call its
     busy handler for this switch (two processes opening one new cache at once got "database is locked" at
     once in CI), so `busy_timeout` alone is not enough here."""
@@ -99,7 +99,7 @@ class ResponseCache:
                 conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None,
                                        check_same_thread=False)
                 conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-                _set_wal(conn, self.busy_timeout_s)
+                set_wal(conn, self.busy_timeout_s)
                 conn.execute("PRAGMA synchronous = NORMAL")
                 conn.executescript(_SCHEMA)
             except (OSError, sqlite3.Error) as exc:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from chronokg.models._errors import ModelConfigError
+from chronokg.models.client_errors import ModelConfigError
 from chronokg.models.protocol import ModelClient
 from chronokg.models.spec import ClientOptions, load_entries, resolve_options
 from chronokg.registry import Registry, UnknownEntry

@@ -17,8 +17,8 @@ from typing import Any
 import openai
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from chronokg.models._base import ManagedClient
-from chronokg.models._errors import ModelConfigError, ModelRequestError, TransientModelError, key_refused
+from chronokg.models.client_errors import ModelConfigError, ModelRequestError, TransientModelError, key_refused
+from chronokg.models.managed import ManagedClient
 from chronokg.models.retry import parse_retry_after
 from chronokg.models.spec import ClientOptions
 from chronokg.models.types import (

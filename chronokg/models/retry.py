@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from chronokg.models._errors import RetriesExhausted, TransientModelError
+from chronokg.models.client_errors import RetriesExhausted, TransientModelError
 
 log = logging.getLogger("chronokg.models")
 T = TypeVar("T")

@@ -28,8 +28,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from chronokg.graph.dates import parse_date
-from chronokg.models._errors import ModelConfigError
 from chronokg.models.cache import ResponseCache
+from chronokg.models.client_errors import ModelConfigError
 from chronokg.models.limits import Limits
 from chronokg.models.retry import RetryPolicy
 from chronokg.models.usage import Prices

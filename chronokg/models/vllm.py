@@ -31,7 +31,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from chronokg.errors import ModelError
-from chronokg.models._errors import ModelConfigError
+from chronokg.models.client_errors import ModelConfigError
 from chronokg.models.openai_compat import OpenAICompatClient
 from chronokg.models.spec import ClientOptions
 from chronokg.models.types import Completion, ModelRequest

@@ -54,7 +54,7 @@ def family_of(metric: str) -> str:
     return metric.split(".", 1)[0] if "." in metric else "general"
 
 
-class _Quiet:
+class QuietProgress:
     """Progress that goes nowhere (no bar asked for)."""
 
     def start(self, total: int, description: str) -> None:
@@ -73,8 +73,8 @@ def build_report(folders: Sequence[Path], out: Path, models: Sequence[str] | Non
     plots, rendering each plot, writing the files."""
     if not folders:
         raise ChronoKGError("give at least one run folder")
-    progress = progress or _Quiet()
-    runs, series, names, figures, rendered = _compose(folders, models, progress)
+    progress = progress or QuietProgress()
+    runs, series, names, figures, rendered = compose(folders, models, progress)
     blocks = _blocks(title, runs, series, names, figures, rendered)
     progress.start(3 + 2 * len(rendered), "writing the report")
     return _write(out, title, blocks, series, rendered, names, progress)
@@ -85,11 +85,11 @@ def report_body(folders: Sequence[Path], models: Sequence[str] | None = None, ti
     nowhere: what the explorer's Runs view shows for `--runs` (`chronokg serve http`, `chronokg export html`)."""
     if not folders:
         raise ChronoKGError("give at least one run folder")
-    runs, series, names, figures, rendered = _compose(folders, models, _Quiet())
+    runs, series, names, figures, rendered = compose(folders, models, QuietProgress())
     return body(_blocks(title, runs, series, names, figures, rendered, dated=False))
 
 
-def _compose(folders: Sequence[Path], models: Sequence[str] | None, progress: Progress
+def compose(folders: Sequence[Path], models: Sequence[str] | None, progress: Progress
              ) -> tuple[list[RunData], list[Series], list[str], Figures, dict[str, tuple[bytes, bytes]]]:
     """Everything a report holds, computed and drawn in memory."""
     progress.start(len(folders), "reading the runs")
@@ -109,7 +109,7 @@ def _compose(folders: Sequence[Path], models: Sequence[str] | None, progress: Pr
                                                     else ""))
     names = sorted({m for s in series for m in s.values}, key=lambda m: (family_of(m), m))
     with style():
-        figures = _plots(names, series, progress)
+        figures = draw_plots(names, series, progress)
         drawn = [p for made in figures.values() for p in made if isinstance(p, Plot)]
         progress.start(len(drawn), "rendering the plots (PNG and SVG)")
         rendered = {}
@@ -119,7 +119,7 @@ def _compose(folders: Sequence[Path], models: Sequence[str] | None, progress: Pr
     return runs, series, names, figures, rendered
 
 
-def _plots(names: Sequence[str], series: Sequence[Series], progress: Progress) -> Figures:
+def draw_plots(names: Sequence[str], series: Sequence[Series], progress: Progress) -> Figures:
     """The plots of each metric that has a plot function ("" for the overview), drawn in memory."""
     plots = all_plots()
     having_plots = [m for m in names if m in plots]

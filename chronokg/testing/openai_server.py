@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from aiohttp import web
 
-from chronokg.testing._replies import (
+from chronokg.testing.replies import (
     Reply,
     Script,
     ScriptedRequest,

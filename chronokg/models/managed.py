@@ -16,8 +16,8 @@ import time
 from abc import ABC, abstractmethod
 from typing import Any
 
-from chronokg.models._errors import ModelTimeout
 from chronokg.models.cache import CachedSample, sample_keys
+from chronokg.models.client_errors import ModelTimeout
 from chronokg.models.limits import Limiter
 from chronokg.models.retry import call_with_retries
 from chronokg.models.spec import ClientOptions
