@@ -36,3 +36,25 @@ def test_an_embedded_uri_with_no_path_is_refused_and_a_tilde_is_home(tmp_path: P
     monkeypatch.setenv("HOME", str(tmp_path))
     assert StoreURI.parse("kglite://~/s.kgl").file == str(tmp_path / "s.kgl")
     assert StoreURI.parse("kglite://data/s@1.kgl").file == "data/s@1.kgl"
+
+
+MARKUP = ["[x]evil[/x]", "</script><script>alert(1)</script>", "/*DATA*/", "**bold** _em_ `code`", "# heading",
+          "- item", "1. first", "![i](http://e.example/i.png) [l](http://e.example)", "a | b", "&lt; &#60;",
+          "$x$ ~~gone~~", "\"dq\" 'sq' \\ back", "L" * 10_000]
+
+
+def test_report_markdown_shows_stored_text_as_itself() -> None:
+    import html
+
+    from markdown_it import MarkdownIt
+
+    from chronokg.reports.document import Bullets, Heading, Para, TableBlock, markdown
+    from chronokg.reports.tables import Table
+
+    md = markdown([Heading(1, MARKUP[0]), *(Para(t) for t in MARKUP), Bullets(MARKUP),
+                   TableBlock(Table(headers=["group", "n"], rows=[[t, "1."] for t in MARKUP], numeric=False))])
+    rendered = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(md)
+    for tag in ("<script", "<img", "<a ", "<strong", "<em", "<code", "<h2", "<ol", "<del", "<li><ul"):
+        assert tag not in rendered, tag
+    for text in MARKUP:  # each text once as a paragraph, once as a list item, once as a cell
+        assert rendered.count(html.escape(text, quote=False).replace('"', "&quot;")) >= 3, text[:40]
