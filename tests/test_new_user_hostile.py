@@ -58,3 +58,17 @@ def test_report_markdown_shows_stored_text_as_itself() -> None:
         assert tag not in rendered, tag
     for text in MARKUP:  # each text once as a paragraph, once as a list item, once as a cell
         assert rendered.count(html.escape(text, quote=False).replace('"', "&quot;")) >= 3, text[:40]
+
+
+def test_a_bad_models_file_entry_is_named_with_its_field(tmp_path: Path) -> None:
+    from chronokg.models._errors import ModelConfigError
+    from chronokg.models.spec import load_entries
+
+    path = tmp_path / "models.toml"
+    path.write_text('[models.good]\nspec = "baseline/oracle"\ncutoff = 2016\n\n'
+                    '[models.bad]\nspec = "baseline/oracle"\ncutoff = "2016-13"\n', encoding="utf-8")
+    with pytest.raises(ModelConfigError, match=r"models\.toml, \[models\.bad\] cutoff: month must be in 1\.\.12$"):
+        load_entries(path)
+    path.write_text('[models."a/b c"]\nconcurrency = 0\n', encoding="utf-8")
+    with pytest.raises(ModelConfigError, match=r'\[models\."a/b c"\] concurrency: '):
+        load_entries(path)
