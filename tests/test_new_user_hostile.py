@@ -60,6 +60,16 @@ def test_report_markdown_shows_stored_text_as_itself() -> None:
         assert rendered.count(html.escape(text, quote=False).replace('"', "&quot;")) >= 3, text[:40]
 
 
+def test_a_model_given_twice_is_refused_before_a_folder_is_made(tmp_path: Path) -> None:
+    from chronokg.errors import ChronoKGError
+    from chronokg.eval import runner
+
+    entries = [runner.ModelEntry(spec="baseline/random"), runner.ModelEntry(spec="baseline/random")]
+    with pytest.raises(ChronoKGError, match="baseline/random: given twice"):
+        runner.prepare(tmp_path / "runs", [tmp_path / "q.jsonl"], entries, runner.RunOptions())
+    assert not (tmp_path / "runs").exists()
+
+
 def test_a_bad_models_file_entry_is_named_with_its_field(tmp_path: Path) -> None:
     from chronokg.models._errors import ModelConfigError
     from chronokg.models.spec import load_entries

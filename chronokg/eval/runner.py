@@ -364,6 +364,9 @@ def prepare(folder_root: Path, files: Sequence[Path], models: Sequence[ModelEntr
     for family in options.family_options:  # bad family options fail before a folder is made
         options.profile(family)
     check_options(options, store_uri)
+    twice = next((m.spec for i, m in enumerate(models) if m.spec in [o.spec for o in models[:i]]), None)
+    if twice is not None:  # its samples would be asked and logged twice under one name
+        raise ChronoKGError(f"--model {twice}: given twice (each model once per run)")
     unknown = sorted(set(options.cutoffs) - {m.spec for m in models})
     if unknown:
         raise ChronoKGError(f"--cutoff {unknown[0]}: not a model of the run (its models: "
