@@ -70,6 +70,15 @@ def test_a_model_given_twice_is_refused_before_a_folder_is_made(tmp_path: Path) 
     assert not (tmp_path / "runs").exists()
 
 
+def test_two_cutoffs_for_one_model_are_refused() -> None:
+    from chronokg.errors import ChronoKGError
+    from chronokg.eval.cutoff import parse_declared
+
+    with pytest.raises(ChronoKGError, match=r"baseline/oracle=2019.*2018-01-01 already"):
+        parse_declared(["baseline/oracle=2018", "baseline/oracle=2019"])
+    assert parse_declared(["baseline/oracle=2018", "baseline/oracle=2018-01-01"]) == {"baseline/oracle": "2018-01-01"}
+
+
 def test_a_bad_models_file_entry_is_named_with_its_field(tmp_path: Path) -> None:
     from chronokg.models._errors import ModelConfigError
     from chronokg.models.spec import load_entries
