@@ -2,12 +2,42 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from chronokg.cli.app import app
 from chronokg.errors import StoreError
 from chronokg.store_uri import StoreURI, redact
+
+HOSTILE = ("Use **bold** [x]evil[/x] </script><script>alert(1)</script> /*DATA*/ \"dq\" 'sq' `tick` "
+           "<img src=x onerror=alert(2)> | pipe | # hash [link](http://e.example)")
+
+
+@pytest.fixture(scope="module")
+def hostile_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A store holding one TempoMed chain (90000002 -> 90000001 -> 90000003) whose every text is hostile."""
+    folder = tmp_path_factory.mktemp("hostile")
+    records = []
+    for i, (cur, year, prior, prior_year) in enumerate([("90000001", 2020, "90000002", 2012),
+                                                        ("90000003", 2023, "90000001", 2020)]):
+        records.append({"idx": i, "PMID_current": cur, "Year_current": year, "PMID_prior": prior,
+                        "Year_prior": prior_year,
+                        "Question": f"Q{i} {HOSTILE} According to the American Hostile Society guideline issued in "
+                                    f"{year}, which is most appropriate?",
+                        "Answer": {"Choice_A": f"A{i} current {HOSTILE}", "Choice_B": f"B{i} prior {HOSTILE} "
+                                   + "L" * 10_000, "Choice_C": f"C{i} {HOSTILE}", "Choice_D": f"D{i} </script>",
+                                   "Correct": "A", "Explanation": f"E{i} {HOSTILE}",
+                                   "Choice_E": "I do not know the answer"}})
+    source = folder / "hostile.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    uri = f"kglite://{folder / 's.kgl'}"
+    result = CliRunner().invoke(app, ["--store", uri, "ingest", "tempomed", str(source)])
+    assert result.exit_code == 0, result.output
+    yield uri
 
 
 @pytest.mark.parametrize("text", ["bolt://localhost:99999", "bolt://u:s3cret@localhost:notaport",
@@ -91,3 +121,10 @@ def test_a_bad_models_file_entry_is_named_with_its_field(tmp_path: Path) -> None
     path.write_text('[models."a/b c"]\nconcurrency = 0\n', encoding="utf-8")
     with pytest.raises(ModelConfigError, match=r'\[models\."a/b c"\] concurrency: '):
         load_entries(path)
+
+
+def test_the_known_grid_table_names_each_fact_s_object(hostile_store: str) -> None:
+    result = CliRunner().invoke(app, ["--store", hostile_store, "query", "known-grid", "--subject", "90000001"],
+                                env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "superseded_by" in result.output and "90000003" in result.output  # the fact's object, not just its name
