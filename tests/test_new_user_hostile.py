@@ -128,3 +128,14 @@ def test_the_known_grid_table_names_each_fact_s_object(hostile_store: str) -> No
                                 env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "superseded_by" in result.output and "90000003" in result.output  # the fact's object, not just its name
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--table3", "--protocol", "chronokg"], "--table3 builds the seed's Table 3 items (--protocol seed)"),
+    (["--options", "3"], "--options 3: give 4 or 5")])
+def test_generate_tempomed_refuses_bad_options_in_one_line(hostile_store: str, tmp_path: Path, args: list[str],
+                                                          says: str) -> None:
+    out = tmp_path / "q.jsonl"
+    result = CliRunner().invoke(app, ["--store", hostile_store, "generate", "tempomed", *args, "--out", str(out)])
+    assert result.exit_code == 2 and says in result.output and "Traceback" not in result.output, result.output
+    assert not out.exists()
