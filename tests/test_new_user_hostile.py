@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -139,3 +140,16 @@ def test_generate_tempomed_refuses_bad_options_in_one_line(hostile_store: str, t
     result = CliRunner().invoke(app, ["--store", hostile_store, "generate", "tempomed", *args, "--out", str(out)])
     assert result.exit_code == 2 and says in result.output and "Traceback" not in result.output, result.output
     assert not out.exists()
+
+
+def test_a_models_file_cutoff_of_a_baseline_alias_is_the_run_s(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronokg.eval import cutoff, runner
+
+    path = tmp_path / "models.toml"
+    path.write_text('[models.old]\nspec = "baseline/frozen:2018"\ncutoff = 2016\n', encoding="utf-8")
+    monkeypatch.setenv("CHRONOKG_MODELS_FILE", str(path))
+    resolved = runner.check_models([runner.ModelEntry(spec="old")], runner.RunOptions())
+    assert resolved == [{"spec": "baseline/frozen:2018", "cutoff": "2016-01-01"}]
+    found = cutoff.resolve([{"spec": "old", "resolved": resolved[0]}], [])["old"]
+    assert (found.date, found.estimated, found.source) == (dt.date(2016, 1, 1), False, "declared (the models file)")

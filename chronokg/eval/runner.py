@@ -271,7 +271,10 @@ def _described(client: ModelClient) -> dict[str, Any]:
     from chronokg.models import ClientOptions
 
     options = getattr(client, "options", None)
-    return options.described() if isinstance(options, ClientOptions) else {"spec": client.spec}
+    if isinstance(options, ClientOptions):
+        return options.described()
+    declared = getattr(client, "declared_cutoff", None)  # a baseline keeps only its alias's declared cutoff
+    return {"spec": client.spec, **({"cutoff": declared.isoformat()} if declared is not None else {})}
 
 
 def check_options(options: RunOptions, store_uri: str | None) -> None:
