@@ -153,3 +153,15 @@ def test_a_models_file_cutoff_of_a_baseline_alias_is_the_run_s(tmp_path: Path,
     assert resolved == [{"spec": "baseline/frozen:2018", "cutoff": "2016-01-01"}]
     found = cutoff.resolve([{"spec": "old", "resolved": resolved[0]}], [])["old"]
     assert (found.date, found.estimated, found.source) == (dt.date(2016, 1, 1), False, "declared (the models file)")
+
+
+def test_python_dash_m_chronokg_is_the_command() -> None:
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    done = subprocess.run([sys.executable, "-m", "chronokg", "--help"], capture_output=True, text=True, env=env,
+                          timeout=60, check=False)
+    assert done.returncode == 0 and "Usage: python -m chronokg" in done.stdout, done.stderr[-500:]
