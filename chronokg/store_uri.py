@@ -42,13 +42,13 @@ class StoreURI:
             rest, _, query = rest.partition("?")
             if not rest:
                 raise StoreError(f"{text!r} names no file: write kglite:///path/to/store.kgl or kglite://{MEMORY}")
-            return cls(scheme, os.path.expanduser(rest) if rest.startswith("~") else rest, _options(query))
+            return cls(scheme, os.path.expanduser(rest) if rest.startswith("~") else rest, _options(query, text))
         # A server's userinfo ends at the last '@': a password may hold '/', '?', '#' or '@' as typed, not encoded.
         userinfo, _, rest = rest.rpartition("@")
         rest, _, query = rest.partition("?")
         host = rest.partition("/")[0]
         _check_port(scheme, host, text)
-        return cls(scheme, rest, _options(query), userinfo)
+        return cls(scheme, rest, _options(query, text), userinfo)
 
     def __str__(self) -> str:
         user = f"{self.userinfo}@" if self.userinfo else ""
@@ -114,8 +114,15 @@ def redact(uri: str | StoreURI) -> str:
     return _redact_text(uri)
 
 
-def _options(query: str) -> tuple[tuple[str, str], ...]:
-    return tuple((k, v) for k, _, v in (part.partition("=") for part in query.split("&") if part))
+def _options(query: str, text: str) -> tuple[tuple[str, str], ...]:
+    """`key=value&...`: a key once, and never empty (which value would count is not for the parser to guess)."""
+    options = tuple((k, v) for k, _, v in (part.partition("=") for part in query.split("&") if part))
+    names = [k for k, _ in options]
+    for name in names:
+        if not name or names.count(name) > 1:
+            raise StoreError(f"not a usable store URI {_redact_text(text)!r}: "
+                             + (f"option {name} given twice" if name else "an option with no name"))
+    return options
 
 
 def _check_port(scheme: str, host: str, text: str) -> None:

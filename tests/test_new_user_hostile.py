@@ -69,6 +69,15 @@ def test_an_embedded_uri_with_no_path_is_refused_and_a_tilde_is_home(tmp_path: P
     assert StoreURI.parse("kglite://data/s@1.kgl").file == "data/s@1.kgl"
 
 
+@pytest.mark.parametrize(("text", "says"), [("kglite:///s.kgl?=x", "an option with no name"),
+                                            ("kglite:///s.kgl?durable=off&durable=full", "option durable given twice"),
+                                            ("bolt://u:s3cret@h:7687?a=1&a=2", "option a given twice")])
+def test_an_option_with_no_name_or_given_twice_is_refused(text: str, says: str) -> None:
+    with pytest.raises(StoreError, match=says) as caught:
+        StoreURI.parse(text)
+    assert "s3cret" not in str(caught.value)
+
+
 MARKUP = ["[x]evil[/x]", "</script><script>alert(1)</script>", "/*DATA*/", "**bold** _em_ `code`", "# heading",
           "- item", "1. first", "![i](http://e.example/i.png) [l](http://e.example)", "a | b", "&lt; &#60;",
           "$x$ ~~gone~~", "\"dq\" 'sq' \\ back", "L" * 10_000]
