@@ -174,3 +174,23 @@ def test_python_dash_m_chronokg_is_the_command() -> None:
     done = subprocess.run([sys.executable, "-m", "chronokg", "--help"], capture_output=True, text=True, env=env,
                           timeout=60, check=False)
     assert done.returncode == 0 and "Usage: python -m chronokg" in done.stdout, done.stderr[-500:]
+
+
+def test_a_changed_models_file_cutoff_is_another_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronokg.eval import runner
+
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("", encoding="utf-8")
+    path = tmp_path / "models.toml"
+    monkeypatch.setenv("CHRONOKG_MODELS_FILE", str(path))
+    folders = []
+    for year in (2016, 2017, 2016):
+        path.write_text(f'[models.old]\nspec = "baseline/frozen:2018"\ncutoff = {year}\n', encoding="utf-8")
+        folder, info = runner.prepare(tmp_path / "runs", [questions], [runner.ModelEntry(spec="old")],
+                                      runner.RunOptions())
+        assert info.models[0]["resolved"]["cutoff"] == f"{year}-01-01"
+        folders.append(folder)
+    assert folders[0] != folders[1] and folders[0] == folders[2]
+    declared, _ = runner.prepare(tmp_path / "runs", [questions], [runner.ModelEntry(spec="old")],
+                                 runner.RunOptions(cutoffs={"old": "2017-01-01"}))
+    assert declared == folders[1]  # the same declared cutoff, from the models file or --cutoff: the same run
