@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -194,3 +195,21 @@ def test_a_changed_models_file_cutoff_is_another_run(tmp_path: Path, monkeypatch
     declared, _ = runner.prepare(tmp_path / "runs", [questions], [runner.ModelEntry(spec="old")],
                                  runner.RunOptions(cutoffs={"old": "2017-01-01"}))
     assert declared == folders[1]  # the same declared cutoff, from the models file or --cutoff: the same run
+
+
+def test_eval_score_refuses_two_outputs_for_one_sample_and_a_bad_sample(hostile_store: str, tmp_path: Path) -> None:
+    cli = CliRunner()
+    questions = tmp_path / "q.jsonl"
+    made = cli.invoke(app, ["--store", hostile_store, "generate", "tempomed", "--out", str(questions)])
+    assert made.exit_code == 0, made.output
+    first = json.loads(questions.read_text(encoding="utf-8").splitlines()[0])["id"]
+    for rows, says in ([{"id": first, "output": "A"}, {"id": first, "output": "B"}],
+                       "record 2: question .* sample 0 is answered by record 1 already"), \
+                      ([{"id": first, "output": "A", "sample": "x"}], "record 1: sample must be a whole number"):
+        predictions = tmp_path / "p.jsonl"
+        predictions.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        result = cli.invoke(app, ["--store", hostile_store, "eval", "score", str(questions), str(predictions),
+                                  "--model", "m", "--log-dir", str(tmp_path / "runs")])
+        assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+        assert re.search(says, " ".join(result.output.split())), result.output
+        assert not (tmp_path / "runs").exists()

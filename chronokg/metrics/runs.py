@@ -174,6 +174,7 @@ def score_outputs(questions: Path, predictions: Path, model: str, protocol: str,
     items = _prediction_items(predictions)
     ids = _question_ids(predictions, items, qs)
     planned: list[tuple[Question, int, str]] = []  # checked whole before anything is written
+    answered: dict[tuple[str, int], int] = {}  # (question, sample) -> the record answering it
     for n, item in enumerate(items, start=1):
         if not isinstance(item, dict):
             raise InputError(predictions, n, "expected an object with id and output")
@@ -182,7 +183,14 @@ def score_outputs(questions: Path, predictions: Path, model: str, protocol: str,
         if qid is None or output is None:
             named = item.get("chronokg_id", item.get("id"))
             raise InputError(predictions, n, f"no question {named!r} in {questions.name}, or no output")
-        planned.append((qs[qid], int(item.get("sample") or 0), str(output)))
+        sample = item.get("sample") or 0
+        if isinstance(sample, bool) or not isinstance(sample, int | str) or not str(sample).isdigit():
+            raise InputError(predictions, n, f"sample must be a whole number from 0, got {sample!r}")
+        if (qid, int(sample)) in answered:  # two outputs for one sample: which one counts is not ours to guess
+            raise InputError(predictions, n, f"question {qid!r} sample {int(sample)} is answered by record "
+                                             f"{answered[(qid, int(sample))]} already")
+        answered[(qid, int(sample))] = n
+        planned.append((qs[qid], int(sample), str(output)))
     options = RunOptions(protocol=protocol)
     described = [{"path": str(questions), "sha256": file_hash(questions)},
                  {"path": str(predictions), "sha256": file_hash(predictions)}]
