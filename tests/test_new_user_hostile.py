@@ -213,3 +213,24 @@ def test_eval_score_refuses_two_outputs_for_one_sample_and_a_bad_sample(hostile_
         assert result.exit_code == 2 and "Traceback" not in result.output, result.output
         assert re.search(says, " ".join(result.output.split())), result.output
         assert not (tmp_path / "runs").exists()
+
+
+def test_out_to_a_device_writes_to_it_and_never_replaces_it(hostile_store: str, tmp_path: Path) -> None:
+    """`--out /dev/stdout` (here a link to /dev/null): the questions go there; a rename would have put a file in
+    place of the link (as root, in place of /dev/stdout itself)."""
+    out = tmp_path / "out.jsonl"
+    out.symlink_to("/dev/null")
+    result = CliRunner().invoke(app, ["--store", hostile_store, "generate", "tempomed", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.is_symlink() and not (tmp_path / "out.jsonl.part").exists()
+
+
+def test_export_rdf_to_a_device_never_replaces_it(tmp_path: Path) -> None:
+    from rdflib import Graph
+
+    from chronokg.ingest.wikidata_rdf import write
+
+    out = tmp_path / "wd.nt"
+    out.symlink_to("/dev/null")
+    assert write(Graph(), out) == 0
+    assert out.is_symlink() and not (tmp_path / "wd.nt.part").exists()
