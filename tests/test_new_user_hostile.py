@@ -143,7 +143,8 @@ def test_the_known_grid_table_names_each_fact_s_object(hostile_store: str) -> No
 
 @pytest.mark.parametrize(("args", "says"), [
     (["--table3", "--protocol", "chronokg"], "--table3 builds the seed's Table 3 items (--protocol seed)"),
-    (["--options", "3"], "--options 3: give 4 or 5")])
+    (["--options", "3"], "--options 3: give 4 or 5"),
+    (["--no-mcq"], "--no-mcq without --probes or --table3: no kind of item is asked for")])
 def test_generate_tempomed_refuses_bad_options_in_one_line(hostile_store: str, tmp_path: Path, args: list[str],
                                                           says: str) -> None:
     out = tmp_path / "q.jsonl"

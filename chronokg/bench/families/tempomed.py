@@ -322,6 +322,8 @@ def _latest(key: AnswerKey) -> tuple[int | None, str | None]:
 def generate(ctx: Context, options: TempoMedOptions) -> Iterator[Question]:
     if options.options not in (4, 5):
         raise ChronoKGError(f"--options {options.options}: give 4 or 5")
+    if not (options.mcq or options.probes or options.table3):
+        raise ChronoKGError("--no-mcq without --probes or --table3: no kind of item is asked for")
     if options.table3 and options.protocol is not Protocol.seed:
         raise ChronoKGError("--table3 builds the seed's Table 3 items (--protocol seed); under --protocol chronokg "
                          "Table 3 is computed from the MCQ items (eval run --rag)")
