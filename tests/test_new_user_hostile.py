@@ -235,3 +235,16 @@ def test_export_rdf_to_a_device_never_replaces_it(tmp_path: Path) -> None:
     out.symlink_to("/dev/null")
     assert write(Graph(), out) == 0
     assert out.is_symlink() and not (tmp_path / "wd.nt.part").exists()
+
+
+def test_eval_metrics_refuses_a_model_the_run_does_not_hold(tmp_path: Path) -> None:
+    from chronokg.eval.log import RunInfo, write_info
+
+    folder = tmp_path / "run-x"
+    folder.mkdir()
+    write_info(folder, RunInfo(run_id="run-x", models=[{"spec": "baseline/oracle"}], questions=[], protocol="seed",
+                               samples=1, options={}, status="complete"))
+    (folder / "samples.jsonl").write_text("", encoding="utf-8")
+    result = CliRunner().invoke(app, ["eval", "metrics", str(folder), "-m", "baseline/orcale"])
+    assert result.exit_code == 2, result.output
+    assert "--model baseline/orcale: not a model of" in " ".join(result.output.split())

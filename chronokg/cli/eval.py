@@ -336,7 +336,13 @@ def metrics_command(
     from chronokg.metrics.runs import metrics, run_samples
 
     def body() -> None:
+        from chronokg.errors import ChronoKGError
+
         info, samples = run_samples(run)
+        known = [str(m["spec"]) for m in info.models]
+        unknown = [m for m in model or [] if m not in known]
+        if unknown:  # its metrics would print as a model that answered nothing
+            raise ChronoKGError(f"--model {unknown[0]}: not a model of {run} (its models: {', '.join(known)})")
         if from_graph:
             with opened(read_only=True) as store:
                 values = metrics(samples, model, store, info.run_id, info)
