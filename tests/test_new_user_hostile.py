@@ -237,14 +237,29 @@ def test_export_rdf_to_a_device_never_replaces_it(tmp_path: Path) -> None:
     assert out.is_symlink() and not (tmp_path / "wd.nt.part").exists()
 
 
-def test_eval_metrics_refuses_a_model_the_run_does_not_hold(tmp_path: Path) -> None:
-    from chronokg.eval.log import RunInfo, write_info
+def a_run(tmp_path: Path) -> Path:
+    """A run folder of baseline/oracle with one scored sample."""
+    from chronokg.eval.log import RunInfo, SampleRecord, write_info
 
     folder = tmp_path / "run-x"
     folder.mkdir()
     write_info(folder, RunInfo(run_id="run-x", models=[{"spec": "baseline/oracle"}], questions=[], protocol="seed",
                                samples=1, options={}, status="complete"))
-    (folder / "samples.jsonl").write_text("", encoding="utf-8")
-    result = CliRunner().invoke(app, ["eval", "metrics", str(folder), "-m", "baseline/orcale"])
+    record = SampleRecord(question_id="q-1", model="baseline/oracle", family="tempomed", variant="v", output="A",
+                          answer="A", correct=True, score=1.0)
+    (folder / "samples.jsonl").write_text(record.model_dump_json() + "\n", encoding="utf-8")
+    return folder
+
+
+def test_eval_metrics_refuses_a_model_the_run_does_not_hold(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["eval", "metrics", str(a_run(tmp_path)), "-m", "baseline/orcale"])
     assert result.exit_code == 2, result.output
     assert "--model baseline/orcale: not a model of" in " ".join(result.output.split())
+
+
+def test_eval_compare_refuses_a_model_a_run_does_not_hold(tmp_path: Path) -> None:
+    folder = str(a_run(tmp_path))
+    result = CliRunner().invoke(app, ["eval", "compare", folder, folder, "--model-a", "baseline/oracle",
+                                      "--model-b", "baseline/orcale", "-f", "json"])
+    assert result.exit_code == 2, result.output
+    assert "--model-b baseline/orcale: no answers of it in" in " ".join(result.output.split())
