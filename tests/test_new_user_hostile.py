@@ -263,3 +263,20 @@ def test_eval_compare_refuses_a_model_a_run_does_not_hold(tmp_path: Path) -> Non
                                       "--model-b", "baseline/orcale", "-f", "json"])
     assert result.exit_code == 2, result.output
     assert "--model-b baseline/orcale: no answers of it in" in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize(("models", "says"), [(["baseline/oracle", "baseline_oracle"], "would share the seed files"),
+                                              ([".."], "cannot name a seed file")])
+def test_eval_export_refuses_models_whose_seed_files_collide(tmp_path: Path, models: list[str], says: str) -> None:
+    from chronokg.eval.log import RunInfo, SampleRecord, write_info
+
+    folder = tmp_path / "run-x"
+    folder.mkdir()
+    write_info(folder, RunInfo(run_id="run-x", models=[{"spec": m} for m in models], questions=[], protocol="seed",
+                               samples=1, options={}, status="complete"))
+    (folder / "samples.jsonl").write_text("".join(SampleRecord(question_id="q-1", model=m, output="A").model_dump_json()
+                                                  + "\n" for m in models), encoding="utf-8")
+    result = CliRunner().invoke(app, ["eval", "export", str(folder), "--out", str(tmp_path / "out"), "--format",
+                                      "seed"])
+    assert result.exit_code == 2 and says in " ".join(result.output.split()), result.output
+    assert not (tmp_path / "out").exists()
