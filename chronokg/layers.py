@@ -15,7 +15,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("metrics",),
     ("reports",),
     ("demo", "integrations"),
-    ("cli",),
+    ("cli", "__main__"),
     ("testing",),  # the shipped test helpers exercise every layer, the CLI included; nothing imports them
 )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from chronokg.errors import StoreError
 
@@ -38,13 +38,17 @@ class StoreURI:
         if not sep or not scheme or not (scheme[0].isalpha() and all(c.isalnum() or c in "+.-" for c in scheme)):
             raise StoreError(f"not a store URI: {_redact_text(text)!r} (expected kglite:///path/to/store.kgl or "
                              "neo4j://host:7687)")
+        if scheme == EMBEDDED:  # an embedded store's location is a path, whatever it holds
+            rest, _, query = rest.partition("?")
+            if not rest:
+                raise StoreError(f"{text!r} names no file: write kglite:///path/to/store.kgl or kglite://{MEMORY}")
+            return cls(scheme, os.path.expanduser(rest) if rest.startswith("~") else rest, _options(query, text))
+        # A server's userinfo ends at the last '@': a password may hold '/', '?', '#' or '@' as typed, not encoded.
+        userinfo, _, rest = rest.rpartition("@")
         rest, _, query = rest.partition("?")
-        options = tuple((k, v) for k, _, v in (part.partition("=") for part in query.split("&") if part))
-        head, slash, tail = rest.partition("/")
-        if scheme == EMBEDDED or "@" not in head:  # an embedded store's location is a path, whatever it holds
-            return cls(scheme, rest, options)
-        userinfo, _, host = head.rpartition("@")
-        return cls(scheme, host + slash + tail, options, userinfo)
+        host = rest.partition("/")[0]
+        _check_port(scheme, host, text)
+        return cls(scheme, rest, _options(query, text), userinfo)
 
     def __str__(self) -> str:
         user = f"{self.userinfo}@" if self.userinfo else ""
@@ -110,9 +114,31 @@ def redact(uri: str | StoreURI) -> str:
     return _redact_text(uri)
 
 
+def _options(query: str, text: str) -> tuple[tuple[str, str], ...]:
+    """`key=value&...`: a key once, and never empty (which value would count is not for the parser to guess)."""
+    options = tuple((k, v) for k, _, v in (part.partition("=") for part in query.split("&") if part))
+    names = [k for k, _ in options]
+    for name in names:
+        if not name or names.count(name) > 1:
+            raise StoreError(f"not a usable store URI {_redact_text(text)!r}: "
+                             + (f"option {name} given twice" if name else "an option with no name"))
+    return options
+
+
+def _check_port(scheme: str, host: str, text: str) -> None:
+    """A server's port is a number from 1 to 65535: the driver would wrap 99999 round to another port."""
+    try:
+        port = urlsplit(f"{scheme}://{host}").port
+    except ValueError as exc:
+        raise StoreError(f"not a usable store URI {_redact_text(text)!r}: {exc}") from None
+    if port == 0:
+        raise StoreError(f"not a usable store URI {_redact_text(text)!r}: port 0")
+
+
 def _redact_text(text: str) -> str:
     scheme, sep, rest = text.partition("://")
-    head, slash, tail = rest.partition("/")
-    if not sep or "@" not in head:
+    if scheme == EMBEDDED or "@" not in text:
         return text
-    return f"{scheme}://***@{head.rpartition('@')[2]}{slash}{tail}"
+    if not sep:  # not a URI at all, yet it may hold a login: show nothing before its last '@'
+        return f"***@{text.rpartition('@')[2]}"
+    return f"{scheme}://***@{rest.rpartition('@')[2]}"

@@ -110,7 +110,7 @@ def test_models_file_json_and_errors(tmp_path: Path, settings: Settings) -> None
     path.write_text(json.dumps({"models": {"m": {"spec": "openai-compat/x", "base_url": "http://h:1/v1"}}}))
     assert resolve_options("m", settings=settings, config_file=path).model == "x"
     path.write_text(json.dumps({"models": {"m": {"spec": "openai-compat/x", "colour": "red"}}}))
-    with pytest.raises(ModelConfigError, match=r"models file .*models.json: Extra inputs"):
+    with pytest.raises(ModelConfigError, match=r"models file .*models.json, \[models.m\] colour: Extra inputs"):
         resolve_options("m", settings=settings, config_file=path)
 
 

@@ -21,6 +21,7 @@ import pytest
 from chronokg.bench import snapshot
 from chronokg.bench.family import generate
 from chronokg.bench.question import Question, write_jsonl
+from chronokg.errors import ChronoKGError
 from chronokg.eval import extract, runner
 from chronokg.eval.graph import write_predictions
 from chronokg.eval.log import RunInfo, SampleRecord, latest
@@ -157,7 +158,7 @@ def test_a_stem_with_braces_is_formatted_once() -> None:
 
 
 def test_table3_items_are_the_seeds_protocol_only(loaded: KgliteStore) -> None:
-    with pytest.raises(ValueError, match="protocol"):
+    with pytest.raises(ChronoKGError, match="protocol"):
         generate("tempomed", loaded, snapshot.current(loaded), {"table3": True, "protocol": "chronokg"})
 
 

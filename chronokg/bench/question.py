@@ -178,7 +178,15 @@ def mc_input(prompt: str, choices: list[Choice]) -> str:
 
 
 def write_jsonl(path: Path, questions: Iterable[Question]) -> int:
-    """Canonical JSON lines, one question each; returns how many were written (atomically: temp + rename)."""
+    """Canonical JSON lines, one question each; returns how many were written (atomically: temp + rename).
+    A path that is a device or a pipe (`--out /dev/stdout`) is written as it is: a rename would replace it."""
+    if path.exists() and not path.is_file():
+        n = 0
+        with path.open("w", encoding="utf-8") as fh:
+            for q in questions:
+                fh.write(json.dumps(q.canonical(), ensure_ascii=False) + "\n")
+                n += 1
+        return n
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
     n = 0

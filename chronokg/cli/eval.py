@@ -337,7 +337,13 @@ def metrics_command(
     from chronokg.metrics.runs import metrics, run_samples
 
     def body() -> None:
+        from chronokg.errors import ChronoKGError
+
         info, samples = run_samples(run)
+        known = [str(m["spec"]) for m in info.models]
+        unknown = [m for m in model or [] if m not in known]
+        if unknown:  # its metrics would print as a model that answered nothing
+            raise ChronoKGError(f"--model {unknown[0]}: not a model of {run} (its models: {', '.join(known)})")
         if from_graph:
             with opened(read_only=True) as store:
                 values = metrics(samples, model, store, info.run_id, info)
@@ -464,6 +470,9 @@ def compare_command(
         if not pairs:
             raise ChronoKGError(f"the runs share no model ({', '.join(in_a)} / {', '.join(in_b)}): give --model-a "
                                 "and --model-b")
+        for (m, held, run, flag) in ((pairs[0][0], in_a, run_a, "--model-a"), (pairs[0][1], in_b, run_b, "--model-b")):
+            if m not in held:  # an empty comparison would read as two models with no question in common
+                raise ChronoKGError(f"{flag} {m}: no answers of it in {run} (its models: {', '.join(held)})")
         cut_a, cut_b = of_run(info_a, a), of_run(info_b, b)
         rows = [(ma, mb, compare_runs(a, b, ma, mb, iterations, (cut_a[ma], cut_b[mb])
                                       if ma in cut_a and mb in cut_b else None)) for ma, mb in pairs]

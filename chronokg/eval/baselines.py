@@ -47,6 +47,7 @@ class Baseline:
         self.store: Any = None
         self._evidence: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._embedder: Any = None
+        self.declared_cutoff: dt.date | None = None  # the knowledge cutoff a models-file entry declares
         if name == "frozen":
             if not arg:
                 raise ModelConfigError("baseline/frozen needs a cutoff date: baseline/frozen:2018")
@@ -146,4 +147,6 @@ class Baseline:
 def baseline_client(options: ClientOptions) -> Baseline:
     """The factory `CLIENTS` knows as `baseline` (`baseline/oracle`, `baseline/frozen:2018`, ...)."""
     name, _, arg = options.model.partition(":")
-    return Baseline(options.spec, name, arg or None)
+    client = Baseline(options.spec, name, arg or None)
+    client.declared_cutoff = options.cutoff  # an alias's models-file `cutoff`, which the run records
+    return client

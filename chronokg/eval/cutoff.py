@@ -64,9 +64,13 @@ def parse_declared(items: Iterable[str] | None) -> dict[str, str]:
         if not sep or not model.strip() or not text.strip():
             raise ChronoKGError(f"--cutoff {item!r}: write MODEL=DATE (e.g. openai/gpt-4o=2023-10-01)")
         try:
-            out[model.strip()] = parse_date(text.strip())[0].isoformat()
+            date = parse_date(text.strip())[0].isoformat()
         except ValueError as exc:
             raise ChronoKGError(f"--cutoff {item!r}: {exc}") from None
+        if out.get(model.strip(), date) != date:
+            raise ChronoKGError(f"--cutoff {item!r}: {model.strip()} was given the cutoff {out[model.strip()]} "
+                                "already (one cutoff per model)")
+        out[model.strip()] = date
     return out
 
 

@@ -90,7 +90,7 @@ def file_hash(path: Path) -> str:
 
 
 def run_id(models: Sequence[ModelEntry], files: Sequence[dict[str, str]], options: RunOptions,
-           snapshot: str | None = None) -> str:
+           snapshot: str | None = None, file_cutoffs: dict[str, str] | None = None) -> str:
     """The same models, question files, options and store snapshot give the same run, wherever and whenever it
     is started (so re-running resumes it, and the same config in another log folder is the same run); never
     when or where it ran. A newer store (the baselines, RAG and tools read it) is a new run."""
@@ -108,8 +108,10 @@ def run_id(models: Sequence[ModelEntry], files: Sequence[dict[str, str]], option
         what["rag"] = [options.rag, options.rag_k, options.rag_index]
     if options.agent:
         what["agent"] = [options.agent, options.tools_url, options.agent_max_steps, options.agent_tool_budget]
-    if options.cutoffs:  # a declared cutoff is part of what the run claims about its models
-        what["cutoffs"] = options.cutoffs
+    # a declared cutoff (--cutoff, else the models file's) is part of what the run claims about its models
+    cutoffs = {**(file_cutoffs or {}), **options.cutoffs}
+    if cutoffs:
+        what["cutoffs"] = cutoffs
     key = json.dumps(what, sort_keys=True)
     return "run-" + hashlib.sha256(key.encode()).hexdigest()[:12]
 
@@ -271,7 +273,10 @@ def _described(client: ModelClient) -> dict[str, Any]:
     from chronokg.models import ClientOptions
 
     options = getattr(client, "options", None)
-    return options.described() if isinstance(options, ClientOptions) else {"spec": client.spec}
+    if isinstance(options, ClientOptions):
+        return options.described()
+    declared = getattr(client, "declared_cutoff", None)  # a baseline keeps only its alias's declared cutoff
+    return {"spec": client.spec, **({"cutoff": declared.isoformat()} if declared is not None else {})}
 
 
 def check_options(options: RunOptions, store_uri: str | None) -> None:
@@ -364,6 +369,9 @@ def prepare(folder_root: Path, files: Sequence[Path], models: Sequence[ModelEntr
     for family in options.family_options:  # bad family options fail before a folder is made
         options.profile(family)
     check_options(options, store_uri)
+    twice = next((m.spec for i, m in enumerate(models) if m.spec in [o.spec for o in models[:i]]), None)
+    if twice is not None:  # its samples would be asked and logged twice under one name
+        raise ChronoKGError(f"--model {twice}: given twice (each model once per run)")
     unknown = sorted(set(options.cutoffs) - {m.spec for m in models})
     if unknown:
         raise ChronoKGError(f"--cutoff {unknown[0]}: not a model of the run (its models: "
@@ -371,7 +379,8 @@ def prepare(folder_root: Path, files: Sequence[Path], models: Sequence[ModelEntr
     resolved = check_models(models, options)
     judge = judge_described(options)
     described = [{"path": str(p), "sha256": file_hash(p)} for p in files]
-    rid = run_id(models, described, options, snapshot)
+    file_cutoffs = {m.spec: str(r["cutoff"]) for m, r in zip(models, resolved, strict=True) if r.get("cutoff")}
+    rid = run_id(models, described, options, snapshot, file_cutoffs)
     folder = folder_root / rid
     if (folder / "run.json").exists():
         info = read_info(folder)

@@ -320,6 +320,9 @@ def write(graph: Graph, out: Path, fmt: str = "nt") -> int:
     """Serialize to `out` (N-Triples `nt` or Turtle `ttl`); returns the number of triples."""
     if fmt not in _RDFLIB_FORMAT:
         raise ValueError(f"unknown RDF format {fmt!r} (expected nt or ttl)")
+    if out.exists() and not out.is_file():  # a device or a pipe (`--out /dev/stdout`): a rename would replace it
+        graph.serialize(destination=str(out), format=_RDFLIB_FORMAT[fmt], encoding="utf-8")
+        return len(graph)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".part")
     graph.serialize(destination=str(partial), format=_RDFLIB_FORMAT[fmt], encoding="utf-8")

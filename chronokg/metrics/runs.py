@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,7 @@ def export_seed(folder: Path, out: Path) -> dict[Path, int]:
     `bench export` does (listed with the files). Samples are taken in the run's question order (then model,
     sample), whatever order they were answered in; each file is written whole or not at all."""
     info, samples = run_samples(folder)
+    _distinct_file_names(sorted({r.model for r in samples}))
     questions = run_questions(info)
     by_id = {q.id: q for q in questions}
     rank = {q.id: n for n, q in enumerate(questions)}
@@ -117,6 +119,19 @@ def export_seed(folder: Path, out: Path) -> dict[Path, int]:
         ids = _write_whole(out / family / f"{family}_{IDS_FILE}", "".join(json.dumps(x) + "\n" for x in lines))
         written[ids] = len(lines)
     return written
+
+
+def _distinct_file_names(models: Sequence[str]) -> None:
+    """The seed files name a model as its spec with every other character than `A-Za-z0-9._-` made `_`: two
+    models named alike would share one file, and `.` or `..` would name a folder."""
+    seen: dict[str, str] = {}
+    for model in models:
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", model)
+        if name in (".", ".."):
+            raise ChronoKGError(f"model {model!r} cannot name a seed file ({name!r} is a folder)")
+        if name in seen:
+            raise ChronoKGError(f"models {seen[name]!r} and {model!r} would share the seed files of {name!r}")
+        seen[name] = model
 
 
 def _write_whole(path: Path, text: str) -> Path:
@@ -174,6 +189,7 @@ def score_outputs(questions: Path, predictions: Path, model: str, protocol: str,
     items = _prediction_items(predictions)
     ids = _question_ids(predictions, items, qs)
     planned: list[tuple[Question, int, str]] = []  # checked whole before anything is written
+    answered: dict[tuple[str, int], int] = {}  # (question, sample) -> the record answering it
     for n, item in enumerate(items, start=1):
         if not isinstance(item, dict):
             raise InputError(predictions, n, "expected an object with id and output")
@@ -182,7 +198,14 @@ def score_outputs(questions: Path, predictions: Path, model: str, protocol: str,
         if qid is None or output is None:
             named = item.get("chronokg_id", item.get("id"))
             raise InputError(predictions, n, f"no question {named!r} in {questions.name}, or no output")
-        planned.append((qs[qid], int(item.get("sample") or 0), str(output)))
+        sample = item.get("sample") or 0
+        if isinstance(sample, bool) or not isinstance(sample, int | str) or not str(sample).isdigit():
+            raise InputError(predictions, n, f"sample must be a whole number from 0, got {sample!r}")
+        if (qid, int(sample)) in answered:  # two outputs for one sample: which one counts is not ours to guess
+            raise InputError(predictions, n, f"question {qid!r} sample {int(sample)} is answered by record "
+                                             f"{answered[(qid, int(sample))]} already")
+        answered[(qid, int(sample))] = n
+        planned.append((qs[qid], int(sample), str(output)))
     options = RunOptions(protocol=protocol)
     described = [{"path": str(questions), "sha256": file_hash(questions)},
                  {"path": str(predictions), "sha256": file_hash(predictions)}]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -116,10 +117,20 @@ def load_entries(path: Path) -> dict[str, ModelEntry]:
         models = raw.get("models", {}) if isinstance(raw, dict) else None
         if not isinstance(models, dict):
             raise ModelConfigError(f"{path}: expected a 'models' table of entries")
-        return {name: ModelEntry.model_validate(entry) for name, entry in models.items()}
     except (OSError, ValueError, tomllib.TOMLDecodeError) as exc:
-        detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-        raise ModelConfigError(f"models file {path}: {detail}") from exc
+        raise ModelConfigError(f"models file {path}: {exc}") from exc
+    entries: dict[str, ModelEntry] = {}
+    for name, entry in models.items():
+        try:
+            entries[name] = ModelEntry.model_validate(entry)
+        except ValidationError as exc:  # the entry and the field, as the file spells them
+            error = exc.errors()[0]
+            where = ".".join(str(part) for part in error["loc"])
+            key = name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else json.dumps(name)
+            message = str(error["msg"]).removeprefix("Value error, ")
+            raise ModelConfigError(f"models file {path}, [models.{key}]{' ' + where if where else ''}: "
+                                   f"{message}") from None
+    return entries
 
 
 def normalize_base_url(url: str) -> str:

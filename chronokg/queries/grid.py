@@ -149,5 +149,5 @@ KNOWN_GRID = register(QuerySpec(
     "known-grid", "Valid time across, known time down: for one subject or trajectory, what each release believed "
     "valid on each of its valid-time change points (each cell is as-of DATE --known-at RELEASE).",
     GridParams, GridRow, _grid_cypher, post=_cells, tags=frozenset({"cli", "explorer"}),
-    columns=("known", "date", "subject", "predicate", "object_caption", "value", "valid_from", "valid_to"),
+    columns=("known", "date", "subject", "predicate", "object", "object_caption", "value", "valid_from", "valid_to"),
 ))

@@ -8,6 +8,7 @@ import html
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from chronokg.reports.tables import Table
 
@@ -53,29 +54,43 @@ class Contents:
 Block = Heading | Para | Bullets | TableBlock | FigureBlock | Contents
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+# Every character Markdown (CommonMark, GFM, and the `$` of math extensions) may read as markup: escaped with a
+# backslash, so that text from the runs (model names, run ids, group names, a title) renders as itself.
+# An underscore inside a word (snake_case) is no emphasis, and an ampersand only starts an entity (`&lt;`): both
+# stay as written elsewhere.
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>#!|~$]|&(?=#?\w+;)|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
+_MD_BLOCK_START = re.compile(r"^(\s*)([-+=]|\d+[.)])")  # a list item, a setext underline, an ordered item
+
+
+def md_text(text: str, *, cell: bool = False) -> str:
+    """`text` as Markdown that renders as the text itself, on one line (in a table `cell`, where no line starts a
+    list)."""
+    escaped = _MD_SPECIAL.sub(r"\\\1", " ".join(text.splitlines()))
+    if cell:
+        return escaped
+    return _MD_BLOCK_START.sub(lambda m: f"{m.group(1)}{m.group(2)[:-1]}\\{m.group(2)[-1]}", escaped, count=1)
 
 
 def markdown(blocks: Sequence[Block]) -> str:
     out: list[str] = []
     for b in blocks:
         if isinstance(b, Heading):
-            out.append("#" * b.level + " " + b.text)
+            out.append("#" * b.level + " " + md_text(b.text))
         elif isinstance(b, Para):
-            out.append(b.text)
+            out.append(md_text(b.text))
         elif isinstance(b, Bullets):
-            out.append("\n".join(f"- {item}" for item in b.items))
+            out.append("\n".join(f"- {md_text(item)}" for item in b.items))
         elif isinstance(b, TableBlock):
             t = b.table
-            lines = ["| " + " | ".join(_md_cell(h) for h in t.headers) + " |",
+            lines = ["| " + " | ".join(md_text(h, cell=True) for h in t.headers) + " |",
                      "|" + "|".join([":---", *[("---:" if t.numeric else ":---")] * (len(t.headers) - 1)]) + "|"]
-            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in t.rows]
+            lines += ["| " + " | ".join(md_text(c, cell=True) for c in row) + " |" for row in t.rows]
             out.append("\n".join(lines))
         elif isinstance(b, FigureBlock):
-            out.append(f"![{b.title}](plots/{b.name}.png)\n\n*{b.caption}* ([SVG](plots/{b.name}.svg))")
+            png, svg = (quote(f"plots/{b.name}.{ext}") for ext in ("png", "svg"))
+            out.append(f"![{md_text(b.title)}]({png})\n\n*{md_text(b.caption)}* ([SVG]({svg}))")
         elif isinstance(b, Contents):
-            out.append("\n".join(f"- [{h.text}](#{h.anchor})" for h in blocks
+            out.append("\n".join(f"- [{md_text(h.text)}](#{h.anchor})" for h in blocks
                                  if isinstance(h, Heading) and h.level == 2))
     return "\n\n".join(out) + "\n"
 

@@ -56,6 +56,7 @@ from chronokg.bench.families.tempomed_rules import (
 from chronokg.bench.families.tempomed_table3 import table3_items
 from chronokg.bench.family import OURS, Context, Family, FamilyOptions, Protocol, generator_info
 from chronokg.bench.question import AnswerKey, Choice, Question, content_id
+from chronokg.errors import ChronoKGError
 from chronokg.queries.guidelines import DecisionRow, PairRow, at_date, in_force_text
 from chronokg.queries.spec import all_queries
 
@@ -320,9 +321,11 @@ def _latest(key: AnswerKey) -> tuple[int | None, str | None]:
 
 def generate(ctx: Context, options: TempoMedOptions) -> Iterator[Question]:
     if options.options not in (4, 5):
-        raise ValueError("options must be 4 or 5")
+        raise ChronoKGError(f"--options {options.options}: give 4 or 5")
+    if not (options.mcq or options.probes or options.table3):
+        raise ChronoKGError("--no-mcq without --probes or --table3: no kind of item is asked for")
     if options.table3 and options.protocol is not Protocol.seed:
-        raise ValueError("table3 builds the seed's Table 3 items (--protocol seed); under --protocol chronokg "
+        raise ChronoKGError("--table3 builds the seed's Table 3 items (--protocol seed); under --protocol chronokg "
                          "Table 3 is computed from the MCQ items (eval run --rag)")
     pairs = _pairs(ctx, options)
     if ctx.progress is not None:
