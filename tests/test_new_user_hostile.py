@@ -121,7 +121,7 @@ def test_two_cutoffs_for_one_model_are_refused() -> None:
 
 
 def test_a_bad_models_file_entry_is_named_with_its_field(tmp_path: Path) -> None:
-    from chronokg.models._errors import ModelConfigError
+    from chronokg.models.client_errors import ModelConfigError
     from chronokg.models.spec import load_entries
 
     path = tmp_path / "models.toml"
