@@ -16,9 +16,11 @@ eval_app = typer.Typer(help="Evaluate models on generated benchmarks: run, score
 
 
 def register(app: typer.Typer) -> None:
+    from chronokg.cli.eval_rescore import register_rescore
     from chronokg.cli.lifecycle import register_runs
 
     register_runs(eval_app)
+    register_rescore(eval_app)
     app.add_typer(eval_app, name="eval")
 
 

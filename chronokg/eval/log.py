@@ -75,6 +75,9 @@ class RunInfo(BaseModel):
     totals: dict[str, Any] = Field(default_factory=dict)
     cutoffs: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Each model's knowledge cutoff "
                                                "(`chronokg.eval.cutoff.Cutoff`: date, estimated, source)")
+    rescored_from: str | None = Field(default=None, description="The run whose answers this one re-scored "
+                                                                "(`eval rescore`)")
+    known_at: str | None = Field(default=None, description="Re-scored as the releases known on this day said it")
 
 
 def repair(path: Path) -> int:

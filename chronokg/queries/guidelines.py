@@ -22,6 +22,8 @@ from chronokg.queries.spec import MAX_ITEMS, QueryParams, QuerySpec, register
 class DecisionAtParams(QueryParams):
     decision: str = Field(description="A clinical decision id (the subject of its recommendation facts)")
     date: dt.date = Field(description="The day asked about")
+    known_at: dt.date | None = Field(default=None, description="As the releases known on this day said it "
+                                                               "(default: as known now)")
 
 
 class DecisionRow(Row):
@@ -36,9 +38,10 @@ class DecisionRow(Row):
 
 
 def _decision_at(p: DecisionAtParams) -> tuple[str, dict[str, Any]]:
+    known = "$known_at" if p.known_at is not None else None
     cypher = (
         "MATCH (f:Fact {subject_id: $decision})-[:FROM_GUIDELINE]->(g:Guideline)"
-        f"\nWHERE f.predicate IN ['recommendation'] AND {known_clause('f', None)}"
+        f"\nWHERE f.predicate IN ['recommendation'] AND {known_clause('f', known)}"
         "\nRETURN 'recommendation' AS kind, g.id AS guideline, g.year AS year, f.id AS fact_id, f.value AS text,"
         f" f.valid_from AS valid_from, f.valid_to AS valid_to, ({valid_clause('f', '$date')}) AS in_force"
         "\nUNION ALL"
@@ -49,7 +52,10 @@ def _decision_at(p: DecisionAtParams) -> tuple[str, dict[str, Any]]:
         "\nRETURN 'version' AS kind, v.id AS guideline, v.year AS year, null AS fact_id, null AS text,"
         " v.issued AS valid_from, null AS valid_to, null AS in_force"
     )
-    return cypher, {"decision": p.decision, "date": p.date}
+    params: dict[str, Any] = {"decision": p.decision, "date": p.date}
+    if p.known_at is not None:
+        params["known_at"] = p.known_at
+    return cypher, params
 
 
 def _decision_order(rows: list[DecisionRow], _: DecisionAtParams) -> list[DecisionRow]:

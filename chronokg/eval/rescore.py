@@ -1,0 +1,191 @@
+"""Re-scoring a finished run without asking any model again: every question's answer key is re-run against the
+store (as known now, or as the releases known on a past day said it), the answer it gives becomes the question's
+target, and the run's stored answers are scored against it. The result is a new run folder linked to the old one,
+and the list of verdicts that flipped, with the evidence on both sides.
+
+A model's answer is what it said; whether that answer is right depends on what the store holds. When a guideline
+changes, this tells which past verdicts flipped, for every run already made, at no model cost.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from chronokg.bench.family import FAMILIES
+from chronokg.bench.question import AnswerKey, Question, write_jsonl
+from chronokg.errors import ChronoKGError
+from chronokg.eval.log import RunInfo, SampleRecord, latest, read_info, write_info
+from chronokg.eval.profile import profile_for
+from chronokg.eval.runner import RunOptions, check_files, file_hash, load_questions
+from chronokg.graph.store import GraphStore
+from chronokg.queries.spec import all_queries, evidence_hash
+
+QUESTIONS = "questions.jsonl"  # the re-scored questions (the new targets and evidence), inside the new folder
+FLIPS = "flips.json"
+
+
+class Flip(BaseModel):
+    """One sample whose verdict differs after re-scoring."""
+
+    question_id: str
+    model: str
+    sample: int
+    family: str
+    variant: str
+    answer: str | None = Field(description="What the model answered (unchanged)")
+    old_correct: bool | None
+    new_correct: bool | None
+    old_target: str
+    new_target: str | None = Field(description="The target the evidence gives now (None: no option is the answer)")
+    old_answer: str | None = Field(default=None, description="The old target's text")
+    new_answer: str | None = Field(default=None, description="The new target's text")
+
+
+class Rescored(BaseModel):
+    """What `rescore` did: counted from what it wrote."""
+
+    run_id: str
+    folder: str
+    rescored_from: str
+    known_at: dt.date | None
+    snapshot: str | None
+    questions: int
+    keys: int = Field(description="Distinct answer keys re-run")
+    targets_changed: int = Field(description="Questions whose target the evidence now gives differs")
+    no_answer: int = Field(description="Questions whose evidence now gives no answer among their options")
+    samples: int = Field(description="Samples re-scored (failed samples are copied as they were)")
+    flips: list[Flip] = Field(default_factory=list)
+    written: bool = Field(description="False when the folder already held this very re-scoring")
+
+    def summary(self) -> str:
+        to_wrong = sum(1 for f in self.flips if f.new_correct is False)
+        to_right = sum(1 for f in self.flips if f.new_correct is True)
+        unscored = sum(1 for f in self.flips if f.new_correct is None)
+        when = f"as known at {self.known_at}" if self.known_at else "as known now"
+        return (f"{self.questions:,} questions, {self.keys:,} answer keys re-run {when}: {self.targets_changed:,} "
+                f"targets changed, {self.no_answer:,} without an answer now; {self.samples:,} samples re-scored, "
+                f"{len(self.flips):,} verdicts flipped ({to_wrong:,} now wrong, {to_right:,} now right, {unscored:,} "
+                "not scorable now)")
+
+
+def rescored_id(old: str, snapshot: str | None, known_at: dt.date | None) -> str:
+    """The same run re-scored on the same store snapshot, as known on the same day, is the same run."""
+    what = json.dumps({"rescored_from": old, "snapshot": snapshot, "known_at": str(known_at) if known_at else None},
+                      sort_keys=True)
+    return "run-" + hashlib.sha256(what.encode()).hexdigest()[:12]
+
+
+def new_targets(store: GraphStore, questions: Sequence[Question], known_at: dt.date | None
+                ) -> tuple[list[Question], int]:
+    """Each question with its answer key re-run (once per distinct key) and the target that evidence gives;
+    the number of keys run. `known_at` needs every key's query to take it (else one error naming them)."""
+    queries = all_queries()
+    if known_at is not None:
+        lacking = sorted({q.answer_key.query for q in questions
+                          if "known_at" not in queries.get(q.answer_key.query).params.model_fields})
+        if lacking:
+            raise ChronoKGError(f"--known-at: the answer keys {', '.join(lacking)} cannot be asked as known on a "
+                                "past day; re-score these questions as known now (without --known-at)")
+    cache: dict[str, list[dict[str, Any]]] = {}
+    out = []
+    for q in questions:
+        key = q.answer_key
+        params = {**key.params, **({"known_at": known_at.isoformat()} if known_at is not None else {})}
+        memo = key.query + json.dumps(params, sort_keys=True, default=str)
+        if memo not in cache:
+            cache[memo] = [r.model_dump(mode="json") for r in queries.get(key.query).run(store, params)]
+        evidence = cache[memo]
+        family = FAMILIES.get(q.family) if q.family in FAMILIES else None
+        if family is None or family.answer is None:
+            raise ChronoKGError(f"question {q.id}: family {q.family!r} has no answer reader; its questions cannot "
+                                "be re-scored")
+        target = family.answer(q, evidence)
+        new_key = AnswerKey(query=key.query, params=key.params, evidence=evidence,
+                            evidence_hash=evidence_hash(evidence), answer=answer_text(q, target))
+        # a question with no answer now keeps its old target in the file (a Question needs one); its samples
+        # are scored None (unscorable), and the flip list says so
+        out.append(q.model_copy(update={"target": target if target is not None else q.target,
+                                        "answer_key": new_key, "metadata": {**q.metadata, "rescored_target": target}}))
+    return out, len(cache)
+
+
+def answer_text(q: Question, target: str | None) -> str | None:
+    """The option's text for a choice label; an open question's target is its own text."""
+    return next((c.text for c in q.choices if c.label == target), target)
+
+
+def rescore(folder: Path, out: Path, store: GraphStore, snapshot: str | None, known_at: dt.date | None = None
+            ) -> Rescored:
+    """Write `out/<run id>` (run.json, samples.jsonl, questions.jsonl, flips.json), built whole in a temporary
+    folder and moved into place; an existing folder of this very re-scoring is left as it is."""
+    info = read_info(folder)
+    options = RunOptions.model_validate(info.options)
+    if options.judge:
+        raise ChronoKGError(f"run {info.run_id} was scored by a judge model: re-scoring it would ask the judge again")
+    old_questions = load_questions(check_files(info), options.limit)
+    records = latest(folder / "samples.jsonl")
+    questions, keys = new_targets(store, old_questions, known_at)
+    by_id = {q.id: q for q in questions}
+    old_by_id = {q.id: q for q in old_questions}
+    rid = rescored_id(info.run_id, snapshot, known_at)
+    target = out / rid
+    flips: list[Flip] = []
+    lines: list[SampleRecord] = []
+    for unit in sorted(records):
+        r = records[unit]
+        q = by_id.get(r.question_id)
+        if not r.ok or q is None:
+            lines.append(r)
+            continue
+        gone = q.metadata.get("rescored_target") is None
+        correct, score, fields = (None, None, r.fields) if gone else profile_for(q.family).score(
+            q, r.answer, info.protocol)
+        lines.append(r.model_copy(update={"correct": correct, "score": score, "fields": fields}))
+        if correct != r.correct:
+            old = old_by_id[r.question_id]
+            flips.append(Flip(question_id=r.question_id, model=r.model, sample=r.sample, family=r.family,
+                              variant=r.variant, answer=r.answer, old_correct=r.correct, new_correct=correct,
+                              old_target=old.target, new_target=None if gone else q.target,
+                              old_answer=answer_text(old, old.target),
+                              new_answer=None if gone else answer_text(q, q.target)))
+    result = Rescored(
+        run_id=rid, folder=str(target), rescored_from=info.run_id, known_at=known_at, snapshot=snapshot,
+        questions=len(questions), keys=keys,
+        targets_changed=sum(1 for q in questions
+                            if q.metadata.get("rescored_target") not in (None, old_by_id[q.id].target)),
+        no_answer=sum(1 for q in questions if q.metadata.get("rescored_target") is None),
+        samples=sum(1 for r in lines if r.ok and r.question_id in by_id), flips=flips, written=False)
+    if (target / "run.json").is_file():
+        return result
+    _write(target, info, rid, questions, lines, result)
+    return result.model_copy(update={"written": True})
+
+
+def _write(target: Path, info: RunInfo, rid: str, questions: Sequence[Question], lines: Sequence[SampleRecord],
+           result: Rescored) -> None:
+    part = target.with_name(target.name + ".part")
+    if part.exists():
+        shutil.rmtree(part)
+    part.mkdir(parents=True)
+    try:
+        write_jsonl(part / QUESTIONS, questions)
+        (part / "samples.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in lines), encoding="utf-8")
+        (part / FLIPS).write_text(json.dumps([f.model_dump(mode="json") for f in result.flips], indent=2,
+                                             ensure_ascii=False) + "\n", encoding="utf-8")
+        new = info.model_copy(update={
+            "run_id": rid, "questions": [{"path": str(target / QUESTIONS), "sha256": file_hash(part / QUESTIONS)}],
+            "snapshot": result.snapshot, "status": "rescored", "rescored_from": info.run_id,
+            "known_at": result.known_at.isoformat() if result.known_at else None})
+        write_info(part, new)
+        part.rename(target)
+    except BaseException:
+        shutil.rmtree(part, ignore_errors=True)
+        raise
