@@ -34,11 +34,11 @@ def rss() -> float:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def timed(fn: Callable[[], Any]) -> tuple[float, float]:
-    """(CPU s, RSS growth in bytes) of `fn`."""
+def timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[float, float]:
+    """(CPU s, RSS growth in bytes) of `fn(*args, **kwargs)`."""
     gc.collect()
     r, c = rss(), time.process_time()
-    fn()
+    fn(*args, **kwargs)
     return time.process_time() - c, rss() - r
 
 
@@ -77,24 +77,23 @@ def main() -> int:
     g = kglite.KnowledgeGraph()
     for f in others:
         g.add_nodes(bulk._frame({"id": f.ids, **f.columns}), f.label, "id", "id")
-    cpu, mem = timed(lambda: g.add_nodes(ids, schema.FACT, "id", "id"))
+    cpu, mem = timed(g.add_nodes, ids, schema.FACT, "id", "id")
     rows.append(("Fact node (id only)", "both", cpu, mem))
     del g
     for key in columns:
         frame = bulk._frame({"id": fact.ids, key: columns[key]})
         g = kglite.KnowledgeGraph()
-        c0, m0 = timed(lambda: g.add_nodes(ids, schema.FACT, "id", "id"))
+        c0, m0 = timed(g.add_nodes, ids, schema.FACT, "id", "id")
         del g
         g = kglite.KnowledgeGraph()
-        c1, m1 = timed(lambda f=frame: g.add_nodes(f, schema.FACT, "id", "id"))  # type: ignore[misc]
+        c1, m1 = timed(g.add_nodes, frame, schema.FACT, "id", "id")
         rows.append((f"property {key}", "both", c1 - c0, m1 - m0))
         del g, frame
     g = base()
     for e in edges:
         assert e.columns is not None
         frame = bulk._frame({bulk.SRC: e.columns[0], bulk.DST: e.columns[1]})
-        cpu, mem = timed(lambda e=e, f=frame: g.add_relationships(  # type: ignore[misc]
-            f, e.rel, e.src_label, bulk.SRC, e.dst_label, bulk.DST))
+        cpu, mem = timed(g.add_relationships, frame, e.rel, e.src_label, bulk.SRC, e.dst_label, bulk.DST)
         rows.append((f"edge {e.rel}", "both", cpu, mem))
     del g
     omitted = set(schema.EMBEDDED_OMITS)
@@ -102,7 +101,7 @@ def main() -> int:
     g = base(tuple(columns))
     for ddl in fact_ddl:
         name = ddl_name(ddl)
-        cpu, mem = timed(lambda d=ddl: g.cypher(d, timeout_ms=0))  # type: ignore[misc]
+        cpu, mem = timed(g.cypher, ddl, timeout_ms=0)
         rows.append((f"index {name}", "before" if name in omitted else "both", cpu, mem))
     del g
 
@@ -129,11 +128,11 @@ def main() -> int:
                 g.cypher(ddl, timeout_ms=0)
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "x.kgl")
-            cpu, _ = timed(lambda p=path: g.save(p))  # type: ignore[misc]
+            cpu, _ = timed(g.save, path)
             rows.append((f"save, schema {which}", which, cpu, os.path.getsize(path)))
-            cpu, _ = timed(lambda p=path: kglite.load(p))  # type: ignore[misc]
+            cpu, _ = timed(kglite.load, path)
             rows.append((f"(open read-only, indexes built, schema {which})", which, cpu, 0))
-            cpu, _ = timed(lambda p=path: kglite.load(p, defer_index_rebuild=True))  # type: ignore[misc]
+            cpu, _ = timed(kglite.load, path, defer_index_rebuild=True)
             rows.append(("(open read-only, indexes deferred)", which, cpu, 0))
         del g
     print(f"{n:,} facts; per fact: CPU µs and bytes (RSS growth; on disk for the save and the sidecar)")
