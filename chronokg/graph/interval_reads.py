@@ -225,6 +225,11 @@ def _view(arr: Any) -> memoryview:
 FactDict = dict[str, Any]  # the fields of chronokg.queries.rows.FactRow, by name, in its field order
 
 
+# Rows of one subject above which `AsOfIndex.facts_as_of` tests them as arrays: below it the per-row loop is
+# cheaper than numpy's fixed cost per call (measured: equal at about 50 rows).
+DEEP = 48
+
+
 class AsOfIndex:
     """Point reads of one subject from the sidecar: `facts_as_of` and `timeline` as the catalog's Cypher gives
     them with the latest releases (no known_at), as dicts of FactRow's fields in its field order.
@@ -252,6 +257,8 @@ class AsOfIndex:
         self.rows_of = _view(np.searchsorted(
             index.s, np.arange(len(self.subjects) + 1, dtype=index.s.dtype)).astype(np.int64))
         self.vf, self.vt, self.p, self.v = (_view(cols[k]) for k in ("vf", "vt", "p", "v"))
+        self.arrays = cols["vf"], cols["vt"], cols["p"]  # a deep subject's rows are tested as arrays
+        self.flatnonzero = np.flatnonzero
         self.lit, self.is_object, self.prec, self.src, self.known = (
             _view(cols[k]) for k in ("lit", "is_object", "prec", "src", "known_from"))
 
@@ -268,8 +275,16 @@ class AsOfIndex:
                 return []
         t, vf, vt, p = day.toordinal(), self.vf, self.vt, self.p
         lo, hi = self.rows_of[code], self.rows_of[code + 1]
-        # Zipped slices of the views: iterated in C, where indexing each row's value costs a call per read.
-        if want < 0:
+        # Zipped slices of the views: iterated in C, where indexing each row's value costs a call per read. A
+        # subject with a long history is tested as arrays instead: a few vector operations, not a Python
+        # comparison per version, so a point read stays flat in history depth (benchmarks/bench_depth.py).
+        if hi - lo > DEEP:
+            vfa, vta, pa = self.arrays
+            mask = (vfa[lo:hi] <= t) & (vta[lo:hi] > t)
+            if want >= 0:
+                mask &= pa[lo:hi] == want
+            hits = (self.flatnonzero(mask) + lo).tolist()
+        elif want < 0:
             hits = [i for i, a, b in zip(range(lo, hi), vf[lo:hi], vt[lo:hi], strict=True) if a <= t < b]
         else:
             hits = [i for i, a, b, q in zip(range(lo, hi), vf[lo:hi], vt[lo:hi], p[lo:hi], strict=True)
