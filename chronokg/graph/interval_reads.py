@@ -214,6 +214,32 @@ class _Text:
         return self.text[self.offsets[i] : self.offsets[i + 1]]
 
 
+class _SortedCodes:
+    """A sorted name table's codes by bisection, for the first `LOOKUPS` lookups; then `owner.subject_code`
+    becomes a dict of them (a lookup in C, no bisection: what a long-lived reader wants)."""
+
+    LOOKUPS = 256
+
+    def __init__(self, owner: AsOfIndex, names: list[str]) -> None:
+        self.owner, self.names, self.left = owner, names, self.LOOKUPS
+
+    def get(self, name: str, default: int | None = None) -> int | None:
+        import bisect
+
+        self.left -= 1
+        if self.left <= 0:
+            codes = self.owner.subject_code = {n: code for code, n in enumerate(self.names)}
+            return codes.get(name, default)
+        i = bisect.bisect_left(self.names, name)
+        return i if i < len(self.names) and self.names[i] == name else default
+
+    def __getitem__(self, name: str) -> int:
+        code = self.get(name)
+        if code is None:
+            raise KeyError(name)
+        return code
+
+
 def _view(arr: Any) -> memoryview:
     """A read-only Python view of a 1-d numpy column (no copy): `view[i]` is a plain int or bool."""
     import numpy as np
@@ -250,7 +276,9 @@ class AsOfIndex:
         self.subject_captions, self.value_captions = _Text(cols, "subject_captions"), _Text(cols, "value_captions")
         self.lit_kind = cols["lit_kind"].tolist()
         self.subjects = index.names("subjects")
-        self.subject_code = {name: code for code, name in enumerate(self.subjects)}
+        # By bisection until the reader has asked enough to pay for the dict (~60 ms per 100k subjects, most of a
+        # one-shot reader's first answer), then the dict, which replaces this attribute.
+        self.subject_code: dict[str, int] | _SortedCodes = _SortedCodes(self, self.subjects)
         self.predicates, self.values = index.names("predicates"), index.names("values")
         self.predicate_code = {name: code for code, name in enumerate(self.predicates)}
         # First row of each subject code (and the end): a point lookup is then two reads.

@@ -120,8 +120,9 @@ class KgliteStore(GraphStore):
                 raise StoreError(f"no store at {self._path}: load data first (chronokg ingest …) or create an "
                                  "empty one with chronokg init")
             before = interval_index.fingerprint(self._path)
-            graph = (kglite.load(self._path, storage="mapped", defer_index_rebuild=True) if self._quick
-                     else kglite.load(self._path, defer_index_rebuild=True))
+            # Mapped: the file's columns are read in place, not decoded onto the heap (0.08 s at 1M facts, not
+            # 0.45 s); a writer's save renames a new file in, so the mapped one never changes under a reader.
+            graph = kglite.load(self._path, storage="mapped", defer_index_rebuild=True)
             after = interval_index.fingerprint(self._path)
             self._stamp = before if before == after else None  # replaced meanwhile: trust no sidecar
             notice = unreplayed_log(Path(self._path))
