@@ -63,9 +63,10 @@ class KgliteStore(GraphStore):
         """`durable`: "normal" logs every commit (survives a crashed process); "off" keeps no log and
         relies on the checkpoint written at close, which uses far less memory for very large loads.
 
-        `quick_open=True` (readers only: one-shot CLI queries): map the file and leave its property
-        indexes unbuilt, so opening a million facts takes tens of milliseconds instead of seconds; an
-        indexed lookup is then a scan (milliseconds each), so long-lived readers leave it off."""
+        Every reader maps the file and defers its property indexes until its first Cypher read
+        (`ensure_indexes`). `quick_open=True` (readers only: one-shot CLI queries) never builds them for
+        `run`: an indexed lookup is then a scan (milliseconds each), cheaper than the build for one query,
+        so long-lived readers leave it off."""
         if durable not in {"full", "normal", "off"}:
             raise StoreError(f"durable must be full, normal or off, not {durable!r}")
         self._path = str(path)
