@@ -310,3 +310,39 @@ def test_point_reads_from_the_index_answer_as_the_cypher(tmp_path: Path) -> None
         assert catalog.TIMELINE.direct is not None
         assert catalog.TIMELINE.direct(reader, catalog.TimelineParams(subject="x01", include_retracted=True)) is None
         assert catalog.TIMELINE.direct(reader, catalog.TimelineParams(subject="x01", known_at=D(2024, 6, 1))) is None
+
+
+def test_a_deep_history_is_read_as_arrays_and_answers_as_the_cypher(tmp_path: Path) -> None:
+    """A subject with more versions than `interval_reads.DEEP` is tested as arrays: same rows, same order, as the
+    Cypher, with overlapping versions, open starts and a predicate asked for."""
+    from chronokg.graph.interval_reads import DEEP
+
+    batch = GraphBatch()
+    batch.source(SRC)
+    rng = random.Random(11)
+    n = DEEP * 2 + 5
+    for i in range(n):
+        start = None if i % 17 == 0 else D(1990 + rng.randrange(30), 1 + rng.randrange(12), 1)
+        end = None if i % 5 == 0 else D(2021 + rng.randrange(5), 1, 1)
+        batch.fact(Fact(subject="deep", predicate=rng.choice(["a", "b", "c"]), object=f"o{rng.randrange(9)}",
+                        valid_from=start, valid_to=end, known_from=SRC.release_date, source_id=SRC.id,
+                        source_kind="syn"))
+    path = tmp_path / "store.kgl"
+    with KgliteStore(path) as store:
+        write_batch(store, batch)
+    with KgliteStore(path, read_only=True) as reader:
+        index = reader.intervals()
+        assert index is not None
+        as_of = index.as_of()
+        code = as_of.subject_code["deep"]
+        assert as_of.rows_of[code + 1] - as_of.rows_of[code] == n > DEEP
+        hits = 0
+        for pred in (None, "a", "c", "none"):
+            for year in (1989, 1995, 2005, 2020, 2023, 2030):
+                day = D(year, 6, 1)
+                want = [FactRow.model_validate(r) for r in reader.run(
+                    *catalog.facts_as_of_cypher(day, subject="deep", predicate=pred))]
+                rows = catalog.facts_as_of(reader, day, subject="deep", predicate=pred)
+                assert [r.model_dump() for r in rows] == [r.model_dump() for r in want]
+                hits += len(want)
+        assert hits > 50

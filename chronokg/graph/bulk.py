@@ -287,10 +287,9 @@ def _frame(columns: dict[str, Sequence[Any]]) -> Any:
 
 
 def _label_ddl(label: str) -> list[tuple[str, str]]:
-    """(name, DDL) of the schema's constraints and indexes on `label`."""
-    from chronokg.graph.kglite_store import ddl_name
-
-    return [(ddl_name(ddl), ddl) for ddl in [*schema.constraint_ddl(), *schema.index_ddl()]
+    """(name, DDL) of the schema's constraints and indexes on `label`, those the embedded engine omits included
+    (a store made before they were omitted loses them on its next load)."""
+    return [(schema.ddl_name(ddl), ddl) for ddl in [*schema.constraint_ddl(), *schema.index_ddl()]
             if f":{label})" in ddl]
 
 
@@ -310,7 +309,7 @@ def _add_nodes(graph: Any, frame: Frame, columns: dict[str, Sequence[Any]], exis
         for name, ddl in rebuild:
             kind = "CONSTRAINT" if ddl.startswith("CREATE CONSTRAINT") else "INDEX"
             graph.cypher(f"DROP {kind} {name} IF EXISTS")
-        dropped[frame.label] = rebuild
+        dropped[frame.label] = [(name, ddl) for name, ddl in rebuild if name not in schema.EMBEDDED_OMITS]
     report = graph.add_nodes(_frame(columns), frame.label, "id", "id", on_invalid="error")
     if report.get("nodes_created") != len(frame.ids):
         raise StoreError(f"bulk load of {frame.label}: {report.get('nodes_created')} of {len(frame.ids)} "

@@ -214,6 +214,32 @@ class _Text:
         return self.text[self.offsets[i] : self.offsets[i + 1]]
 
 
+class _SortedCodes:
+    """A sorted name table's codes by bisection, for the first `LOOKUPS` lookups; then `owner.subject_code`
+    becomes a dict of them (a lookup in C, no bisection: what a long-lived reader wants)."""
+
+    LOOKUPS = 256
+
+    def __init__(self, owner: AsOfIndex, names: list[str]) -> None:
+        self.owner, self.names, self.left = owner, names, self.LOOKUPS
+
+    def get(self, name: str, default: int | None = None) -> int | None:
+        import bisect
+
+        self.left -= 1
+        if self.left <= 0:
+            codes = self.owner.subject_code = {n: code for code, n in enumerate(self.names)}
+            return codes.get(name, default)
+        i = bisect.bisect_left(self.names, name)
+        return i if i < len(self.names) and self.names[i] == name else default
+
+    def __getitem__(self, name: str) -> int:
+        code = self.get(name)
+        if code is None:
+            raise KeyError(name)
+        return code
+
+
 def _view(arr: Any) -> memoryview:
     """A read-only Python view of a 1-d numpy column (no copy): `view[i]` is a plain int or bool."""
     import numpy as np
@@ -223,6 +249,11 @@ def _view(arr: Any) -> memoryview:
 
 
 FactDict = dict[str, Any]  # the fields of chronokg.queries.rows.FactRow, by name, in its field order
+
+
+# Rows of one subject above which `AsOfIndex.facts_as_of` tests them as arrays: below it the per-row loop is
+# cheaper than numpy's fixed cost per call (measured: equal at about 50 rows).
+DEEP = 48
 
 
 class AsOfIndex:
@@ -245,13 +276,17 @@ class AsOfIndex:
         self.subject_captions, self.value_captions = _Text(cols, "subject_captions"), _Text(cols, "value_captions")
         self.lit_kind = cols["lit_kind"].tolist()
         self.subjects = index.names("subjects")
-        self.subject_code = {name: code for code, name in enumerate(self.subjects)}
+        # By bisection until the reader has asked enough to pay for the dict (~60 ms per 100k subjects, most of a
+        # one-shot reader's first answer), then the dict, which replaces this attribute.
+        self.subject_code: dict[str, int] | _SortedCodes = _SortedCodes(self, self.subjects)
         self.predicates, self.values = index.names("predicates"), index.names("values")
         self.predicate_code = {name: code for code, name in enumerate(self.predicates)}
         # First row of each subject code (and the end): a point lookup is then two reads.
         self.rows_of = _view(np.searchsorted(
             index.s, np.arange(len(self.subjects) + 1, dtype=index.s.dtype)).astype(np.int64))
         self.vf, self.vt, self.p, self.v = (_view(cols[k]) for k in ("vf", "vt", "p", "v"))
+        self.arrays = cols["vf"], cols["vt"], cols["p"]  # a deep subject's rows are tested as arrays
+        self.flatnonzero = np.flatnonzero
         self.lit, self.is_object, self.prec, self.src, self.known = (
             _view(cols[k]) for k in ("lit", "is_object", "prec", "src", "known_from"))
 
@@ -268,8 +303,16 @@ class AsOfIndex:
                 return []
         t, vf, vt, p = day.toordinal(), self.vf, self.vt, self.p
         lo, hi = self.rows_of[code], self.rows_of[code + 1]
-        # Zipped slices of the views: iterated in C, where indexing each row's value costs a call per read.
-        if want < 0:
+        # Zipped slices of the views: iterated in C, where indexing each row's value costs a call per read. A
+        # subject with a long history is tested as arrays instead: a few vector operations, not a Python
+        # comparison per version, so a point read stays flat in history depth (benchmarks/bench_depth.py).
+        if hi - lo > DEEP:
+            vfa, vta, pa = self.arrays
+            mask = (vfa[lo:hi] <= t) & (vta[lo:hi] > t)
+            if want >= 0:
+                mask &= pa[lo:hi] == want
+            hits = (self.flatnonzero(mask) + lo).tolist()
+        elif want < 0:
             hits = [i for i, a, b in zip(range(lo, hi), vf[lo:hi], vt[lo:hi], strict=True) if a <= t < b]
         else:
             hits = [i for i, a, b, q in zip(range(lo, hi), vf[lo:hi], vt[lo:hi], p[lo:hi], strict=True)

@@ -6,6 +6,7 @@ is created idempotently (`IF NOT EXISTS`) each time a store is opened.
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 # Node labels, each keyed by a unique `id`.
@@ -70,6 +71,14 @@ BASE_PROPERTIES: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
+# What the embedded engine (kglite) leaves out of the schema above, by DDL name, and why (docs/model.md,
+# "Engines"): a fact's id is a hash of its content (`Fact.id`) and every kglite label keeps its own id map, so
+# the uniqueness constraint guards nothing a load could break and cost ~1 µs a fact to build; `valid_from` range
+# reads go to the interval sidecar; nothing on a hot path looks facts up by `source_id` alone. Each was built on
+# every load and rebuilt on every read-only open. Neo4j keeps all of them.
+EMBEDDED_OMITS: Final = frozenset({"fact_id", "fact_valid_from", "fact_source"})
+
+
 def constraint_ddl() -> list[str]:
     return [
         f"CREATE CONSTRAINT {label.lower()}_id IF NOT EXISTS FOR (n:{label}) REQUIRE n.id IS UNIQUE"
@@ -86,3 +95,17 @@ def index_ddl() -> list[str]:
         "CREATE INDEX prediction_run IF NOT EXISTS FOR (p:Prediction) ON (p.run_id)",
         "CREATE RANGE INDEX fact_valid_from IF NOT EXISTS FOR (f:Fact) ON (f.valid_from)",
     ]
+
+
+_DDL_NAME = re.compile(r"(?:CONSTRAINT|INDEX) (\w+) IF NOT EXISTS")
+
+
+def ddl_name(ddl: str) -> str:
+    """The name a schema DDL statement creates (`CREATE INDEX fact_subject IF NOT EXISTS ...`)."""
+    found = _DDL_NAME.search(ddl)
+    return found.group(1) if found else ddl
+
+
+def embedded_ddl() -> list[str]:
+    """The constraints and indexes the embedded engine keeps: all but `EMBEDDED_OMITS`."""
+    return [ddl for ddl in [*constraint_ddl(), *index_ddl()] if ddl_name(ddl) not in EMBEDDED_OMITS]

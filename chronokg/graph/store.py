@@ -48,6 +48,9 @@ class Capabilities:
     notices: bool = False
     # `save()`: a writer's checkpoint that a second, read-only handle then loads.
     checkpoint: bool = False
+    # `ensure_indexes()`: a reader opens without building its property indexes and builds them at its first
+    # Cypher read (or when asked, before a read that needs many lookups); answers from `intervals()` need none.
+    deferred_indexes: bool = False
 
 
 @runtime_checkable
@@ -92,7 +95,8 @@ class GraphStore(Protocol):
         return None
 
     def ensure_indexes(self) -> None:
-        """Build what a quick-opened reader left unbuilt (a no-op where nothing is deferred)."""
+        """Build the property indexes a reader's open left unbuilt (`Capabilities.deferred_indexes`); a no-op
+        where nothing is deferred."""
         return None
 
     @property
