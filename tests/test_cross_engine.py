@@ -46,6 +46,7 @@ STATED_ORDER: dict[tuple[str, str], tuple[str, Callable[[dict[str, Any], list[An
                                   lambda row, v: True),
     ("qa-questions", "time_sensitive_votes"): ("the annotators' order in the benchmark", lambda row, v: True),
     ("change-pair-list", "choices"): ("the MCQ's option order (A, B, C, D)", lambda row, v: True),
+    ("trajectory-questions", "choices"): ("the source question's option order (A, B, C, D, E)", lambda row, v: True),
     ("trajectory-list", "versions"): ("oldest first: year, then PMID", lambda row, v: [
         (y is None, y or 0, p) for y, p in zip(row["years"], v, strict=True)] == sorted(
         (y is None, y or 0, p) for y, p in zip(row["years"], v, strict=True))),
