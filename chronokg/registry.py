@@ -2,11 +2,19 @@
 
 Entries may be objects or lazy `"module:attr"` strings, resolved on first use, so
 listing what exists never imports the heavy module behind an entry.
+
+A registry made with `group=` also holds what installed packages declare in the entry-point group
+`chronokg.<group>`, read once, on its first lookup (not at import): so a provider, source or family from another
+package, or from a higher layer of this one, is found whatever was imported before. An entry point
+`name = "module:attr"` is one lazy entry; `name = "module"` is a module imported on that first lookup, whose
+import registers its entries itself (queries, metrics and plots register with a decorator). See docs/extending.md.
 """
 
 from __future__ import annotations
 
 import importlib
+import functools
+import sys
 from collections.abc import Iterator
 from typing import Generic, TypeVar, cast
 
@@ -22,19 +30,69 @@ class UnknownEntry(ChronoKGError, KeyError):
         return str(self.args[0])
 
 
-class Registry(Generic[T]):
-    """Name -> T, with lazy `"package.module:attr"` entries and one clear error for unknown names."""
+PREFIX = "chronokg."
 
-    def __init__(self, what: str) -> None:
+
+@functools.cache
+def declared_entry_points() -> dict[str, tuple[tuple[str, str], ...]]:
+    """Every installed package's `chronokg.*` entry points, group -> ((name, value), ...), read once per process.
+
+    One scan of the installed distributions serves every registry (importlib.metadata is imported here only).
+    """
+    from importlib.metadata import distributions
+
+    found: dict[str, list[tuple[str, str]]] = {}
+    seen: set[tuple[str, str, str]] = set()
+    for dist in distributions():  # a package on sys.path twice (an editable install) is counted once
+        for ep in dist.entry_points:
+            if ep.group.startswith(PREFIX) and (ep.group, ep.name, ep.value) not in seen:
+                seen.add((ep.group, ep.name, ep.value))
+                found.setdefault(ep.group[len(PREFIX):], []).append((ep.name, ep.value))
+    return {group: tuple(sorted(pairs)) for group, pairs in found.items()}
+
+
+class Registry(Generic[T]):
+    """Name -> T, with lazy `"package.module:attr"` entries and one clear error for unknown names.
+
+    `group`: the entry-point group `chronokg.<group>` whose entries join this registry on its first lookup.
+    """
+
+    def __init__(self, what: str, group: str | None = None) -> None:
         self.what = what
+        self.group = group
         self._entries: dict[str, T | str] = {}
+        self._discovered = group is None
+        self.declared_by: dict[str, str] = {}  # name -> the entry point's value, for entries found that way
 
     def register(self, name: str, entry: T | str, *, replace: bool = False) -> None:
         if name in self._entries and not replace:
+            current = self._entries[name]
+            if isinstance(current, str) and not isinstance(entry, str) and _defines(current, entry):
+                self._entries[name] = entry  # the module a lazy entry names registering that same entry
+                return
             raise ChronoKGError(f"{self.what} {name!r} is already registered")
         self._entries[name] = entry
 
+    def discover(self) -> None:
+        """Join the entry points of `chronokg.<group>` (once; a no-op for a registry without a group).
+
+        A name already registered keeps its entry (a package cannot replace a built-in by declaring it); a
+        module entry point is imported here, and its import registers what it holds.
+        """
+        if self._discovered:
+            return
+        self._discovered = True
+        assert self.group is not None
+        for name, value in declared_entry_points().get(self.group, ()):
+            if ":" in value:
+                if name not in self._entries:
+                    self._entries[name] = value.replace(" ", "")
+                    self.declared_by[name] = value
+            else:
+                importlib.import_module(value.strip())
+
     def get(self, name: str) -> T:
+        self.discover()
         try:
             entry = self._entries[name]
         except KeyError:
@@ -51,17 +109,27 @@ class Registry(Generic[T]):
         return self.get(name)
 
     def __contains__(self, name: object) -> bool:
+        self.discover()
         return name in self._entries
 
     def __iter__(self) -> Iterator[str]:
-        return iter(sorted(self._entries))
+        return iter(self.names())
 
     def __len__(self) -> int:
+        self.discover()
         return len(self._entries)
 
     def names(self) -> list[str]:
+        self.discover()
         return sorted(self._entries)
 
     def items(self) -> Iterator[tuple[str, T]]:
         for name in self.names():
             yield name, self.get(name)
+
+
+def _defines(lazy: str, entry: object) -> bool:
+    """Whether `entry` is what the lazy `"module:attr"` names, registered by that module as it is imported."""
+    module, _, attr = lazy.partition(":")
+    loaded = sys.modules.get(module)
+    return loaded is not None and getattr(loaded, attr, entry) is entry
