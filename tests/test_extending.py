@@ -1,0 +1,170 @@
+"""Extensions are found through `chronokg.*` entry points, each kind's recipe in docs/extending.md names a check,
+and every family is complete (profile, metrics, inspect task, docs)."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import re
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from chronokg.bench.family import FAMILIES
+from chronokg.errors import ChronoKGError
+from chronokg.eval.profile import PROFILES, profile_for
+from chronokg.graph.engines import ENGINES
+from chronokg.ingest.sources import SOURCES
+from chronokg.metrics.spec import METRICS, all_metrics
+from chronokg.models import get_model
+from chronokg.models.clients import CLIENTS
+from chronokg.queries.spec import QUERIES
+from chronokg.registry import Registry
+from chronokg.reports.plots import PLOTS, all_plots
+from chronokg.store_uri import StoreURI
+from chronokg.testing.family_completeness import FamilyCompleteness, family_gaps
+from tests.extension_helpers import PACKAGE, installed
+
+ROOT = Path(__file__).resolve().parents[1]
+RECIPES = ROOT / "docs" / "extending.md"
+KINDS = ("source", "query", "family", "metric", "provider", "engine", "plot")
+
+
+@pytest.mark.parametrize("family", FAMILIES.names())
+def test_every_family_is_complete(family: str) -> None:
+    assert family_gaps(family) == []
+
+
+def test_profile_for_refuses_a_family_without_a_profile() -> None:
+    with pytest.raises(ChronoKGError, match="no evaluation profile for family 'nosuch'"):
+        profile_for("nosuch")
+
+
+def test_a_registry_reads_its_group_on_first_lookup_only(tmp_path: Path) -> None:
+    with installed(tmp_path):
+        assert not FAMILIES._discovered and "chronokg_extdemo.family" not in sys.modules
+        assert "extdemo" in FAMILIES  # the first lookup reads the group ...
+        assert "chronokg_extdemo.family" not in sys.modules  # ... and imports nothing behind a named entry
+        assert FAMILIES.declared_by["extdemo"] == "chronokg_extdemo.family:FAMILY"
+        assert FAMILIES.get("extdemo").name == "extdemo"
+        assert "chronokg_extdemo.family" in sys.modules
+    assert "extdemo" not in FAMILIES  # the helper put everything back
+
+
+def test_every_kind_of_the_extension_package_is_found(tmp_path: Path) -> None:
+    with installed(tmp_path):
+        assert SOURCES.get("extdemo").loader == "chronokg_extdemo.source:load"
+        assert "extdemo-predicate-counts" in QUERIES.names()
+        assert "extdemo.accuracy" in all_metrics() and METRICS.get("extdemo.accuracy").family == "extdemo"
+        assert "extdemo.accuracy" in all_plots()
+        client = get_model("extdemo/hello")
+        from chronokg.models import ModelRequest
+
+        reply = asyncio.run(client.generate(ModelRequest(prompt="?")))
+        assert reply.text == "hello"
+        engine = ENGINES.get("extdemo")
+        store = engine.open(StoreURI.parse(f"extdemo://{tmp_path / 'g.kgl'}"), _settings())
+        store.close()
+        assert profile_for("extdemo").extract(None, "42\nbecause", "seed") == "42"  # type: ignore[arg-type]
+
+
+def test_the_extension_family_is_complete_and_each_missing_piece_is_named(tmp_path: Path) -> None:
+    docs = PACKAGE / "docs"
+    task = "chronokg_extdemo.tasks:extdemo"
+    with installed(tmp_path):
+        assert family_gaps("extdemo", docs_root=docs, inspect_task=task) == []
+    with installed(tmp_path / "no-profile", drop=("chronokg.profiles",)):
+        gaps = family_gaps("extdemo", docs_root=docs, inspect_task=task)
+        assert gaps == ["no evaluation profile for 'extdemo' in PROFILES (chronokg.profiles)"]
+        with pytest.raises(ChronoKGError):
+            profile_for("extdemo")
+    with installed(tmp_path / "no-metrics", drop=("chronokg.metrics",)):
+        assert family_gaps("extdemo", docs_root=docs, inspect_task=task) == [
+            "no metric of family 'extdemo' in METRICS (chronokg.metrics)"]
+    with installed(tmp_path / "no-task"):
+        assert family_gaps("extdemo", docs_root=docs, inspect_task="chronokg_extdemo.tasks:nothing") == [
+            "no inspect_ai task chronokg_extdemo.tasks:nothing"]
+    with installed(tmp_path / "no-docs"):
+        assert any("no docs page" in gap for gap in family_gaps("extdemo", docs_root=tmp_path, inspect_task=task))
+
+
+class TestBuiltinFamilyComplete(FamilyCompleteness):
+    family = "tempomed"
+
+
+def test_a_named_entry_never_replaces_a_built_in() -> None:
+    registry: Registry[str] = Registry("thing")
+    registry.register("a", "x:y")
+    with pytest.raises(ChronoKGError, match="already registered"):
+        registry.register("a", "x:z")
+
+
+def recipe_checks() -> dict[str, list[str]]:
+    """Kind -> the tests its recipe in docs/extending.md names (`Check:` lines, `tests/FILE.py::NAME`)."""
+    out: dict[str, list[str]] = {}
+    kind = ""
+    for line in RECIPES.read_text().splitlines():
+        if line.startswith("## "):
+            kind = next((k for k in KINDS if line.lower().startswith(f"## a {k}") or
+                         line.lower().startswith(f"## an {k}")), "")
+        elif line.startswith("Check:") and kind:
+            out.setdefault(kind, []).extend(re.findall(r"`(tests/[\w/]+\.py::[\w:]+)`", line))
+    return out
+
+
+def test_each_recipe_names_a_check_that_exists() -> None:
+    checks = recipe_checks()
+    assert sorted(checks) == sorted(KINDS)
+    for kind, names in checks.items():
+        assert names, kind
+        for name in names:
+            path, *parts = name.split("::")
+            tree = ast.parse((ROOT / path).read_text())
+            defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+            assert parts[-1] in defined, f"{kind}: {name} does not exist"
+
+
+def test_baseline_is_found_in_a_fresh_interpreter() -> None:
+    code = ("import sys; from chronokg.models import get_model; c = get_model('baseline/oracle'); "
+            "print(type(c).__name__, 'chronokg.eval.runner' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert done.stdout.split() == ["Baseline", "False"]
+
+
+@pytest.mark.slow
+def test_the_extension_package_installs_and_is_found(tmp_path: Path) -> None:
+    """pip installs the package into a fresh environment that sees this chronokg; a fresh interpreter finds all."""
+    env = tmp_path / "venv"
+    venv.create(env, system_site_packages=True, with_pip=True)
+    python = env / "bin" / "python"
+    subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", str(PACKAGE)],
+                   check=True, capture_output=True)
+    code = ("from chronokg.bench.family import FAMILIES; from chronokg.ingest.sources import SOURCES; "
+            "from chronokg.queries.spec import all_queries; from chronokg.metrics.spec import all_metrics; "
+            "from chronokg.models import get_model; from chronokg.graph.engines import ENGINES; "
+            "from chronokg.reports.plots import all_plots; from chronokg.eval.profile import profile_for; "
+            "print(FAMILIES.get('extdemo').name, SOURCES.get('extdemo').name, "
+            "'extdemo-predicate-counts' in all_queries(), 'extdemo.accuracy' in all_metrics(), "
+            "type(get_model('extdemo/x')).__name__, ENGINES.get('extdemo').__name__, "
+            "'extdemo.accuracy' in all_plots(), type(profile_for('extdemo')).__name__)")
+    done = subprocess.run([python, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["extdemo", "extdemo", "True", "True", "EchoClient", "ExtdemoStore", "True",
+                                   "ExtdemoProfile"]
+
+
+def _settings():  # type: ignore[no-untyped-def]
+    from chronokg.settings import Settings
+
+    return Settings()
+
+
+def test_the_registries_of_chronokg_are_all_covered() -> None:
+    from tests.extension_helpers import REGISTRIES
+
+    assert CLIENTS in REGISTRIES.values() and PROFILES in REGISTRIES.values() and PLOTS in REGISTRIES.values()
+    assert all(r.group == name for name, r in REGISTRIES.items())
