@@ -38,6 +38,65 @@ def test_every_family_is_complete(family: str) -> None:
     assert family_gaps(family) == []
 
 
+def plots_without_a_metric() -> list[str]:
+    return [name for name in all_plots() if name not in all_metrics()]
+
+
+def metrics_without_a_family() -> list[str]:
+    return [name for name, spec in all_metrics().items() if spec.family is not None and spec.family not in FAMILIES]
+
+
+def providers_that_do_not_resolve() -> list[str]:
+    bad = []
+    for name in CLIENTS.names():
+        try:
+            factory = CLIENTS.get(name)
+        except (ImportError, AttributeError):
+            bad.append(name)
+            continue
+        if not callable(factory):
+            bad.append(name)
+    return bad
+
+
+def engines_without_conformance() -> list[str]:
+    """Engine classes with no `Test<Name>Conformance` (name less `Store`) in tests/test_conformance.py."""
+    tree = ast.parse((ROOT / "tests" / "test_conformance.py").read_text())
+    classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)
+               and any(isinstance(b, ast.Name) and b.id == "EngineConformance" for b in n.bases)}
+    engines = {ENGINES.get(scheme).__name__ for scheme in ENGINES}  # type: ignore[attr-defined]
+    return sorted(e for e in engines if f"Test{e.removesuffix('Store')}Conformance" not in classes)
+
+
+def test_every_plot_is_for_a_registered_metric() -> None:
+    assert plots_without_a_metric() == []
+
+
+def test_every_metric_belongs_to_a_registered_family() -> None:
+    assert metrics_without_a_family() == []
+
+
+def test_every_model_provider_resolves_to_a_factory() -> None:
+    assert providers_that_do_not_resolve() == []
+
+
+def test_every_engine_runs_the_conformance_suite() -> None:
+    assert engines_without_conformance() == []
+
+
+def test_each_check_names_what_an_extension_forgot(tmp_path: Path) -> None:
+    with installed(tmp_path / "a", drop=("chronokg.metrics",)):
+        assert plots_without_a_metric() == ["extdemo.accuracy"]
+    with installed(tmp_path / "b", drop=("chronokg.families",)):
+        assert metrics_without_a_family() == ["extdemo.accuracy"]
+    with installed(tmp_path / "c"):
+        CLIENTS.register("forgot", "chronokg_extdemo.provider:no_such_factory")
+        assert providers_that_do_not_resolve() == ["forgot"]
+        assert engines_without_conformance() == ["ExtdemoStore"]
+    with installed(tmp_path / "d", drop=("chronokg.sources",)):
+        assert "extdemo" not in SOURCES
+
+
 def test_profile_for_refuses_a_family_without_a_profile() -> None:
     with pytest.raises(ChronoKGError, match="no evaluation profile for family 'nosuch'"):
         profile_for("nosuch")
