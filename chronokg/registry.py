@@ -12,8 +12,8 @@ import registers its entries itself (queries, metrics and plots register with a 
 
 from __future__ import annotations
 
-import importlib
 import functools
+import importlib
 import sys
 from collections.abc import Iterator
 from typing import Generic, TypeVar, cast
