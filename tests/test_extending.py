@@ -8,6 +8,7 @@ import asyncio
 import re
 import subprocess
 import sys
+import sysconfig
 import venv
 from pathlib import Path
 
@@ -213,10 +214,15 @@ def test_baseline_is_found_in_a_fresh_interpreter() -> None:
 def test_the_extension_package_installs_and_is_found(tmp_path: Path) -> None:
     """pip installs the package into a fresh environment that sees this chronokg; a fresh interpreter finds all."""
     env = tmp_path / "venv"
-    venv.create(env, system_site_packages=True, with_pip=True)
+    venv.create(env)  # no pip nor setuptools of its own: this environment's pip installs, its setuptools builds
     python = env / "bin" / "python"
-    subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", str(PACKAGE)],
-                   check=True, capture_output=True)
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    # chronokg's dependencies (and setuptools, to build without the network) from the environment running this
+    (Path(purelib) / "chronokg-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    built = subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps",
+                            "--no-build-isolation", "--no-index", str(PACKAGE)], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
     code = ("from chronokg.bench.family import FAMILIES; from chronokg.ingest.sources import SOURCES; "
             "from chronokg.queries.spec import all_queries; from chronokg.metrics.spec import all_metrics; "
             "from chronokg.models import get_model; from chronokg.graph.engines import ENGINES; "
