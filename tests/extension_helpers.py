@@ -40,6 +40,8 @@ def entry_points_txt(pyproject: Path = PACKAGE / "pyproject.toml", drop: tuple[s
 
 @contextmanager
 def installed(root: Path, drop: tuple[str, ...] = ()) -> Iterator[None]:
+    leftovers = sorted(p.name for p in PACKAGE.glob("*.egg-info"))
+    assert not leftovers, f"metadata of a build in {PACKAGE} would be found instead of this one: {leftovers}"
     dist = root / "chronokg_extdemo-0.1.0.dist-info"
     dist.mkdir(parents=True, exist_ok=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: chronokg-extdemo\nVersion: 0.1.0\n")

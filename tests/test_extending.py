@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -213,6 +214,7 @@ def test_baseline_is_found_in_a_fresh_interpreter() -> None:
 @pytest.mark.slow
 def test_the_extension_package_installs_and_is_found(tmp_path: Path) -> None:
     """pip installs the package into a fresh environment that sees this chronokg; a fresh interpreter finds all."""
+    source = shutil.copytree(PACKAGE, tmp_path / "src")  # the build writes beside the sources: not into tests/
     env = tmp_path / "venv"
     venv.create(env)  # no pip nor setuptools of its own: this environment's pip installs, its setuptools builds
     python = env / "bin" / "python"
@@ -221,7 +223,7 @@ def test_the_extension_package_installs_and_is_found(tmp_path: Path) -> None:
     # chronokg's dependencies (and setuptools, to build without the network) from the environment running this
     (Path(purelib) / "chronokg-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     built = subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps",
-                            "--no-build-isolation", "--no-index", str(PACKAGE)], capture_output=True, text=True)
+                            "--no-build-isolation", "--no-index", str(source)], capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
     code = ("from chronokg.bench.family import FAMILIES; from chronokg.ingest.sources import SOURCES; "
             "from chronokg.queries.spec import all_queries; from chronokg.metrics.spec import all_metrics; "
