@@ -87,16 +87,25 @@ def test_every_engine_runs_the_conformance_suite() -> None:
 
 
 def test_each_check_names_what_an_extension_forgot(tmp_path: Path) -> None:
+    """The checks the recipes name, run with the extension package less one piece: each fails, naming it."""
+    from tests import test_loader_conformance
+
     with installed(tmp_path / "a", drop=("chronokg.metrics",)):
         assert plots_without_a_metric() == ["extdemo.accuracy"]
+        with pytest.raises(AssertionError):
+            test_every_plot_is_for_a_registered_metric()
     with installed(tmp_path / "b", drop=("chronokg.families",)):
         assert metrics_without_a_family() == ["extdemo.accuracy"]
+        with pytest.raises(AssertionError):
+            test_every_metric_belongs_to_a_registered_family()
     with installed(tmp_path / "c"):
         CLIENTS.register("forgot", "chronokg_extdemo.provider:no_such_factory")
         assert providers_that_do_not_resolve() == ["forgot"]
-        assert engines_without_conformance() == ["ExtdemoStore"]
-    with installed(tmp_path / "d", drop=("chronokg.sources",)):
-        assert "extdemo" not in SOURCES
+        assert engines_without_conformance() == ["ExtdemoStore"]  # no TestExtdemoConformance
+        with pytest.raises(AssertionError, match="extdemo"):  # no LoaderConformance class for the source
+            test_loader_conformance.test_every_source_with_a_loader_runs_the_conformance_suite()
+    with installed(tmp_path / "d"):
+        assert plots_without_a_metric() == metrics_without_a_family() == providers_that_do_not_resolve() == []
 
 
 def test_profile_for_refuses_a_family_without_a_profile() -> None:
