@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import importlib
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Generic, TypeVar, cast
 
@@ -31,6 +32,7 @@ class UnknownEntry(ChronoKGError, KeyError):
 
 
 PREFIX = "chronokg."
+_DISCOVERY = threading.RLock()
 
 
 @functools.cache
@@ -62,6 +64,7 @@ class Registry(Generic[T]):
         self.group = group
         self._entries: dict[str, T | str] = {}
         self._discovered = group is None
+        self._discovering = False
         self.declared_by: dict[str, str] = {}  # name -> the entry point's value, for entries found that way
 
     def register(self, name: str, entry: T | str, *, replace: bool = False) -> None:
@@ -81,15 +84,22 @@ class Registry(Generic[T]):
         """
         if self._discovered:
             return
-        self._discovered = True
-        assert self.group is not None
-        for name, value in declared_entry_points().get(self.group, ()):
-            if ":" in value:
-                if name not in self._entries:
-                    self._entries[name] = value.replace(" ", "")
-                    self.declared_by[name] = value
-            else:
-                importlib.import_module(value.strip())
+        with _DISCOVERY:  # one thread reads the group, the others wait for all of it
+            if self._discovered or self._discovering:  # a module imported below looking this registry up
+                return
+            self._discovering = True
+            try:
+                assert self.group is not None
+                for name, value in declared_entry_points().get(self.group, ()):
+                    if ":" in value:
+                        if name not in self._entries:
+                            self._entries[name] = value.replace(" ", "")
+                            self.declared_by[name] = value
+                    else:
+                        importlib.import_module(value.strip())
+                self._discovered = True
+            finally:
+                self._discovering = False
 
     def get(self, name: str) -> T:
         self.discover()

@@ -50,7 +50,8 @@ def get_model(spec: str, *, settings: Settings | None = None, config_file: Path 
         factory = CLIENTS.get(resolved.provider)
     except UnknownEntry:
         raise ModelConfigError(f"model spec {resolved.spec!r}: unknown provider {resolved.provider!r} "
-                               f"(known: {', '.join(CLIENTS.names())})") from None
+                               f"(known: {', '.join(CLIENTS.names())}; another package's provider is found through its "
+                               "chronokg.model_providers entry point once that package is installed)") from None
     except ModuleNotFoundError as exc:
         missing = (exc.name or "").split(".")[0]
         how = f"pip install 'chronokg[{EXTRAS[missing]}]'" if missing in EXTRAS else f"pip install {missing}"
