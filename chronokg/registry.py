@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -39,18 +40,50 @@ _DISCOVERY = threading.RLock()
 def declared_entry_points() -> dict[str, tuple[tuple[str, str], ...]]:
     """Every installed package's `chronokg.*` entry points, group -> ((name, value), ...), read once per process.
 
-    One scan of the installed distributions serves every registry (importlib.metadata is imported here only).
+    One scan serves every registry. It reads the `entry_points.txt` of each `*.dist-info` / `*.egg-info` folder on
+    sys.path, as importlib.metadata's path finder does (the first of a name on sys.path wins), and parses only files
+    holding a `[chronokg.` group: a few ms where `importlib.metadata.entry_points()` takes tens (226 packages).
     """
-    from importlib.metadata import distributions
+    found: dict[str, dict[str, str]] = {}
+    seen: set[str] = set()
+    for folder in sys.path:
+        try:
+            names = sorted(os.listdir(folder or "."))
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith((".dist-info", ".egg-info")):
+                continue
+            dist = name.rpartition(".")[0].partition("-")[0].lower().replace("-", "_").replace(".", "_")
+            if dist in seen:
+                continue
+            seen.add(dist)
+            try:
+                with open(os.path.join(folder or ".", name, "entry_points.txt"), encoding="utf-8") as file:
+                    text = file.read()
+            except OSError:
+                continue
+            if "[" + PREFIX in text:
+                for group, entry, value in parse_entry_points(text):
+                    if group.startswith(PREFIX):
+                        found.setdefault(group[len(PREFIX):], {}).setdefault(entry, value)
+    return {group: tuple(sorted(pairs.items())) for group, pairs in found.items()}
 
-    found: dict[str, list[tuple[str, str]]] = {}
-    seen: set[tuple[str, str, str]] = set()
-    for dist in distributions():  # a package on sys.path twice (an editable install) is counted once
-        for ep in dist.entry_points:
-            if ep.group.startswith(PREFIX) and (ep.group, ep.name, ep.value) not in seen:
-                seen.add((ep.group, ep.name, ep.value))
-                found.setdefault(ep.group[len(PREFIX):], []).append((ep.name, ep.value))
-    return {group: tuple(sorted(pairs)) for group, pairs in found.items()}
+
+def parse_entry_points(text: str) -> list[tuple[str, str, str]]:
+    """(group, name, value) of an `entry_points.txt` (the ini format pip writes)."""
+    out: list[tuple[str, str, str]] = []
+    group = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            group = line[1:-1].strip()
+        elif "=" in line and group:
+            name, _, value = line.partition("=")
+            out.append((group, name.strip(), value.strip()))
+    return out
 
 
 class Registry(Generic[T]):

@@ -260,3 +260,19 @@ def test_the_registries_of_chronokg_are_all_covered() -> None:
 
     assert CLIENTS in REGISTRIES.values() and PROFILES in REGISTRIES.values() and PLOTS in REGISTRIES.values()
     assert all(r.group == name for name, r in REGISTRIES.items())
+
+
+def test_the_scan_finds_what_importlib_metadata_finds(tmp_path: Path) -> None:
+    from importlib.metadata import distributions
+
+    from chronokg.registry import declared_entry_points
+
+    with installed(tmp_path):
+        want: dict[str, set[tuple[str, str]]] = {}
+        for dist in distributions():
+            for ep in dist.entry_points:
+                if ep.group.startswith("chronokg."):
+                    want.setdefault(ep.group.removeprefix("chronokg."), set()).add((ep.name, ep.value))
+        got = declared_entry_points()
+        assert {group: set(pairs) for group, pairs in got.items()} == want
+        assert ("extdemo", "chronokg_extdemo.engine:ExtdemoStore") in got["engines"]
