@@ -141,6 +141,29 @@ def test_every_kind_of_the_extension_package_is_found(tmp_path: Path) -> None:
         assert profile_for("extdemo").extract(None, "42\nbecause", "seed") == "42"  # type: ignore[arg-type]
 
 
+def test_the_extension_pieces_work_together(tmp_path: Path) -> None:
+    """Load with the extension's source into its engine, ask its query, generate its family's questions."""
+    import importlib
+
+    from chronokg.bench.family import generate
+    from chronokg.graph.open import open_store
+    from chronokg.queries.spec import run_query
+
+    data = tmp_path / "facts.jsonl"
+    data.write_text('{"subject": "ada", "predicate": "city", "value": "Paris", "valid_from": "2020-01-01"}\n'
+                    '{"subject": "ada", "predicate": "age", "value": "30", "valid_from": "2020-01-01"}\n')
+    with installed(tmp_path / "meta"):
+        module, _, attr = SOURCES.get("extdemo").loader.partition(":")
+        load = getattr(importlib.import_module(module), attr)
+        with open_store(f"extdemo://{tmp_path / 'g.kgl'}") as store:
+            summary = load(store, [data], release_date=None)
+            assert summary.added.get("Fact") == 2, summary
+            rows = run_query(store, "extdemo-predicate-counts")
+            assert [(r.predicate, r.facts) for r in rows] == [("age", 1), ("city", 1)]
+            questions, _ = generate("extdemo", store, "snap", {})
+            assert sorted(q.target for q in questions) == ["30", "Paris"]
+
+
 def test_the_extension_family_is_complete_and_each_missing_piece_is_named(tmp_path: Path) -> None:
     docs = PACKAGE / "docs"
     task = "chronokg_extdemo.tasks:extdemo"
