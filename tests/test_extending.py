@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import types
 import venv
 from pathlib import Path
 
@@ -300,3 +301,25 @@ def test_the_scan_finds_what_importlib_metadata_finds(tmp_path: Path) -> None:
         got = declared_entry_points()
         assert {group: set(pairs) for group, pairs in got.items()} == want
         assert ("extdemo", "chronokg_extdemo.engine:ExtdemoStore") in got["engines"]
+
+
+def test_a_lazy_entry_whose_module_registers_it_resolves_to_that_object(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A query declared `name = "module:SPEC"` whose module calls `register(SPEC)` on import: one entry, no clash."""
+    registry: Registry[object] = Registry("thing")
+    (tmp_path / "selfregistering.py").write_text(
+        "from holder import SELF\nTHING = object()\nSELF.register('it', THING)\n")
+    (tmp_path / "other.py").write_text("from holder import SELF\nSELF.register('b', object())\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    holder = types.ModuleType("holder")
+    holder.SELF = registry  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "holder", holder)
+    for name in ("selfregistering", "other"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    registry.register("it", "selfregistering:THING")
+    import selfregistering  # type: ignore[import-not-found]
+
+    assert registry.get("it") is selfregistering.THING
+    registry.register("b", "selfregistering:THING")
+    with pytest.raises(ChronoKGError, match="already registered"):  # another object under a lazy entry's name
+        import other  # type: ignore[import-not-found]  # noqa: F401
