@@ -28,6 +28,8 @@ def _engine_files() -> set[Path]:
     out = set()
     for scheme in ENGINES:
         module = ENGINES.get(scheme).__module__
+        if not module.startswith("chronokg."):  # an engine another installed package declares
+            continue
         path = PACKAGE.parent / (module.replace(".", "/") + ".py")
         stem = path.stem.removesuffix("_store")
         out |= {p for p in path.parent.glob(f"{stem}_*.py")}

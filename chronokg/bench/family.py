@@ -110,7 +110,7 @@ class Family:
 # files hold exactly the seed's fields.
 OURS = "_chronokg"
 
-FAMILIES: Registry[Family] = Registry("benchmark family")
+FAMILIES: Registry[Family] = Registry("benchmark family", group="families")
 FAMILIES.register("tempomed", "chronokg.bench.families.tempomed:FAMILY")
 FAMILIES.register("conflictmedqa", "chronokg.bench.families.conflictmedqa:FAMILY")
 FAMILIES.register("chroknow", "chronokg.bench.families.chroknow:FAMILY")

@@ -1,9 +1,6 @@
 """Evaluation runs: send questions to models, log every sample, resume, score, write predictions into the graph.
 
-Importing this package registers the reference baselines as the `baseline/...` model provider.
+The reference baselines (`baseline/...`) are a model provider declared as the entry point
+`chronokg.model_providers: baseline` (pyproject.toml), so `get_model("baseline/oracle")` needs no import of this
+package first.
 """
-
-from chronokg.models import CLIENTS
-
-if "baseline" not in CLIENTS:
-    CLIENTS.register("baseline", "chronokg.eval.baselines:baseline_client")

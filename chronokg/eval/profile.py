@@ -159,7 +159,7 @@ def request_hash(request: ModelRequest) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-PROFILES: Registry[Profile] = Registry("evaluation profile")
+PROFILES: Registry[Profile] = Registry("evaluation profile", group="profiles")
 PROFILES.register("tempomed", "chronokg.eval.profiles.tempomed:PROFILE")
 PROFILES.register("conflictmedqa", "chronokg.eval.profiles.conflictmedqa:PROFILE")
 PROFILES.register("chroknow", "chronokg.eval.profiles.chroknow:PROFILE")
@@ -168,6 +168,12 @@ PROFILES.register("micxr", "chronokg.eval.profiles.micxr:PROFILE")
 
 
 def profile_for(family: str, options: Mapping[str, Any] | None = None) -> Profile:
-    """The family's profile, under `options` (a run's options for that family) when given."""
-    profile = PROFILES.get(family) if family in PROFILES else Profile()
+    """The family's profile, under `options` (a run's options for that family) when given.
+
+    A family without a profile is refused (a silent default would score its questions by rules it never chose).
+    """
+    if family not in PROFILES:
+        raise ChronoKGError(f"no evaluation profile for family {family!r} (known: {', '.join(PROFILES.names())}); "
+                            "a family declares one in chronokg.profiles (docs/extending.md)")
+    profile = PROFILES.get(family)
     return profile.with_options(options) if options else profile

@@ -11,7 +11,7 @@ from __future__ import annotations
 from chronokg.graph.store import Engine
 from chronokg.registry import Registry
 
-ENGINES: Registry[Engine] = Registry("store scheme")
+ENGINES: Registry[Engine] = Registry("store scheme", group="engines")
 
 
 def _declare(entry: str, *schemes: str) -> None:

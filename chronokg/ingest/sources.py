@@ -38,7 +38,7 @@ class SourceSpec:
         return [c.partition("/")[2] for c in self.commands if c.partition("/")[0] == group]
 
 
-SOURCES: Registry[SourceSpec] = Registry("source")
+SOURCES: Registry[SourceSpec] = Registry("source", group="sources")
 
 
 def source(spec: SourceSpec) -> None:

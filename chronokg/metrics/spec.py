@@ -66,7 +66,7 @@ class MetricSpec:
         return MetricValue(metric=self.name, model=model, value=value, groups=groups, details=details)
 
 
-METRICS: Registry[MetricSpec] = Registry("metric")
+METRICS: Registry[MetricSpec] = Registry("metric", group="metrics")
 
 
 def register(spec: MetricSpec) -> MetricSpec:

@@ -1,9 +1,10 @@
 """`CLIENTS` (spec prefix -> factory) and `get_model`, the one way to turn a spec string into a client.
 
-Another package adds a provider with one line, lazily, so listing providers imports nothing::
+A package (or a higher layer of this one) adds a provider by declaring it in its pyproject.toml; listing
+providers imports nothing, and the entry point is read on `CLIENTS`' first lookup (docs/extending.md)::
 
-    from chronokg.models import CLIENTS
-    CLIENTS.register("baseline", "chronokg.eval.baselines:make_baseline")
+    [project.entry-points."chronokg.model_providers"]
+    baseline = "chronokg.eval.baselines:baseline_client"
 
 A factory takes the resolved `ClientOptions` (`options.model` is the part after the first slash)
 and returns a `ModelClient`; it imports its optional packages inside, so a missing one is reported
@@ -24,7 +25,7 @@ from chronokg.settings import Settings
 
 ClientFactory = Callable[[ClientOptions], ModelClient]
 
-CLIENTS: Registry[ClientFactory] = Registry("model provider")
+CLIENTS: Registry[ClientFactory] = Registry("model provider", group="model_providers")
 CLIENTS.register("openai", "chronokg.models.openai_compat:openai_client")
 CLIENTS.register("openai-compat", "chronokg.models.openai_compat:compat_client")
 CLIENTS.register("vllm", "chronokg.models.vllm:vllm_client")
@@ -49,7 +50,8 @@ def get_model(spec: str, *, settings: Settings | None = None, config_file: Path 
         factory = CLIENTS.get(resolved.provider)
     except UnknownEntry:
         raise ModelConfigError(f"model spec {resolved.spec!r}: unknown provider {resolved.provider!r} "
-                               f"(known: {', '.join(CLIENTS.names())})") from None
+                               f"(known: {', '.join(CLIENTS.names())}; another package's provider is found through its "
+                               "chronokg.model_providers entry point once that package is installed)") from None
     except ModuleNotFoundError as exc:
         missing = (exc.name or "").split(".")[0]
         how = f"pip install 'chronokg[{EXTRAS[missing]}]'" if missing in EXTRAS else f"pip install {missing}"

@@ -161,7 +161,7 @@ def _trusted(model: type[P], values: dict[str, Any], in_order: bool, given: set[
     return out
 
 
-QUERIES: Registry[QuerySpec[Any, Any]] = Registry("query")
+QUERIES: Registry[QuerySpec[Any, Any]] = Registry("query", group="queries")
 
 
 def register(spec: QuerySpec[P, R]) -> QuerySpec[P, R]:

@@ -16,7 +16,7 @@ from chronokg.settings import Settings
 
 ProviderFactory = Callable[..., SearchProvider]
 
-PROVIDERS: Registry[ProviderFactory] = Registry("search provider")
+PROVIDERS: Registry[ProviderFactory] = Registry("search provider", group="search_providers")
 PROVIDERS.register("passages", "chronokg.retrieval.providers:PassagesProvider")
 PROVIDERS.register("brave", "chronokg.retrieval.web.providers:BraveSearch")
 PROVIDERS.register("google", "chronokg.retrieval.web.providers:GoogleSearch")

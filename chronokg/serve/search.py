@@ -37,7 +37,7 @@ class SearchBackend(Protocol):
 
 SearchFactory = Callable[[GraphStore, Settings], "SearchBackend | None"]
 
-SEARCH: Registry[SearchFactory] = Registry("search backend")
+SEARCH: Registry[SearchFactory] = Registry("search backend", group="search_backends")
 SEARCH.register("passages", "chronokg.serve.search:passage_search")
 
 
