@@ -17,11 +17,11 @@ from chronokg.bench.family import FAMILIES
 from chronokg.eval.profile import PROFILES
 from chronokg.graph.engines import ENGINES
 from chronokg.ingest.sources import SOURCES
-from chronokg.metrics.spec import METRICS
+from chronokg.metrics.spec import METRICS, all_metrics
 from chronokg.models.clients import CLIENTS
-from chronokg.queries.spec import QUERIES
+from chronokg.queries.spec import QUERIES, all_queries
 from chronokg.registry import Registry, declared_entry_points
-from chronokg.reports.plots import PLOTS
+from chronokg.reports.plots import PLOTS, all_plots
 from chronokg.retrieval.providers import PROVIDERS
 
 PACKAGE = Path(__file__).parent / "extension_package"
@@ -46,6 +46,10 @@ def installed(root: Path, drop: tuple[str, ...] = ()) -> Iterator[None]:
     dist.mkdir(parents=True, exist_ok=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: chronokg-extdemo\nVersion: 0.1.0\n")
     (dist / "entry_points.txt").write_text(entry_points_txt(drop=drop))
+    # every built-in loaded first, so what is restored on exit holds them all (their catalogs load only once)
+    all_queries(), all_metrics(), all_plots()
+    for registry in REGISTRIES.values():
+        registry.names()
     saved = {name: (dict(r._entries), r._discovered, dict(r.declared_by)) for name, r in REGISTRIES.items()}
     sys.path[:0] = [str(root), str(PACKAGE)]
     declared_entry_points.cache_clear()
