@@ -39,13 +39,18 @@ def run_loop(console: Console, folder: Path, command: Any) -> None:
         shutil.rmtree(folder)
     write_releases(folder)
     store = ["--store", str(embedded_file(folder / "loop.kgl"))]
-    heading(console, "the research loop: two releases, generate, evaluate, load the newer, --since, verify, compare")
+    heading(console, "the research loop: two releases, generate, evaluate, load the newer, --since, verify, "
+                     "compare, re-score")
     steps = loop_steps(folder)
-    for n, args in enumerate([*steps, ["eval", "compare"]], start=1):
+    for n, args in enumerate([*steps, ["eval", "compare"], ["eval", "rescore"], ["query"]], start=1):
+        runs = sorted((folder / "runs").glob("run-*"), key=lambda p: p.stat().st_mtime)
         if args == ["eval", "compare"]:  # the old questions, answered on the first release and on the newer one
-            first = min((folder / "runs").glob("run-*"), key=lambda p: p.stat().st_mtime)
-            args = ["eval", "compare", str(first), str(next((folder / "runs-again").glob("run-*"))), "--model-a",
+            args = ["eval", "compare", str(runs[0]), str(next((folder / "runs-again").glob("run-*"))), "--model-a",
                     "baseline/frozen:2018", "--iterations", "50"]
+        elif args == ["eval", "rescore"]:  # the first run's answers scored against the newer release: no model asked
+            args = ["eval", "rescore", str(runs[0]), "--out", str(folder / "rescored")]
+        elif args == ["query"]:  # the newer questions' run, against the gold of each year
+            args = ["query", "accuracy-by-valid-year", "--run", runs[-1].name, "--first", "2020", "--last", "2026"]
         say(console, "\n", (f"step {n}", "bold"), f" $ chronokg {' '.join(args)}")
         try:
             command.main([*store, *args], prog_name="chronokg", standalone_mode=False)
