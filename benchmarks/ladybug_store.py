@@ -46,6 +46,20 @@ LADYBUG_READ_OPERATORS = frozenset({
     "DUMMY_SINK", "MARK_JOIN", "OFFSET_SCAN_NODE_TABLE", "COUNT_REL_TABLE", "QUERY_PRIMARY_KEY_LOOKUP",
 })
 
+# Every relationship type with the (from, to) labels schema.py documents: a rel table must exist to be read.
+S = schema
+REL_PAIRS: tuple[tuple[str, str, str], ...] = (
+    (S.SUBJECT, S.FACT, S.ENTITY), (S.OBJECT, S.FACT, S.ENTITY), (S.ASSERTED_IN, S.FACT, S.SOURCE),
+    (S.FROM_GUIDELINE, S.FACT, S.GUIDELINE), (S.ISSUED_BY, S.GUIDELINE, S.ORGANIZATION),
+    (S.SUPERSEDES, S.GUIDELINE, S.GUIDELINE), (S.IN_TRAJECTORY, S.GUIDELINE, S.TRAJECTORY),
+    (S.CURRENT, S.CHANGE_PAIR, S.FACT), (S.PRIOR, S.CHANGE_PAIR, S.FACT), (S.ABOUT, S.SOURCE_QUESTION, S.CHANGE_PAIR),
+    (S.ABOUT, S.SOURCE_QUESTION, S.ENTITY), (S.LOADED_FROM, S.GUIDELINE, S.SOURCE),
+    (S.LOADED_FROM, S.TRAJECTORY, S.SOURCE), (S.TESTS, S.QUESTION, S.FACT), (S.DERIVED_FROM, S.QUESTION, S.CHANGE_PAIR),
+    (S.DERIVED_FROM, S.QUESTION, S.TRAJECTORY), (S.DERIVED_FROM, S.QUESTION, S.STUDY),
+    (S.DERIVED_FROM, S.QUESTION, S.SOURCE_QUESTION), (S.GENERATED_AT, S.QUESTION, S.SNAPSHOT),
+    (S.ANSWERS, S.PREDICTION, S.QUESTION), (S.IN_RUN, S.PREDICTION, S.RUN), (S.CHOSE, S.PREDICTION, S.FACT),
+)
+
 _PLAN_OP = re.compile(r"│\s+([A-Z_]+)\[\d+\]\s+│")
 _PARAM = re.compile(r"\$(\w+)")
 _PROPERTIES = re.compile(r"\bproperties\((\w+)\)")
@@ -165,6 +179,8 @@ class LadybugStore(GraphStore):
     def ensure_schema(self) -> None:
         for label in schema.KEYED_LABELS:
             self._node_table(label, schema.BASE_PROPERTIES.get(label, ()))
+        for rel, src, dst in REL_PAIRS:
+            self._rel_table(rel, src, dst)
 
     def declare_properties(self, label: str, keys: Sequence[str]) -> None:
         self._node_table(label, [k for k in keys if k != "id"])
