@@ -20,7 +20,7 @@ from chronokg.graph.store import GraphStore
 from chronokg.testing.engine_conformance import EngineConformance, build
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ladybug_store import LadybugStore  # noqa: E402
+from ladybug_store import LadybugStore
 
 
 class TestLadybugConformance(EngineConformance):

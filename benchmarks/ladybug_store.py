@@ -141,13 +141,16 @@ class LadybugStore(GraphStore):
 
     # --- the schema, declared as it is first written --------------------------------------------
 
+    def _rows(self, cypher: str) -> list[list[Any]]:
+        result = self._conn.execute(cypher)
+        assert not isinstance(result, list)  # one statement, one result
+        return [list(r) for r in result.get_all()]
+
     def _read_schema(self) -> None:
-        for row in self._conn.execute("CALL show_tables() RETURN name, type").get_all():
-            name, kind = row
-            cols = self._conn.execute(f"CALL table_info('{name}') RETURN name, type").get_all()
-            self._columns[name] = {c: t for c, t in cols}
+        for name, kind in self._rows("CALL show_tables() RETURN name, type"):
+            self._columns[name] = {c: t for c, t in self._rows(f"CALL table_info('{name}') RETURN name, type")}
             if kind == "REL":
-                conns = self._conn.execute(f"CALL show_connection('{name}') RETURN *").get_all()
+                conns = self._rows(f"CALL show_connection('{name}') RETURN *")
                 self._pairs[name] = {(c[0], c[1]) for c in conns}
 
     def _ddl(self, text: str) -> None:
