@@ -280,3 +280,13 @@ def test_eval_export_refuses_models_whose_seed_files_collide(tmp_path: Path, mod
                                       "seed"])
     assert result.exit_code == 2 and says in " ".join(result.output.split()), result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_eval_report_refuses_a_model_no_run_holds_and_writes_nothing(tmp_path: Path) -> None:
+    folder = str(a_run(tmp_path))
+    out = tmp_path / "report"
+    result = CliRunner().invoke(app, ["eval", "report", folder, "--out", str(out), "-m", "baseline/orcale", "-m",
+                                      "baseline/oracle"])
+    assert result.exit_code == 2, result.output
+    assert "--model baseline/orcale: no run holds answers of it" in " ".join(result.output.split())
+    assert not out.exists() or not any(out.iterdir())

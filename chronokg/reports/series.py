@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from chronokg.errors import ChronoKGError
 from chronokg.eval.log import RunInfo, SampleRecord
 from chronokg.metrics.spec import MetricValue
 from chronokg.progress import Progress
@@ -110,9 +111,15 @@ def build_series(runs: Sequence[RunData], models: Sequence[str] | None = None,
     from chronokg.metrics.runs import metrics
 
     wanted: list[tuple[RunData, str]] = []
+    held: set[str] = set()
     for run in runs:
         present = sorted({s.model for s in run.samples} | {str(m.get("spec")) for m in run.info.models})
+        held.update(present)
         wanted += [(run, m) for m in present if models is None or m in models]
+    missing = [m for m in models or [] if m not in held]
+    if missing:  # a column silently left out would read as a report of every model asked for
+        raise ChronoKGError(f"--model {', '.join(missing)}: no run holds answers of it (their models: "
+                            f"{', '.join(sorted(held))})")
     seen: dict[str, int] = {}
     for _, model in wanted:
         seen[model] = seen.get(model, 0) + 1
