@@ -169,7 +169,7 @@ def test_cli_report_and_its_errors(runs: list[Path], tmp_path: Path) -> None:
     result = cli.invoke(app, ["eval", "report", str(runs[0]), str(runs[0]), "--out", str(tmp_path / "none")])
     assert result.exit_code == 2 and "given twice" in result.output
     result = cli.invoke(app, ["eval", "report", str(runs[0]), "--out", str(tmp_path / "none"), "--model", "x/y"])
-    assert result.exit_code == 2 and "no model to report" in result.output
+    assert result.exit_code == 2 and "--model x/y: no run holds answers of it" in result.output
     assert not (tmp_path / "none").exists()
 
 
