@@ -42,6 +42,8 @@ print("written", release)
 READER = """
 import json, sys
 from chronokg.graph.kglite_store import KgliteStore
+
+pytestmark = pytest.mark.slow  # reader and writer processes
 with KgliteStore(sys.argv[1], read_only=True) as store:
     rows = store.run("MATCH (f:Fact)-[:ASSERTED_IN]->(s:Source) RETURN s.id AS release, count(f) AS n")
     edges = store.run("MATCH (:Fact)-[e:SUBJECT]->(:Entity) RETURN count(e) AS n")[0]["n"]

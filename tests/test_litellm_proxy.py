@@ -45,6 +45,8 @@ RECORDER = """
 import json
 from litellm.integrations.custom_logger import CustomLogger
 
+pytestmark = pytest.mark.slow  # a LiteLLM proxy
+
 
 class Recorder(CustomLogger):
     async def async_pre_call_hook(self, user_api_key_dict, cache, data, call_type):

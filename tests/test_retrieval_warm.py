@@ -30,6 +30,8 @@ def _counted(cls, *a, **k):
     return _open(cls, *a, **k)
 _index.PassageIndex.open = classmethod(_counted)
 from chronokg.retrieval.embed import model_loads
+
+pytestmark = pytest.mark.slow  # an embedding model (torch) in a worker process
 def report(**extra):
     mods = [m for m in ("kglite", "torch", "sentence_transformers", "faiss") if m in sys.modules]
     print("REPORT " + json.dumps({"loads": model_loads(), "index_opens": _opens[0], "modules": mods, **extra}))

@@ -78,6 +78,8 @@ from chronokg.retrieval.embed import model_loads
 from chronokg.serve.launch import open_host
 from chronokg.settings import Settings
 
+pytestmark = pytest.mark.slow  # an embedding model (torch) behind a server
+
 start = time.monotonic()
 host = open_host(Settings(), sys.argv[1], workers=1, max_rows=None, timeout_s=None)  # as `chronokg serve` opens
 opened = time.monotonic() - start
