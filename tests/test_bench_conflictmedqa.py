@@ -36,6 +36,7 @@ from tests.helpers import seed_ids
 
 pytestmark = pytest.mark.slow  # the real samples, generated many times
 
+
 FIXTURES = Path(__file__).parent / "fixtures" / "driftmed"
 ADVICE = FIXTURES / "conflictmedqa_advice.jsonl"
 SCENARIOS = FIXTURES / "conflictmedqa_scenarios.jsonl"

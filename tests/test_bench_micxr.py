@@ -37,6 +37,7 @@ from chronokg.queries.spec import run_query
 
 pytestmark = pytest.mark.slow  # the MI-CXR store, generated many times
 
+
 ARROW = "\u2192"
 INTERVALS = [f"T1 {ARROW} T2", f"T2 {ARROW} T3", f"T3 {ARROW} T4", f"T4 {ARROW} T5"]
 ALL_PATTERNS = cxr_synth.PATTERNS + cxr_synth.DOUBLE_EVENT_PATTERNS

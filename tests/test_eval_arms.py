@@ -42,6 +42,7 @@ from tests.serve_helpers import digest, serve, server_env
 
 pytestmark = pytest.mark.slow  # model, HTTP and MCP servers
 
+
 SOURCE_LINE = re.compile(r"^Source [^:]+: (.*)$", re.M)
 OPTION_LINE = re.compile(r"^([A-Z])\) (.*)$", re.M)
 YEAR = re.compile(r"guideline issued in (\d{4})")

@@ -43,6 +43,7 @@ from tests.helpers import result_ids
 
 pytestmark = pytest.mark.slow  # a whole evaluation run
 
+
 FIXTURES = Path(__file__).parent / "fixtures" / "qasets"
 GOLD_MODEL = "openai-compat/gold-at-release"
 JUDGE = "openai-compat/judge"

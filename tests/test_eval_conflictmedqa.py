@@ -48,6 +48,7 @@ from tests.helpers import result_ids
 
 pytestmark = pytest.mark.slow  # whole evaluation runs and their plots
 
+
 ADVICE = Path(__file__).parent / "fixtures" / "driftmed" / "conflictmedqa_advice.jsonl"
 BASELINES = ["baseline/always-yes", "baseline/oracle", "baseline/latest-only", "baseline/frozen:2018",
              "baseline/random:3", "baseline/constant:NO"]

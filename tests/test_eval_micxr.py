@@ -42,6 +42,7 @@ from tests.helpers import result_ids
 
 pytestmark = pytest.mark.slow  # the MI-CXR store and whole evaluation runs
 
+
 BASELINES = ["baseline/oracle", "baseline/random:5", "baseline/constant:E", "baseline/constant:B"]
 STAGEWISE = ["baseline/oracle", "baseline/random:5"]
 SINGLE_METRICS = ["micxr.accuracy", "micxr.accuracy_by_type", "micxr.table1", "micxr.answers",

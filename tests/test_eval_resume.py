@@ -29,6 +29,7 @@ from tests.helpers import REPO
 
 pytestmark = pytest.mark.slow  # runs killed and resumed
 
+
 SAMPLES = 2000
 
 

@@ -35,6 +35,7 @@ from chronokg.metrics.tempomed import (
 
 pytestmark = pytest.mark.slow  # whole evaluation runs and their plots
 
+
 BASELINES = ["baseline/oracle", "baseline/latest-only", "baseline/frozen:2018", "baseline/random:3"]
 
 

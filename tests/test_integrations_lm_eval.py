@@ -24,6 +24,7 @@ from tests.integration_questions import every_family
 
 pytestmark = pytest.mark.slow  # lm-evaluation-harness
 
+
 if not os.environ.get("CI"):
     pytest.importorskip("lm_eval", reason="the integrations extra (lm-eval) is not installed")
 

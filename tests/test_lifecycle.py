@@ -25,6 +25,7 @@ from tests.test_loop import split_tempomed
 
 pytestmark = pytest.mark.slow  # processes killed mid-write
 
+
 cli = CliRunner()
 
 

@@ -29,6 +29,7 @@ from tests.helpers import REPO
 
 pytestmark = pytest.mark.slow  # writer processes killed mid-write
 
+
 COMMITS = 3
 CRASHED_WRITER = textwrap.dedent("""
     import datetime as dt, os, sys

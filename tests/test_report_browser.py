@@ -17,6 +17,7 @@ from tests.test_report_plots import MODELS, demo_run, renamed
 
 pytestmark = pytest.mark.slow  # a browser
 
+
 __all__ = ["demo_run"]  # the module fixture, shared with tests/test_report_plots.py
 
 WIDTH = 1280

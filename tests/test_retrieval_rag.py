@@ -35,6 +35,7 @@ from chronokg.testing.provider_conformance import SearchProviderConformance
 
 pytestmark = pytest.mark.slow  # an embedding model (torch)
 
+
 D = dt.date
 TODAY = D(2026, 11, 23)
 DEPTH = "How deep should chest compressions be for an adult in cardiac arrest?"

@@ -35,6 +35,7 @@ from tests.test_serve_mcp import stdio_params
 
 pytestmark = pytest.mark.slow  # server processes
 
+
 TOKEN = "token-for-the-bounds-probe-0123456789"
 
 

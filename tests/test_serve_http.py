@@ -35,6 +35,7 @@ from tests.test_guard import ALLOWED, EXPENSIVE
 
 pytestmark = pytest.mark.slow  # server processes
 
+
 TOKENS = ["token-for-agent-one-0123456789", "token-for-agent-two-0123456789"]
 
 

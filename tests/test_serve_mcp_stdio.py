@@ -25,6 +25,7 @@ from tests.test_serve_mcp import stdio_params
 
 pytestmark = pytest.mark.slow  # server processes
 
+
 INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                          "clientInfo": {"name": "pipe-test", "version": "1"}}}

@@ -26,6 +26,7 @@ from tests.serve_helpers import serve, server_env
 
 pytestmark = pytest.mark.slow  # server processes
 
+
 WARM_S = 8.0
 SERVER = """
 import runpy, sys

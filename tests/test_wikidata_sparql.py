@@ -36,6 +36,7 @@ from tests.helpers import serve_http
 
 pytestmark = pytest.mark.slow  # SPARQL server processes
 
+
 SAMPLES = ("Q646148", "Q2112", "Q271094")
 
 
