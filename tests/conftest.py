@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,10 +12,16 @@ import pytest
 
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.testing.bolt_server import BoltTarget
+from tests.demo_stores import demo_built, demo_command, demo_command_copy, demo_store  # noqa: F401 (fixtures)
 
 # No test leaves a local query process behind (chronokg.cli.query_daemon): `chronokg query ...` runs in-process
 # unless a test turns the process on (tests/test_query_daemon.py, which stops its processes in teardown).
 os.environ["CHRONOKG_QUERY_DAEMON_IDLE_S"] = "0"
+# Compiled test modules (assertions rewritten) and chronokg modules are cached even where the machine sets
+# PYTHONDONTWRITEBYTECODE: without the cache every xdist worker and every `chronokg` subprocess compiles them
+# again (about 4 s of CPU a worker for the test modules alone).
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
@@ -93,14 +100,37 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="run the slow tier too (JVM, browser, proxies, harnesses, torch, docs and kill tests)")
 
 
+# Fixtures that start a JVM (the Bolt server) or a browser, or run the research loop on the real TempoMed sample
+# (tests/test_loop.py): every test using one is in the slow tier.
+SLOW_FIXTURES = {"bolt_target", "browser", "loop"}
+
+
+def named_files(config: pytest.Config) -> set[Path]:
+    """The test files named on the command line (a file, or a test id in it); folders name none."""
+    files = set()
+    for arg in config.args:
+        path = Path(config.invocation_params.dir, arg.split("::")[0]).resolve()
+        if path.is_file():
+            files.add(path)
+    return files
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The default run is the fast tier: tests marked `slow` run with `--all` or when `-m` names `slow`."""
-    if config.getoption("--all") or "slow" in (config.getoption("markexpr") or ""):
+    """The default run is the fast tier. Tests marked `slow` (and the `docs_run` ones, which are slow too) run
+    with `--all`, when `-m` names `slow` or `docs_run`, or when their file or id is named on the command line."""
+    for item in items:
+        uses = set(getattr(item, "fixturenames", ()))
+        if item.get_closest_marker("slow") is None and (item.get_closest_marker("docs_run") or uses & SLOW_FIXTURES):
+            item.add_marker(pytest.mark.slow)
+    markexpr = config.getoption("markexpr") or ""
+    if config.getoption("--all") or "slow" in markexpr or "docs_run" in markexpr:
         return
-    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    named = named_files(config)
+    slow = [item for item in items if item.get_closest_marker("slow") is not None and item.path not in named]
     if slow:
         config.hook.pytest_deselected(items=slow)
-        items[:] = [item for item in items if item.get_closest_marker("slow") is None]
+        dropped = set(map(id, slow))
+        items[:] = [item for item in items if id(item) not in dropped]
 
 
 def pytest_report_header(config: pytest.Config) -> str:

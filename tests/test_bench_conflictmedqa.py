@@ -34,6 +34,9 @@ from chronokg.ingest.common import read_json_blocks
 from chronokg.queries.spec import run_query
 from tests.helpers import seed_ids
 
+pytestmark = pytest.mark.slow  # the real samples, generated many times
+
+
 FIXTURES = Path(__file__).parent / "fixtures" / "driftmed"
 ADVICE = FIXTURES / "conflictmedqa_advice.jsonl"
 SCENARIOS = FIXTURES / "conflictmedqa_scenarios.jsonl"

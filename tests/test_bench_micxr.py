@@ -35,6 +35,9 @@ from chronokg.metrics.runs import score_outputs
 from chronokg.queries.micxr import contiguous, window_rows
 from chronokg.queries.spec import run_query
 
+pytestmark = pytest.mark.slow  # the MI-CXR store, generated many times
+
+
 ARROW = "\u2192"
 INTERVALS = [f"T1 {ARROW} T2", f"T2 {ARROW} T3", f"T3 {ARROW} T4", f"T4 {ARROW} T5"]
 ALL_PATTERNS = cxr_synth.PATTERNS + cxr_synth.DOUBLE_EVENT_PATTERNS

@@ -28,6 +28,8 @@ from chronokg.ingest.common import read_json_blocks
 from chronokg.queries import catalog
 from chronokg.queries.spec import run_query
 
+pytestmark = pytest.mark.slow  # the real TempoMed sample, generated many times
+
 
 def records(shared_data: Path) -> list[dict[str, Any]]:
     path = next((shared_data / "tempomed-bench").glob("*.jsonl"))

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from chronokg.cli.app import app
+from tests.demo_stores import DemoRun
 
 runner = CliRunner()
 
@@ -24,9 +25,8 @@ def store_path(tmp_path: Path) -> Path:
     return tmp_path / "cli.kgl"
 
 
-def test_demo_runs_every_showcase_query(store_path: Path) -> None:
-    code, out = run(store_path, "demo")
-    assert code == 0, out
+def test_demo_runs_every_showcase_query(demo_command_copy: DemoRun) -> None:
+    out = demo_command_copy.output
     for title in ("recommended_on", "trajectory", "timeline", "changed_between", "facts_as_of", "stats"):
         assert title in out
     assert "C-A-B" in out and "Guterres" in out and "Ban Ki-moon" in out
@@ -37,7 +37,7 @@ def test_demo_runs_every_showcase_query(store_path: Path) -> None:
     # 34 facts of the demo corpus + 242 of the slice of the other sources (DriftMed, NQ, ChroKnow, UMLS, CFR, CXR)
     assert '"facts": 276' in flat and "refused: FOREACH" in flat and "refused: LOAD" in flat
     assert "generate (every family)" in flat
-    code, again = run(store_path, "demo", "--keep")
+    code, again = run(demo_command_copy.store, "demo", "--keep")
     assert code == 0 and "store unchanged" in again and '"facts": 276' in " ".join(again.split())
 
 

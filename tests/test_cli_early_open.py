@@ -50,6 +50,7 @@ def test_argv_words() -> None:
     ["query", "recommended-on", "--date", "2016-06-01", "--guideline", "36739483"],
     ["query", "run", "trajectory", "--params", '{"guideline": "26103502"}'],
 ])
+@pytest.mark.slow
 def test_a_query_process_answers_as_the_whole_app(store: str, args: list[str]) -> None:
     code, out, err = process("--store", store, *args)
     assert (code, out, err) == process("--store", store, *args, whole=True) and code == 0 and out.strip()

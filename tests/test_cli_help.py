@@ -30,6 +30,7 @@ def test_help_is_byte_identical(path: str) -> None:
     assert {"exit_code": result.exit_code, "output": result.output} == BEFORE["in_process"][path]
 
 
+@pytest.mark.slow
 def test_help_of_real_processes_is_byte_identical() -> None:
     assert process_help_texts() == BEFORE["process"]
 

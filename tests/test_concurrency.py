@@ -21,6 +21,8 @@ from chronokg.graph.counts import content_digest
 from chronokg.graph.kglite_store import KgliteStore
 from tests.helpers import REPO
 
+pytestmark = pytest.mark.slow  # reader and writer processes
+
 WRITER = """
 import sys, time
 from chronokg.graph.batch import GraphBatch
@@ -42,6 +44,7 @@ print("written", release)
 READER = """
 import json, sys
 from chronokg.graph.kglite_store import KgliteStore
+
 with KgliteStore(sys.argv[1], read_only=True) as store:
     rows = store.run("MATCH (f:Fact)-[:ASSERTED_IN]->(s:Source) RETURN s.id AS release, count(f) AS n")
     edges = store.run("MATCH (:Fact)-[e:SUBJECT]->(:Entity) RETURN count(e) AS n")[0]["n"]

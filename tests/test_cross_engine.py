@@ -27,6 +27,9 @@ from chronokg.queries.spec import QuerySpec, all_queries
 from chronokg.testing.bolt_server import BoltTarget
 from chronokg.testing.engine_conformance import build
 
+pytestmark = pytest.mark.slow  # a JVM (the Bolt server)
+
+
 D = dt.date
 DATES = [D(1990, 1, 1), D(2005, 6, 1), D(2011, 1, 1), D(2012, 1, 1), D(2016, 6, 1), D(2020, 3, 1), D(2023, 1, 1),
          D(2026, 1, 1)]

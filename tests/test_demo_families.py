@@ -16,29 +16,27 @@ from chronokg.cli.app import app
 from chronokg.demo.corpus import load_demo
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.graph.store import GraphStore
+from tests.demo_stores import DemoRun
 
 runner = CliRunner()
 FIVE = {"tempomed", "conflictmedqa", "chroknow", "micxr", "benchage"}
 
 
-@pytest.fixture(scope="module")
-def demo_store(tmp_path_factory: pytest.TempPathFactory) -> str:
-    uri = f"kglite://{tmp_path_factory.mktemp('demo') / 'demo.kgl'}"
-    done = runner.invoke(app, ["--store", uri, "demo"])
-    assert done.exit_code == 0, done.output[-3000:]
-    assert "generate (every family)" in done.output
-    return uri
+@pytest.fixture
+def demo_uri(demo_command_copy: DemoRun) -> str:
+    assert "generate (every family)" in demo_command_copy.output
+    return demo_command_copy.uri
 
 
 def counts(store: GraphStore) -> dict[str, int]:
     return {r["label"]: r["n"] for r in store.run("MATCH (n) RETURN labels(n)[0] AS label, count(*) AS n")}
 
 
-def test_generate_works_for_every_family_on_the_demo_store(demo_store: str, tmp_path: Path) -> None:
+def test_generate_works_for_every_family_on_the_demo_store(demo_uri: str, tmp_path: Path) -> None:
     assert set(FAMILIES.names()) == FIVE
     for family in sorted(FIVE):
         out = tmp_path / f"{family}.jsonl"
-        done = runner.invoke(app, ["--store", demo_store, "generate", family, "--out", str(out)])
+        done = runner.invoke(app, ["--store", demo_uri, "generate", family, "--out", str(out)])
         assert done.exit_code == 0, f"{family}: {done.output[-2000:]}"
         rows: list[Question] = list(read_jsonl(out))
         assert rows and {q.family for q in rows} == {family}, family
@@ -68,11 +66,11 @@ def check_seed_files(family: str, rows: list[Question], folder: Path) -> None:
     assert mapped == {q.id for q in rows}, family
 
 
-def test_demo_sources_load_once(demo_store: str) -> None:
+def test_demo_sources_load_once(demo_uri: str) -> None:
     """Re-running the demo's loads on its store changes nothing."""
     from chronokg.demo.sources import load_sources
 
-    with KgliteStore(demo_store.removeprefix("kglite://")) as store:
+    with KgliteStore(demo_uri.removeprefix("kglite://")) as store:
         before = counts(store)
         assert {"Patient", "Study", "SourceQuestion", "ChangePair"} <= set(before)
         umls = store.run("MATCH (f:Fact {subject_id: 'C9000001', predicate: 'may_prevent'}) WHERE f.known_to IS NULL "

@@ -9,6 +9,9 @@ import pytest
 from chronokg.reports import build_report
 from tests.report_helpers import demo_run
 
+pytestmark = pytest.mark.slow  # a whole run and its plots
+
+
 MODELS = ["baseline/oracle", "baseline/latest-only", "baseline/always-yes"]
 NEW_PLOTS = ("conflictmedqa-ecda-category-factor", "conflictmedqa-ikcr-category-factor")  # no --rag: no Table 3 plot
 

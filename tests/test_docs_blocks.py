@@ -60,6 +60,7 @@ def test_the_docs_have_code_blocks() -> None:
     assert len(blocks("python")) >= 10 and len(blocks("bash")) >= 15
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("where", "code"), blocks("python"), ids=[w for w, _ in blocks("python")])
 def test_python_block_runs(where: str, code: str, place: tuple[Path, str, str], tmp_path: Path) -> None:
     root, uri, model_url = place

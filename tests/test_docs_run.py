@@ -30,8 +30,8 @@ What stands in for what a reader has and the test has not (nothing else is chang
   writes it.
 
 Runtime: the whole set takes about ten minutes on two cores (the CLI starts once per command; two blocks build an
-embedding index), so it is marked `docs_run` and left out of the default run and CI (pyproject.toml's addopts):
-run it with `pytest -m docs_run` after changing a document or the commands it shows.
+embedding index), so it is marked `docs_run`, part of the slow tier: left out of the default run, run by
+`pytest --all` and CI, and alone with `pytest -m docs_run` after changing a document or the commands it shows.
 """
 
 from __future__ import annotations

@@ -29,6 +29,9 @@ from chronokg.queries.spec import all_queries, run_query
 from tests.test_cfr import make_edition2, sample
 from tests.test_loop import newer_wikidata_revision, split_tempomed
 
+pytestmark = pytest.mark.slow  # every release loaded again without each one
+
+
 FIXTURES = Path(__file__).parent / "fixtures"
 # kglite fills these itself from the label and id (`Source_umls:2020AA`); chronokg never writes or reads them,
 # so they say nothing about the content. Nothing else is left out of the comparison.

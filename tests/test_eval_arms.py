@@ -40,6 +40,9 @@ from chronokg.testing.replies import Reply, ScriptedRequest, ToolCallReply, cont
 from tests.helpers import REPO
 from tests.serve_helpers import digest, serve, server_env
 
+pytestmark = pytest.mark.slow  # model, HTTP and MCP servers
+
+
 SOURCE_LINE = re.compile(r"^Source [^:]+: (.*)$", re.M)
 OPTION_LINE = re.compile(r"^([A-Z])\) (.*)$", re.M)
 YEAR = re.compile(r"guideline issued in (\d{4})")

@@ -41,6 +41,9 @@ from chronokg.metrics.stats import bootstrap_ci
 from chronokg.testing.openai_server import Fault, OpenAIServer
 from tests.helpers import result_ids
 
+pytestmark = pytest.mark.slow  # a whole evaluation run
+
+
 FIXTURES = Path(__file__).parent / "fixtures" / "qasets"
 GOLD_MODEL = "openai-compat/gold-at-release"
 JUDGE = "openai-compat/judge"

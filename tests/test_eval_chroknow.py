@@ -42,6 +42,9 @@ from chronokg.metrics.spec import for_family
 from chronokg.models import ChatMessage
 from chronokg.testing.openai_server import OpenAIServer
 
+pytestmark = pytest.mark.slow  # whole evaluation runs and their plots
+
+
 BENCH = Path(__file__).parent / "fixtures" / "chroknow" / "bench"
 FROZEN = 2019
 SEED_MODELS = ["baseline/oracle", f"baseline/frozen:{FROZEN}", "baseline/latest-only", "baseline/random:1",

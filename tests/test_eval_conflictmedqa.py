@@ -46,6 +46,9 @@ from chronokg.metrics.stats import wilson
 from chronokg.testing.openai_server import OpenAIServer, ScriptedRequest
 from tests.helpers import result_ids
 
+pytestmark = pytest.mark.slow  # whole evaluation runs and their plots
+
+
 ADVICE = Path(__file__).parent / "fixtures" / "driftmed" / "conflictmedqa_advice.jsonl"
 BASELINES = ["baseline/always-yes", "baseline/oracle", "baseline/latest-only", "baseline/frozen:2018",
              "baseline/random:3", "baseline/constant:NO"]

@@ -40,6 +40,9 @@ from chronokg.testing.openai_server import Fault, OpenAIServer
 from chronokg.testing.replies import ScriptedRequest
 from tests.helpers import result_ids
 
+pytestmark = pytest.mark.slow  # the MI-CXR store and whole evaluation runs
+
+
 BASELINES = ["baseline/oracle", "baseline/random:5", "baseline/constant:E", "baseline/constant:B"]
 STAGEWISE = ["baseline/oracle", "baseline/random:5"]
 SINGLE_METRICS = ["micxr.accuracy", "micxr.accuracy_by_type", "micxr.table1", "micxr.answers",

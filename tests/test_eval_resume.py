@@ -27,6 +27,9 @@ from chronokg.ingest import tempomed
 from chronokg.testing.openai_server import Fault, OpenAIServer
 from tests.helpers import REPO
 
+pytestmark = pytest.mark.slow  # runs killed and resumed
+
+
 SAMPLES = 2000
 
 

@@ -33,6 +33,9 @@ from chronokg.metrics.tempomed import (
     buckets,
 )
 
+pytestmark = pytest.mark.slow  # whole evaluation runs and their plots
+
+
 BASELINES = ["baseline/oracle", "baseline/latest-only", "baseline/frozen:2018", "baseline/random:3"]
 
 

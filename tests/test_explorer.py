@@ -26,6 +26,9 @@ from chronokg.cli.app import app
 from tests.report_helpers import chromium
 from tests.serve_helpers import serve, server_env
 
+pytestmark = pytest.mark.slow  # a browser and the explorer's export
+
+
 FIRST_VIEW_MS = 1000  # the page's targets (benchmarks/bench_explorer.py reports them beside the browser's floor)
 KEYSTROKE_MS = 100
 SLACK = 3  # a test box runs other suites beside this one: the tests allow 3x, the benchmark reports the truth

@@ -94,6 +94,7 @@ def test_the_template_fills_each_slot_once_whatever_the_data_spells() -> None:
     assert html.count("<script") == 3 and "'unsafe-inline'" not in html
 
 
+@pytest.mark.slow
 def test_hostile_strings_in_every_field_render_as_text_in_chromium(served: tuple[Path, str],
                                                                     tmp_path: Path) -> None:
     if not CHROMIUM.exists():

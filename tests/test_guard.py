@@ -165,6 +165,7 @@ def corpus_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Pat
 LIMITS = ReadLimits(timeout_s=2.0, max_rows=1000, max_result_mb=1.0, max_work=2_000_000, memory_mb=1024)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("read_only", [True, False], ids=["reader", "writer-handle"])
 def test_the_corpus_changes_nothing(corpus_store: tuple[Path, str], tmp_path: Path, read_only: bool) -> None:
     path, digest = corpus_store

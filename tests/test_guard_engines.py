@@ -69,7 +69,7 @@ def _fill(store: GraphStore) -> None:
     write_batch(store, batch)
 
 
-@pytest.fixture(scope="module", params=["kglite", "bolt"])
+@pytest.fixture(scope="module", params=["kglite", pytest.param("bolt", marks=pytest.mark.slow)])  # bolt: a JVM
 def guarded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GraphStore]:
     if request.param == "kglite":
         path = tmp_path_factory.mktemp("guard-engines") / "g.kgl"

@@ -31,6 +31,8 @@ from inspect_ai.scorer import choice  # noqa: E402
 from inspect_ai.solver import multiple_choice  # noqa: E402
 from inspect_ai.solver._task_state import sample_state  # noqa: E402  (inspect's running sample; not re-exported)
 
+pytestmark = pytest.mark.slow  # inspect_ai's harness
+
 
 @pytest.fixture(autouse=True, scope="module")
 def tiktoken_offline() -> Any:

@@ -22,6 +22,9 @@ from chronokg.testing.openai_server import OpenAIServer
 from chronokg.testing.replies import Reply, ScriptedRequest
 from tests.integration_questions import every_family
 
+pytestmark = pytest.mark.slow  # lm-evaluation-harness
+
+
 if not os.environ.get("CI"):
     pytest.importorskip("lm_eval", reason="the integrations extra (lm-eval) is not installed")
 

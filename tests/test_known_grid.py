@@ -12,11 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from chronokg.cli.app import app
-from chronokg.demo.corpus import load_demo
-from chronokg.demo.sources import load_sources
 from chronokg.graph.open import open_store
 from chronokg.graph.store import GraphStore
 from chronokg.queries.spec import QueryError, all_queries, run_query
+from tests.demo_stores import copy_store
 from tests.test_loop import split_tempomed
 
 Cell = tuple[dt.date, dt.date]
@@ -40,10 +39,10 @@ def agrees_with_as_of(store: GraphStore, subjects: list[str], rows: list[Any]) -
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    store = open_store(f"kglite://{tmp_path_factory.mktemp('grid') / 'demo.kgl'}")
-    load_demo(store)
-    load_sources(store)
+def demo(tmp_path_factory: pytest.TempPathFactory, demo_built: Path) -> Any:
+    """The demo corpus and sources (built once per run), copied for this module."""
+    folder = copy_store(demo_built.parent, tmp_path_factory.mktemp("grid") / "demo")
+    store = open_store(f"kglite://{folder / demo_built.name}")
     yield store
     store.close()
 

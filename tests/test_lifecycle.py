@@ -23,6 +23,9 @@ from chronokg.graph.counts import content_digest
 from chronokg.graph.kglite_store import KgliteStore
 from tests.test_loop import split_tempomed
 
+pytestmark = pytest.mark.slow  # processes killed mid-write
+
+
 cli = CliRunner()
 
 

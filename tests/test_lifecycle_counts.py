@@ -16,6 +16,8 @@ from chronokg.graph.kglite_store import KgliteStore
 from tests.test_lifecycle import copy_store, digest
 from tests.test_loop import split_tempomed
 
+pytestmark = pytest.mark.slow  # whole runs deleted and counted
+
 cli = CliRunner()
 
 

@@ -36,6 +36,8 @@ from chronokg.eval.log import latest
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.models import ModelRequest, get_model
 
+pytestmark = pytest.mark.slow  # a LiteLLM proxy
+
 ANSWER = "##Explanation: mock\n##Answer: A"
 MASTER_KEY = "sk-chronokg-proxy-test"
 KEY_VAR = "CHRONOKG_TEST_LITELLM_KEY"

@@ -27,6 +27,9 @@ from chronokg.graph.kglite_files import FRAME_HEAD, WAL_HEADER, readable_version
 from chronokg.graph.kglite_store import KgliteStore
 from tests.helpers import REPO
 
+pytestmark = pytest.mark.slow  # writer processes killed mid-write
+
+
 COMMITS = 3
 CRASHED_WRITER = textwrap.dedent("""
     import datetime as dt, os, sys

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from chronokg.bench.question import read_jsonl
 from chronokg.cli.app import app
+from tests.demo_stores import DemoRun
 
 cli = CliRunner()
 
@@ -198,8 +199,8 @@ def test_the_loop_on_chroknow_with_a_newer_snapshot(tmp_path: Path) -> None:
     assert "predictions in the graph: 0 new" in step(store, *run, "--log-dir", str(tmp_path / "runs3"))
 
 
-def test_the_demo_shows_the_loop(tmp_path: Path) -> None:
-    out = step(tmp_path / "demo.kgl", "demo")
+def test_the_demo_shows_the_loop(demo_command: DemoRun) -> None:
+    out = " ".join(demo_command.output.split())
     for text in ("--since", "new or changed since", "bench verify", "paired comparison", "releases list"):
         assert text in out, text
     steps = re.findall(r"step (\d+) \$ chronokg", out)
@@ -209,7 +210,7 @@ def test_the_demo_shows_the_loop(tmp_path: Path) -> None:
     # the loop's: the newer guideline is new evidence for the old keys; their answers, asked at dates before it,
     # stand
     assert len(verdicts) == 2 and verdicts[1][0] == "0" and int(verdicts[1][1]) > 0
-    assert (tmp_path / "demo-loop" / "q2.jsonl").stat().st_size > 0
+    assert (demo_command.folder / "demo-loop" / "q2.jsonl").stat().st_size > 0
 
 
 def test_a_resume_keeps_every_option_and_refuses_a_changed_one(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from chronokg.cli.app import app
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.graph.neo4j_csv import ENGINE_KEYS
+from tests.demo_stores import DemoRun
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # The data types the header format documents (Neo4j 5 operations manual, "Import header format").
@@ -117,11 +118,11 @@ def read_import(folder: Path, argv: list[str]) -> tuple[dict[tuple[str, str], di
     return nodes, edges
 
 
-def test_export_is_what_neo4j_admin_import_reads_back(tmp_path: Path) -> None:
-    store_path = tmp_path / "s.kgl"
-    uri = f"kglite://{store_path}"
+def test_export_is_what_neo4j_admin_import_reads_back(tmp_path: Path, demo_command_copy: DemoRun) -> None:
+    store_path = demo_command_copy.store
+    uri = demo_command_copy.uri
     runner = CliRunner()
-    for args in (["demo", "--keep"], ["ingest", "tempomed", str(FIXTURES / "tempomed")],
+    for args in (["ingest", "tempomed", str(FIXTURES / "tempomed")],
                  ["ingest", "qa", str(FIXTURES / "qasets" / "triviaqa.json"),
                   str(FIXTURES / "qasets" / "boolq.jsonl")]):
         result = runner.invoke(app, ["--store", uri, *args])

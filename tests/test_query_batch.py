@@ -8,6 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from chronokg.cli.app import app
+from tests.demo_stores import DemoRun
 
 runner = CliRunner()
 
@@ -24,9 +25,8 @@ QUESTIONS = [
 ]
 
 
-def test_batch_answers_every_line_as_query_run_does(tmp_path: Path) -> None:
-    store = tmp_path / "s.kgl"
-    assert run(store, "demo", "--keep")[0] == 0
+def test_batch_answers_every_line_as_query_run_does(tmp_path: Path, demo_command_copy: DemoRun) -> None:
+    store = demo_command_copy.store
     subject = json.loads(run(store, "query", "changed-between", "--from", "2000", "--to", "2024", "-f", "json")[1])
     assert subject, "the demo store has changes to ask about"
     questions = [dict(q) for q in QUESTIONS]

@@ -30,6 +30,9 @@ from chronokg.graph.kglite_store import KgliteStore
 from tests.helpers import REPO
 from tests.test_loop import split_tempomed
 
+pytestmark = pytest.mark.slow  # query processes started and killed
+
+
 LOOK = {"COLUMNS": "100", "TERM": "dumb", "NO_COLOR": "1"}  # a fixed terminal look, unless a test sets its own
 IDLE = "CHRONOKG_QUERY_DAEMON_IDLE_S"
 HEAVY = ("pydantic", "pydantic_settings", "typer", "rich", "kglite", "numpy", "click")

@@ -13,7 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import REPO
+
+pytestmark = pytest.mark.slow  # the README's commands as written
 
 
 def quick_start() -> list[str]:

@@ -15,6 +15,9 @@ from chronokg.reports import build_report
 from tests.report_helpers import chromium
 from tests.test_report_plots import MODELS, demo_run, renamed
 
+pytestmark = pytest.mark.slow  # a browser
+
+
 __all__ = ["demo_run"]  # the module fixture, shared with tests/test_report_plots.py
 
 WIDTH = 1280

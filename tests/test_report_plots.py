@@ -26,6 +26,9 @@ from chronokg.reports.plots import Omitted, Plot, color_at, lay_out, style
 from chronokg.reports.series import Series, short, ticks
 from tests import report_helpers
 
+pytestmark = pytest.mark.slow  # plots
+
+
 MODELS = ["baseline/oracle", "baseline/latest-only", "baseline/always-yes", "baseline/random"]
 HOSTILE = ["[x]model", "[/x]", "</script><script>alert(1)</script>", "/*DATA*/", "\"quoted\" 'single'",
            "<img src=x onerror=alert(1)>", "$\\frac{a}{b}$ costs $5", "A" * 10_000]

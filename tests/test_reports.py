@@ -32,6 +32,8 @@ from chronokg.reports.plots import Plot, all_plots, figure, plot, style
 from chronokg.reports.series import Series
 from chronokg.reports.tables import details, metric_table, number
 
+pytestmark = pytest.mark.slow  # real runs and their plots
+
 RUNS = (["baseline/oracle", "baseline/frozen:2018"], ["baseline/random", "baseline/latest-only"])
 PLOTS = {"overview", "tempomed-accuracy_by_year", "tempomed-historical_vs_up_to_date", "tempomed-option_groups",
          "tempomed-consistency", "tempomed-probe_heatmap", "tempomed-three_way"}  # no --rag: no Table 3 plot

@@ -31,6 +31,9 @@ from chronokg.retrieval.passages import store_passages
 from chronokg.retrieval.rag import Retriever
 from tests.test_query_daemon import IDLE, LOOK, cli, off, stop_all
 
+pytestmark = pytest.mark.slow  # an embedding model (torch)
+
+
 D = dt.date
 TODAY = D(2026, 11, 23)
 README_QUERY = "chest compression depth"  # README.md, Retrieval: as of 2012-06-01, -k 3

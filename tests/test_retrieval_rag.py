@@ -33,6 +33,9 @@ from chronokg.retrieval.rag import Retriever, context_lines, index_dir, query_te
 from chronokg.settings import Settings
 from chronokg.testing.provider_conformance import SearchProviderConformance
 
+pytestmark = pytest.mark.slow  # an embedding model (torch)
+
+
 D = dt.date
 TODAY = D(2026, 11, 23)
 DEPTH = "How deep should chest compressions be for an adult in cardiac arrest?"

@@ -20,6 +20,8 @@ from chronokg.graph.kglite_store import KgliteStore
 from chronokg.retrieval import indexing
 from tests.helpers import REPO
 
+pytestmark = pytest.mark.slow  # an embedding model (torch) in a worker process
+
 COUNT_OPENS = """
 import json, sys
 from chronokg.retrieval import index as _index
@@ -30,6 +32,7 @@ def _counted(cls, *a, **k):
     return _open(cls, *a, **k)
 _index.PassageIndex.open = classmethod(_counted)
 from chronokg.retrieval.embed import model_loads
+
 def report(**extra):
     mods = [m for m in ("kglite", "torch", "sentence_transformers", "faiss") if m in sys.modules]
     print("REPORT " + json.dumps({"loads": model_loads(), "index_opens": _opens[0], "modules": mods, **extra}))

@@ -33,6 +33,9 @@ from tests.helpers import REPO
 from tests.serve_helpers import build_store, digest, serve, server_env
 from tests.test_serve_mcp import stdio_params
 
+pytestmark = pytest.mark.slow  # server processes
+
+
 TOKEN = "token-for-the-bounds-probe-0123456789"
 
 

@@ -11,6 +11,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from chronokg.graph.guard import ReadLimits
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.serve import ToolHost
@@ -18,6 +20,8 @@ from chronokg.serve.fair import CALLER, Scheduler
 from chronokg.serve.gate import Gate, caller_key
 from chronokg.serve.workers import HEAVY_NICE, cpu_s, read_pids
 from tests.serve_helpers import CARTESIAN
+
+pytestmark = pytest.mark.slow  # heavy reads run to their time limit
 
 LIMITS = ReadLimits(timeout_s=3.0, max_rows=1000, max_result_mb=1.0, max_work=10**12, memory_mb=2048)
 CHEAP = ("timeline", {"subject": "un-secretary-general"})

@@ -33,6 +33,9 @@ from tests.serve_helpers import (
 )
 from tests.test_guard import ALLOWED, EXPENSIVE
 
+pytestmark = pytest.mark.slow  # server processes
+
+
 TOKENS = ["token-for-agent-one-0123456789", "token-for-agent-two-0123456789"]
 
 

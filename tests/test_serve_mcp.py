@@ -26,6 +26,8 @@ from chronokg.serve.clients import McpTools
 from tests.helpers import REPO
 from tests.serve_helpers import CARTESIAN, READ_TIMEOUT_S, digest, hostile, serve, server_env
 
+pytestmark = pytest.mark.slow  # MCP server processes
+
 TOKEN = "token-for-the-mcp-agent-0123456789"
 
 

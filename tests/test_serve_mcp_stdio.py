@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import pytest
 from mcp import Client
 
 from chronokg.graph.kglite_store import KgliteStore
@@ -21,6 +22,9 @@ from chronokg.serve.mcp_stdio import unreadable
 from tests.helpers import REPO
 from tests.serve_helpers import server_env
 from tests.test_serve_mcp import stdio_params
+
+pytestmark = pytest.mark.slow  # server processes
+
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {},

@@ -17,11 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from pydantic import BaseModel
 
 from chronokg.graph.store import GraphStore
 from chronokg.settings import Settings
 from tests.serve_helpers import serve, server_env
+
+pytestmark = pytest.mark.slow  # server processes
+
 
 WARM_S = 8.0
 SERVER = """

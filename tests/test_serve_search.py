@@ -20,6 +20,8 @@ from chronokg.graph.kglite_store import KgliteStore
 from chronokg.serve import ToolHost
 from tests.serve_helpers import serve
 
+pytestmark = pytest.mark.slow  # an embedding model (torch) behind a server
+
 pytest.importorskip("chronokg.retrieval.rag", reason="chronokg.retrieval is not installed")
 pytest.importorskip("faiss", reason="the rag extra (faiss) is not installed")
 if importlib.util.find_spec("sentence_transformers") is None:  # not imported here: it runs in retrieval's worker
@@ -77,6 +79,7 @@ import json, sys, time
 from chronokg.retrieval.embed import model_loads
 from chronokg.serve.launch import open_host
 from chronokg.settings import Settings
+
 
 start = time.monotonic()
 host = open_host(Settings(), sys.argv[1], workers=1, max_rows=None, timeout_s=None)  # as `chronokg serve` opens

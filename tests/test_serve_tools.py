@@ -141,6 +141,7 @@ def test_a_writer_handle_is_refused(tmp_path: Path) -> None:
         ToolHost(writer)
 
 
+@pytest.mark.slow
 def test_workers_run_reads_in_parallel_and_a_slow_read_blocks_only_its_worker(host: ToolHost) -> None:
     """With forked workers, fast calls finish while a read that runs to its time limit holds one worker."""
     patient = ToolHost(host.store, limits=LIMITS.model_copy(update={"timeout_s": 8.0}))
@@ -163,6 +164,7 @@ def test_workers_run_reads_in_parallel_and_a_slow_read_blocks_only_its_worker(ho
     assert slow[0].error.type == "limit_exceeded" and still_running  # the fast calls did not queue behind it
 
 
+@pytest.mark.slow
 def test_many_threads_through_workers_get_exactly_the_serial_answers(host: ToolHost) -> None:
     calls = [("facts_as_of", {"date": f"{y}-06-01", "subject": "un-secretary-general"}) for y in range(1990, 2024)]
     calls += [("cypher", {"query": "MATCH (f:Fact {subject_id: $s}) RETURN f.value AS v", "params": {"s": f"s{i}"}})

@@ -20,6 +20,8 @@ import pytest
 from chronokg.graph.kglite_store import KgliteStore
 from tests.helpers import REPO
 
+pytestmark = pytest.mark.slow  # writer processes killed mid-write
+
 CRASHED_WRITER = textwrap.dedent("""
     import datetime as dt, os, sys
     from chronokg.demo.corpus import load_demo

@@ -34,6 +34,9 @@ from chronokg.ingest.wikidata import Selection
 from chronokg.ingest.wikidata_sparql import SparqlClient, SparqlError
 from tests.helpers import serve_http
 
+pytestmark = pytest.mark.slow  # SPARQL server processes
+
+
 SAMPLES = ("Q646148", "Q2112", "Q271094")
 
 
