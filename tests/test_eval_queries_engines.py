@@ -57,7 +57,8 @@ def test_both_engines_give_the_same_rows(bolt_target: BoltTarget, shared_data: P
     with Neo4jStore(bolt_target.uri, bolt_target.user, bolt_target.password, bolt_target.database) as bolt:
         bolt.write([("MATCH (n) DETACH DELETE n", {})])
     kg_uri = f"kglite://{tmp_path / 'store.kgl'}"
-    kg = _rows(open_store(kg_uri, read_only=True), _load_and_run(kg_uri, tmp_path, {}))
+    kg_run = _load_and_run(kg_uri, tmp_path, {})
+    kg = _rows(open_store(kg_uri, read_only=True), kg_run)
     run = _load_and_run(bolt_target.uri, tmp_path, bolt_target.env())
     bolt_rows = _rows(Neo4jStore(bolt_target.uri, bolt_target.user, bolt_target.password, bolt_target.database,
                                  read_only=True), run)
