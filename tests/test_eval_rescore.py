@@ -190,3 +190,61 @@ def test_accuracy_by_valid_year_equals_the_answer_keys_gold_of_each_year(world: 
     assert {(r.model, r.year): [r.n, r.correct] for r in rows} == expected
     assert len({r.year for r in rows}) > 3
     assert all(r.accuracy == r.correct / r.n for r in rows)
+
+
+def test_a_sample_with_no_answer_now_is_counted_neither_right_nor_wrong(world: Any) -> None:
+    folder = Path(rescore(world, "--known-at", BETWEEN)["folder"])
+    records = latest(folder / "samples.jsonl")
+    unscorable = [r for r in records.values() if not r.ok]
+    assert unscorable and all(r.error and "not scorable" in r.error and r.correct is None for r in unscorable)
+    info = read_info(folder)
+    ok = [r for r in records.values() if r.ok]
+    assert info.totals["samples"] == len(ok) and info.totals["correct"] == sum(1 for r in ok if r.correct)
+    got = invoke(world["store"], "eval", "metrics", str(folder), "-m", "baseline/oracle", "-f", "json")
+    values = {v["metric"]: v for v in json.loads(got.output)}
+    assert values["tempomed.accuracy"]["value"] == 1.0  # the oracle's answers that can be scored are all right
+    assert values["tempomed.accuracy"]["details"]["n_mcq"] == sum(1 for r in ok if r.model == "baseline/oracle")
+
+
+def test_what_is_re_scored_is_part_of_the_id_and_a_run_without_answers_is_refused(world: Any, tmp_path: Path
+                                                                                ) -> None:
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "run.json").write_bytes((world["run"] / "run.json").read_bytes())
+    got = invoke(world["store"], "eval", "rescore", str(bare), "--out", str(tmp_path / "out"))
+    assert got.exit_code == 2 and "no samples.jsonl" in got.output and not (tmp_path / "out").exists()
+    fewer = tmp_path / "fewer"
+    fewer.mkdir()
+    (fewer / "run.json").write_bytes((world["run"] / "run.json").read_bytes())
+    lines = (world["run"] / "samples.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (fewer / "samples.jsonl").write_text("".join(lines[:3]), encoding="utf-8")
+    a = rescore(world)
+    got = invoke(world["store"], "eval", "rescore", str(fewer), "--out", str(Path(a["folder"]).parent), "-f", "json")
+    b = json.loads(got.output)
+    assert b["run_id"] != a["run_id"] and b["written"] and b["samples"] == 3
+
+
+def test_a_bad_run_json_and_another_store_are_one_line(world: Any, tmp_path: Path) -> None:
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    info = json.loads((world["run"] / "run.json").read_text(encoding="utf-8"))
+    info["options"]["samples"] = "many"
+    (bad / "run.json").write_text(json.dumps(info), encoding="utf-8")
+    (bad / "samples.jsonl").write_bytes((world["run"] / "samples.jsonl").read_bytes())
+    got = invoke(world["store"], "eval", "rescore", str(bad), "--out", str(tmp_path / "o1"))
+    assert got.exit_code == 2 and "options.samples" in got.output and "Traceback" not in got.output
+    with KgliteStore(tmp_path / "empty.kgl") as s:
+        s.run("RETURN 1")
+    got = invoke(tmp_path / "empty.kgl", "eval", "rescore", str(world["run"]), "--out", str(tmp_path / "o2"))
+    assert got.exit_code != 0 and "holds none of the run's evidence" in " ".join(got.output.split())
+    assert not (tmp_path / "o2").exists() or not any((tmp_path / "o2").iterdir())
+
+
+def test_a_relative_out_gives_a_folder_readable_from_anywhere(world: Any, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    got = invoke(world["store"], "eval", "rescore", str(world["run"]), "--out", "rel", "-f", "json")
+    folder = Path(json.loads(got.output)["folder"])
+    assert folder.is_absolute() and Path(read_info(folder).questions[0]["path"]).is_absolute()
+    monkeypatch.chdir("/")
+    assert invoke(world["store"], "eval", "metrics", str(folder)).exit_code == 0

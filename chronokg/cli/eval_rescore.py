@@ -42,6 +42,6 @@ def register_rescore(eval_app: typer.Typer) -> None:
                 f" {result.folder} (re-scored from {result.rescored_from})")
             if result.flips:
                 emit(console, result.flips, Format.table, title="verdicts that flipped",
-                     columns=["question_id", "model", "answer", "old_correct", "new_correct", "old_target",
+                     columns=["question_id", "model", "sample", "answer", "old_correct", "new_correct", "old_target",
                               "new_target", "old_answer", "new_answer"])
         guarded(body)

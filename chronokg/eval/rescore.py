@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from chronokg.bench.family import FAMILIES
 from chronokg.bench.question import AnswerKey, Question, write_jsonl
-from chronokg.errors import ChronoKGError
+from chronokg.errors import ChronoKGError, InputError
 from chronokg.eval.log import RunInfo, SampleRecord, latest, read_info, write_info
 from chronokg.eval.profile import profile_for
 from chronokg.eval.runner import RunOptions, check_files, file_hash, load_questions
@@ -71,15 +71,16 @@ class Rescored(BaseModel):
         unscored = sum(1 for f in self.flips if f.new_correct is None)
         when = f"as known at {self.known_at}" if self.known_at else "as known now"
         return (f"{self.questions:,} questions, {self.keys:,} answer keys re-run {when}: {self.targets_changed:,} "
-                f"targets changed, {self.no_answer:,} without an answer now; {self.samples:,} samples re-scored, "
+                f"targets changed, {self.no_answer:,} without an answer; {self.samples:,} samples re-scored, "
                 f"{len(self.flips):,} verdicts flipped ({to_wrong:,} now wrong, {to_right:,} now right, {unscored:,} "
                 "not scorable now)")
 
 
-def rescored_id(old: str, snapshot: str | None, known_at: dt.date | None) -> str:
-    """The same run re-scored on the same store snapshot, as known on the same day, is the same run."""
-    what = json.dumps({"rescored_from": old, "snapshot": snapshot, "known_at": str(known_at) if known_at else None},
-                      sort_keys=True)
+def rescored_id(old: str, content: str, snapshot: str | None, known_at: dt.date | None) -> str:
+    """The same answers (`content`: a hash of the run's samples and questions) re-scored on the same store
+    snapshot, as known on the same day, are the same run."""
+    what = json.dumps({"rescored_from": old, "content": content, "snapshot": snapshot,
+                       "known_at": str(known_at) if known_at else None}, sort_keys=True)
     return "run-" + hashlib.sha256(what.encode()).hexdigest()[:12]
 
 
@@ -107,13 +108,16 @@ def new_targets(store: GraphStore, questions: Sequence[Question], known_at: dt.d
         if family is None or family.answer is None:
             raise ChronoKGError(f"question {q.id}: family {q.family!r} has no answer reader; its questions cannot "
                                 "be re-scored")
-        target = family.answer(q, evidence)
+        target = family.answer(q, evidence) if evidence else None  # no evidence is no answer, not a "no"
         new_key = AnswerKey(query=key.query, params=key.params, evidence=evidence,
                             evidence_hash=evidence_hash(evidence), answer=answer_text(q, target))
         # a question with no answer now keeps its old target in the file (a Question needs one); its samples
         # are scored None (unscorable), and the flip list says so
         out.append(q.model_copy(update={"target": target if target is not None else q.target,
                                         "answer_key": new_key, "metadata": {**q.metadata, "rescored_target": target}}))
+    if cache and not any(cache.values()):
+        raise ChronoKGError("every answer key came back empty: this store holds none of the run's evidence (open "
+                            "the store the run's questions were generated from)")
     return out, len(cache)
 
 
@@ -127,7 +131,15 @@ def rescore(folder: Path, out: Path, store: GraphStore, snapshot: str | None, kn
     """Write `out/<run id>` (run.json, samples.jsonl, questions.jsonl, flips.json), built whole in a temporary
     folder and moved into place; an existing folder of this very re-scoring is left as it is."""
     info = read_info(folder)
-    options = RunOptions.model_validate(info.options)
+    try:
+        options = RunOptions.model_validate(info.options)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise InputError(folder / "run.json", None, f"options.{'.'.join(map(str, first['loc']))}: "
+                                                    f"{first['msg']}") from None
+    if not (folder / "samples.jsonl").is_file():
+        raise InputError(folder, None, "no samples.jsonl: the run has no answers to re-score")
+    out = out.resolve()
     if options.judge:
         raise ChronoKGError(f"run {info.run_id} was scored by a judge model: re-scoring it would ask the judge again")
     old_questions = load_questions(check_files(info), options.limit)
@@ -135,7 +147,9 @@ def rescore(folder: Path, out: Path, store: GraphStore, snapshot: str | None, kn
     questions, keys = new_targets(store, old_questions, known_at)
     by_id = {q.id: q for q in questions}
     old_by_id = {q.id: q for q in old_questions}
-    rid = rescored_id(info.run_id, snapshot, known_at)
+    content = hashlib.sha256((folder / "samples.jsonl").read_bytes()
+                             + "".join(q["sha256"] for q in info.questions).encode()).hexdigest()
+    rid = rescored_id(info.run_id, content, snapshot, known_at)
     target = out / rid
     flips: list[Flip] = []
     lines: list[SampleRecord] = []
@@ -146,9 +160,14 @@ def rescore(folder: Path, out: Path, store: GraphStore, snapshot: str | None, kn
             lines.append(r)
             continue
         gone = q.metadata.get("rescored_target") is None
-        correct, score, fields = (None, None, r.fields) if gone else profile_for(q.family).score(
-            q, r.answer, info.protocol)
-        lines.append(r.model_copy(update={"correct": correct, "score": score, "fields": fields}))
+        if gone:  # scored neither right nor wrong: a failed sample, which no metric counts
+            correct = None
+            when = f"as known at {known_at}" if known_at else "now"
+            lines.append(r.model_copy(update={"correct": None, "score": None, "error": "not scorable: its answer "
+                                              f"key gives no answer among the options {when}"}))
+        else:
+            correct, score, fields = profile_for(q.family).score(q, r.answer, info.protocol)
+            lines.append(r.model_copy(update={"correct": correct, "score": score, "fields": fields}))
         if correct != r.correct:
             old = old_by_id[r.question_id]
             flips.append(Flip(question_id=r.question_id, model=r.model, sample=r.sample, family=r.family,
@@ -162,7 +181,7 @@ def rescore(folder: Path, out: Path, store: GraphStore, snapshot: str | None, kn
         targets_changed=sum(1 for q in questions
                             if q.metadata.get("rescored_target") not in (None, old_by_id[q.id].target)),
         no_answer=sum(1 for q in questions if q.metadata.get("rescored_target") is None),
-        samples=sum(1 for r in lines if r.ok and r.question_id in by_id), flips=flips, written=False)
+        samples=sum(1 for r in records.values() if r.ok and r.question_id in by_id), flips=flips, written=False)
     if (target / "run.json").is_file():
         return result
     _write(target, info, rid, questions, lines, result)
@@ -180,8 +199,12 @@ def _write(target: Path, info: RunInfo, rid: str, questions: Sequence[Question],
         (part / "samples.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in lines), encoding="utf-8")
         (part / FLIPS).write_text(json.dumps([f.model_dump(mode="json") for f in result.flips], indent=2,
                                              ensure_ascii=False) + "\n", encoding="utf-8")
+        ok = [r for r in lines if r.ok]
+        totals = {**info.totals, "samples": len(ok), "failed": len(lines) - len(ok),
+                  "correct": sum(1 for r in ok if r.correct)}
         new = info.model_copy(update={
-            "run_id": rid, "questions": [{"path": str(target / QUESTIONS), "sha256": file_hash(part / QUESTIONS)}],
+            "run_id": rid, "totals": totals,
+            "questions": [{"path": str(target / QUESTIONS), "sha256": file_hash(part / QUESTIONS)}],
             "snapshot": result.snapshot, "status": "rescored", "rescored_from": info.run_id,
             "known_at": result.known_at.isoformat() if result.known_at else None})
         write_info(part, new)
