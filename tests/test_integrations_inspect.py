@@ -75,38 +75,6 @@ def canonical_datasets(questions: dict[tuple[str, str], list[Question]],
             yield family, protocol, mcq, json_dataset(str(path))
 
 
-def test_inspect_multiple_choice_scores_an_always_correct_model_1_000_on_every_family(
-        questions: dict[tuple[str, str], list[Question]], tmp_path: Path) -> None:
-    """inspect's own `multiple_choice()` solver and `choice()` scorer over the canonical JSONL as written: a model
-    that always names the option chronokg's key marks correct scores 1.000 under every family and both protocols,
-    and the prompt lists each option once (`input` leaves the options to `choices`). The model knows the sample by
-    its id (inspect's running sample state), not by prompt text: some seed prompts repeat with different keys."""
-    seen = set()
-    for family, protocol, mcq, dataset in canonical_datasets(questions, tmp_path):
-        by_id: dict[str, Any] = {}
-        for sample, q in zip(dataset, mcq, strict=True):
-            assert isinstance(sample.input, str) and isinstance(sample.target, str) and sample.choices
-            correct = next(c.text for c in q.choices if c.label == q.target)
-            assert sample.choices[ord(sample.target) - ord("A")] == correct and sample.id == q.id
-            by_id[q.id] = sample
-            seen.add(frozenset(c.label for c in q.choices))
-
-        def answer(messages: list[ChatMessage], by_id: dict[str, Any] = by_id) -> str:
-            state = sample_state()
-            assert state is not None
-            sample = by_id[str(state.sample_id)]
-            # inspect's template: instruction, blank line, the question, blank line, the options "A) ..." once
-            assert messages[-1].text.split("\n\n", 1)[1] == rendered(sample)
-            return f"ANSWER: {sample.target}"
-
-        log = run_inspect(Task(dataset=dataset, solver=multiple_choice(), scorer=choice()), answer,
-                          tmp_path / "logs")
-        value = log.results.scores[0].metrics["accuracy"].value
-        assert (family, protocol, value) == (family, protocol, 1.0)
-        assert log.results.completed_samples == len(dataset) == len(mcq)
-    assert set("WXYZV") in seen and set("ABCDE") in seen  # both label sets were there
-
-
 # A label instruction: a list of two or more labels as a prompt asks for them ("one of A,B,C", "(W/X/Y/Z/V)",
 # "A, B, C, D or E", "[YES] or [NO]", "true/false"), or a display label named alone in parentheses.
 LABEL_LIST = re.compile(r"\b(?:one of|letter:?)\s+([A-Za-z](?:\s*,\s*[A-Za-z])+(?:,?\s+or\s+[A-Za-z])?)\b"
@@ -151,30 +119,46 @@ def test_canonical_input_names_no_label_set_of_its_own(questions: dict[tuple[str
     assert checked == sum(1 for qs in questions.values() for q in qs if q.choices) > 1000
 
 
-def test_a_model_that_follows_the_first_label_instruction_answers_right_under_multiple_choice(
+def test_inspect_multiple_choice_scores_a_model_following_the_one_label_instruction_1_000_on_every_family(
         questions: dict[tuple[str, str], list[Question]], tmp_path: Path) -> None:
-    """A mock model that answers in the FIRST label set it reads in the prompt (the option it knows is correct, by
-    its position, named in that set) scores 1.000 under inspect's `multiple_choice()` and `choice()` over every
-    family's canonical records: that first set is inspect's own A, B, ..., and the prompt holds no other."""
+    """inspect's own `multiple_choice()` solver and `choice()` scorer over the canonical JSONL as written, one
+    inspect run per family and protocol: the prompt lists each option once (`input` leaves the options to
+    `choices`) and holds exactly one label instruction, inspect's own A, B, ...; a mock model that names the option
+    chronokg's key marks correct, by its position in that FIRST label set it reads, scores 1.000. The model knows
+    the sample by its id (inspect's running sample state), not by prompt text: some seed prompts repeat with
+    different keys."""
+    seen = set()
     for family, protocol, mcq, dataset in canonical_datasets(questions, tmp_path):
-        correct = {q.id: [c.label for c in q.choices].index(q.target) for q in mcq}
+        by_id: dict[str, Any] = {}
+        for sample, q in zip(dataset, mcq, strict=True):
+            assert isinstance(sample.input, str) and isinstance(sample.target, str) and sample.choices
+            correct = next(c.text for c in q.choices if c.label == q.target)
+            assert sample.choices[ord(sample.target) - ord("A")] == correct and sample.id == q.id
+            by_id[q.id] = sample
+            seen.add(frozenset(c.label for c in q.choices))
+        position = {q.id: [c.label for c in q.choices].index(q.target) for q in mcq}
 
-        def answer(messages: list[ChatMessage], correct: dict[str, int] = correct) -> str:
+        def answer(messages: list[ChatMessage], by_id: dict[str, Any] = by_id,
+                   position: dict[str, int] = position) -> str:
             state = sample_state()
             assert state is not None
-            text = "\n".join(m.text for m in messages)
-            sets = label_sets(text)
+            sample = by_id[str(state.sample_id)]
+            # inspect's template: instruction, blank line, the question, blank line, the options "A) ..." once
+            assert messages[-1].text.split("\n\n", 1)[1] == rendered(sample)
+            sets = label_sets("\n".join(m.text for m in messages))
             assert len(sets) == 1, (state.sample_id, sets)
-            return f"ANSWER: {sets[0][correct[str(state.sample_id)]]}"
+            return f"ANSWER: {sets[0][position[str(state.sample_id)]]}"
 
         log = run_inspect(Task(dataset=dataset, solver=multiple_choice(), scorer=choice()), answer,
-                          tmp_path / "logs-first")
-        assert (family, protocol, log.results.scores[0].metrics["accuracy"].value) == (family, protocol, 1.0)
-        assert log.results.completed_samples == len(mcq)
+                          tmp_path / "logs")
+        value = log.results.scores[0].metrics["accuracy"].value
+        assert (family, protocol, value) == (family, protocol, 1.0)
+        assert log.results.completed_samples == len(dataset) == len(mcq)
+    assert set("WXYZV") in seen and set("ABCDE") in seen  # both label sets were there
 
 
 def test_label_sets_reads_the_instructions_it_is_used_to_reject() -> None:
-    """The detector the two tests above rely on finds each family's answer-format line and inspect's."""
+    """The detector the test above relies on finds each family's answer-format line and inspect's."""
     assert label_sets("##Answer: [Your Choice Here (W/X/Y/Z/V)]") == [["W", "X", "Y", "Z", "V"]]
     assert label_sets("where LETTER is one of A,B,C,D,E.") == [["A", "B", "C", "D", "E"]]
     assert label_sets("Answer with exactly one letter: A, B, C, D or E.") == [["A", "B", "C", "D", "E"]]
