@@ -29,7 +29,10 @@ What stands in for what a reader has and the test has not (nothing else is chang
   `Q271094.json` are the real entity files and `Q646148-newer.json` a newer revision written as tests/test_loop.py
   writes it.
 
-Runtime: the whole set takes about ten minutes on two cores (the CLI starts once per command; two blocks build an
+As on a reader's machine, `chronokg query` and `retrieve search` start the local query and search processes,
+which answer the later calls; they live in the test's own runtime folder and are stopped when it ends.
+
+Runtime: the whole set takes about six minutes of one core (the CLI starts once per command; two blocks build an
 embedding index), so it is marked `docs_run`, part of the slow tier: left out of the default run, run by
 `pytest --all` and CI, and alone with `pytest -m docs_run` after changing a document or the commands it shows.
 """
@@ -41,6 +44,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -201,23 +205,36 @@ def documents() -> list[Path]:
 
 @pytest.mark.docs_run
 @pytest.mark.parametrize("doc", documents(), ids=[str(d.relative_to(REPO)) for d in documents()])
-def test_bash_blocks_run(doc: Path, shared_data: Path, model_url: str, tmp_path: Path) -> None:
+def test_bash_blocks_run(doc: Path, shared_data: Path, model_url: str, tmp_path: Path,
+                        monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.docs_shell import free_port
+    from tests.test_query_daemon import stop_all
 
     work, home = tmp_path / "work", tmp_path / "home"
     work.mkdir()
     home.mkdir()
     (tmp_path / "shared").symlink_to(shared_data.parent)
     prepare(doc, work, shared_data)
-    state, prelude = tmp_path / "state.sh", tmp_path / "prelude.sh"
-    prelude.write_text(PRELUDE)
+    run = Path(tempfile.mkdtemp(prefix="ckdocs", dir="/tmp"))
     venv_bin = Path(sys.executable).parent
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CHRONOKG_", "OPENAI_", "XDG_", "VIRTUAL_ENV"))}
     env.update(HOME=str(home), PATH=f"{venv_bin}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(REPO),
                OPENAI_API_KEY="sk-docs-test", OPENAI_BASE_URL=model_url, DOCS_MODEL_URL=model_url,
                DOCS_SPARE_PORT=str(free_port()), DOCS_TMP=str(tmp_path), DOCS_SERVE_LOG=str(tmp_path / "serve.log"),
-               COLUMNS="100", TMPDIR=str(tmp_path), CHRONOKG_QUERY_DAEMON_IDLE_S="0")
-    # the docs' queries run in-process, and `query daemon stop` meets only this test's (empty) socket folder
+               COLUMNS="100", TMPDIR=str(tmp_path), XDG_RUNTIME_DIR=str(run), CHRONOKG_QUERY_DAEMON_IDLE_S="60")
+    # as on a reader's machine, `chronokg query` and `retrieve search` start the local query and search processes
+    # and later commands are answered by them; their sockets are in this test's own runtime folder (a short path:
+    # a socket's name is at most 107 bytes), whose processes are all stopped at the end
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(run))
+    try:
+        run_blocks(doc, work, tmp_path, env)
+    finally:
+        stop_all(run)
+
+
+def run_blocks(doc: Path, work: Path, tmp_path: Path, env: dict[str, str]) -> None:
+    state, prelude = tmp_path / "state.sh", tmp_path / "prelude.sh"
+    prelude.write_text(PRELUDE)
     ran, times = 0, []
     for i, block in enumerate(b for b in code_blocks(doc) if b.language == "bash"):
         if block.skip is not None:
