@@ -124,6 +124,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
     markexpr = config.getoption("markexpr") or ""
     if config.getoption("--all") or "slow" in markexpr or "docs_run" in markexpr:
+        # The docs runs (a minute or two each) first: started last, one would keep a worker busy after the
+        # others are done. The order is the same in every xdist worker, as xdist requires.
+        items.sort(key=lambda item: item.get_closest_marker("docs_run") is None)
         return
     named = named_files(config)
     slow = [item for item in items if item.get_closest_marker("slow") is not None and item.path not in named]
