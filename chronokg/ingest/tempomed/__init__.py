@@ -229,7 +229,7 @@ class GuidelineBuilder:
 
     def mcq_file(self, path: Path) -> None:
         src = self.file_source(path, "mcq")
-        for n, _line, obj in read_json_blocks(path):
+        for n, _line, obj in read_json_blocks(path, MAX_TEXT):
             record = f"{n} (idx {obj.get('idx', '?')})"
             self.batch.at(path, record)
             current = _pmid(path, record, obj, "PMID_current")
@@ -292,7 +292,7 @@ class GuidelineBuilder:
                                                f"{_differences(fields, stored)}")
 
     def trajectory_file(self, path: Path) -> None:
-        data = read_json(path)
+        data = read_json(path, MAX_TEXT)
         items = data if isinstance(data, list) else [data]
         if not items:
             raise InputError(path, None, "no trajectories in the file")
@@ -347,7 +347,7 @@ class GuidelineBuilder:
             raise InputError(path, None, f"no year known for guideline(s) {', '.join(missing)}: load their "
                                          "trajectory file or MCQs first, or together with this file")
         cur_year, prior_year = years[current], years[prior]
-        data = read_json(path)
+        data = read_json(path, MAX_TEXT)
         if not isinstance(data, list):
             raise InputError(path, None, "expected a list of differences")
         if not data:
