@@ -35,7 +35,8 @@ def test_every_loader_declares_its_limit_and_the_readme_states_it() -> None:
     for name, module in loader_modules().items():
         limit = getattr(module, "MAX_TEXT", None)
         assert isinstance(limit, int), f"{module.__name__} declares no MAX_TEXT: add one (characters per field)"
-        assert documented.get(name) == limit, f"README 'Input limits' must give {name}: {limit:,} (has {documented.get(name)})"
+        assert documented.get(name) == limit, \
+            f"README 'Input limits' must give {name}: {limit:,} (has {documented.get(name)})"
 
 
 def test_a_fifty_megabyte_field_is_one_line_naming_the_record(tmp_path: Path) -> None:
@@ -88,7 +89,7 @@ def entity_with_statement_twice(tmp_path: Path, change: bool) -> tuple[Path, Pat
             break
     else:
         pytest.fail("no real entity file has a statement a default load reads")
-    pid, statements = found
+    _, statements = found
     again = json.loads(json.dumps(statements[0]))
     if change:
         again["rank"] = "deprecated" if again.get("rank") != "deprecated" else "normal"
@@ -100,8 +101,8 @@ def entity_with_statement_twice(tmp_path: Path, change: bool) -> tuple[Path, Pat
 
 def test_wikidata_refuses_a_statement_id_given_twice_with_other_content(tmp_path: Path) -> None:
     path, _ = entity_with_statement_twice(tmp_path, change=True)
-    with pytest.raises(InputError, match=r"statement \S+\$\S+ is given twice in Q\d+ revision \d+ with other content"), \
-            KgliteStore(tmp_path / "s.kgl") as store:
+    twice = r"statement \S+\$\S+ is given twice in Q\d+ revision \d+ with other content"
+    with pytest.raises(InputError, match=twice), KgliteStore(tmp_path / "s.kgl") as store:
         wikidata.load(store, [path])
     assert not (tmp_path / "s.kgl").exists()
 

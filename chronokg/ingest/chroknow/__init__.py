@@ -425,8 +425,8 @@ def check_year_keys(path: Path, record: str, obj: dict[str, Any], domain: Domain
         if not _YEAR_KEY.match(key):
             raise InputError(path, record, f"field {shown!r}: expected {m[1]}_YYYY (a four-digit year)")
         if domain is Domain.INVARIANT or m[1] not in (prefix, "release_date"):
-            raise InputError(path, record, f"field {shown!r} in a {domain} row, whose snapshots are "
-                                           f"{'objects (no years)' if domain is Domain.INVARIANT else prefix + '_YYYY'}")
+            kinds = "objects (no years)" if domain is Domain.INVARIANT else f"{prefix}_YYYY"
+            raise InputError(path, record, f"field {shown!r} in a {domain} row, whose snapshots are {kinds}")
         if m[1] == "release_date" and f"{prefix}_{m[2]}" not in obj:
             raise InputError(path, record, f"field {shown!r} has no {prefix}_{m[2]!s}")
 
