@@ -16,7 +16,7 @@ import pytest
 
 from chronokg.errors import InputError
 from chronokg.graph.kglite_store import KgliteStore
-from chronokg.ingest import chroknow, cxr, cxr_synth, umls, wikidata
+from chronokg.ingest import chroknow, cxr, cxr_synth, tempomed, umls, wikidata
 from chronokg.ingest.sources import SOURCES
 from tests.test_loader_conformance import FIXTURES, shared
 
@@ -165,3 +165,19 @@ def test_cxr_refuses_a_study_id_given_twice_with_other_content_in_the_study_tabl
     with pytest.raises(InputError, match=r"study_metadata.csv, record line 3: study_id \S+ is given again with "
                                          r"other content"), KgliteStore(tmp_path / "s.kgl") as store:
         cxr.load(store, [out])
+
+
+@pytest.mark.parametrize(("where", "key"), [("record", "Choice_F"), ("record", "Year_curent"),
+                                            ("Answer", "Choice_F")])
+def test_tempomed_refuses_a_key_of_an_mcq_record_it_would_pass_over(shared_data: Path, tmp_path: Path,
+                                                                    where: str, key: str) -> None:
+    source = next((shared_data / "tempomed-bench").glob("*.jsonl"))
+    blocks = [json.loads(b) for b in re.split(r"\n\s*\n", source.read_text().strip())][:3]
+    target = blocks[1] if where == "record" else blocks[1]["Answer"]
+    target[key] = "an option no reader would see"
+    path = tmp_path / source.name
+    path.write_text("\n\n".join(json.dumps(b, indent=1) for b in blocks) + "\n")
+    with pytest.raises(InputError) as refused, KgliteStore(tmp_path / "s.kgl") as store:
+        tempomed.load(store, [path])
+    assert str(refused.value.record).startswith("2 (idx ") and f"unknown key {key!r}" in refused.value.detail
+    assert not (tmp_path / "s.kgl").exists()
