@@ -207,9 +207,9 @@ def record_from_json(obj: Any, path: Path | str, where: str | int | None,
                 raise InputError(path, where, f"{here}: {_one_line(exc)}") from None
             claim = Claim(pid, st.id, st.rank, st.mainsnak.snaktype, value, times)
             if st.id:
-                first = by_id.setdefault(st.id, claim)
-                if first is not claim:
-                    if first == claim:
+                earlier = by_id.setdefault(st.id, claim)
+                if earlier is not claim:
+                    if earlier == claim:
                         continue
                     raise InputError(path, where, f"{here} is given twice in {ent.id} revision {ent.lastrevid} "
                                                   "with other content")
