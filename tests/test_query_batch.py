@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from chronokg.cli.app import app
+from chronokg.errors import InputError
+from chronokg.queries.batch import read_batch
 from tests.demo_stores import DemoRun
 
 runner = CliRunner()
@@ -57,3 +60,19 @@ def test_a_bad_line_names_file_and_line_and_nothing_runs(tmp_path: Path) -> None
     file.write_text('{"query": "no-such-query"}\n')
     code, out = run(store, "query", "batch", str(file))
     assert code != 0 and "line 1" in out and "no-such-query" in out
+
+
+@pytest.mark.parametrize(("lines", "bad_line", "says"), [
+    ([{"id": "a"}, {"id": "a"}], 2, 'id "a" is also the id of line 1: each answer'),
+    ([{}, {"id": 1}], 2, "id 1 is also the id of line 1 (its line number: it gives no id)"),
+    ([{"id": 2}, {}], 2, "id 2 is also the id of line 1: each answer"),
+    ([{"id": {"x": 1}}], 1, 'id must be a string or an integer, got {"x": 1}'),
+    ([{"id": 1.5}], 1, "id must be a string or an integer, got 1.5"),
+])
+def test_ids_name_one_answer_each(tmp_path: Path, lines: list[dict[str, object]], bad_line: int, says: str) -> None:
+    file = tmp_path / "questions.jsonl"
+    asked = {"query": "timeline", "params": {"subject": "Q1"}}
+    file.write_text("".join(json.dumps({**asked, **extra}) + "\n" for extra in lines))
+    with pytest.raises(InputError) as refused:
+        read_batch(file)
+    assert refused.value.record == f"line {bad_line}" and says in refused.value.detail

@@ -41,10 +41,10 @@ def test_an_over_long_question_is_refused_naming_file_and_record(records: list[d
         tempomed.load(store, [write(tmp_path / "q.jsonl", huge)])
     message = str(info.value)
     assert "q.jsonl, record 2 (idx" in message and f"record 2 (idx {records[1]['idx']})" in message
-    assert "'Question' is 7,000,000 characters (at most 20,000)" in message and "\n" not in message
+    assert "'Question' is 7,000,000 characters (at most 20,000 for this source)" in message and "\n" not in message
     assert len(message) < 400
     huge[1] = records[1]
-    with pytest.raises(InputError, match=r"record 3 .*'Choice_D' is 20,001 characters"):
+    with pytest.raises(InputError, match=r"record 3 .*'Answer.Choice_D' is 20,001 characters"):
         tempomed.load(store, [write(tmp_path / "q.jsonl", huge)])
     assert content_digest(store) == content_digest(KgliteStore(":memory:"))
 

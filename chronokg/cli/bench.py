@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from chronokg.cli.common import console, err, guarded, opened
+from chronokg.cli.common import console, err, guarded, opened, said_beside
 from chronokg.cli.lazy import Command
 from chronokg.cli.queries import option_parameter, split_lists
 from chronokg.cli.render import say
@@ -29,6 +29,11 @@ def family_command(name: str) -> Command:
     spec = FAMILIES.get(name)
 
     def command(**values: Any) -> None:
+        ctx: typer.Context = values.pop("ctx")
+        for field in spec.options.model_fields:  # only the flags given: the options know what was asked
+            source = ctx.get_parameter_source(field)
+            if source is not None and source.name == "DEFAULT":  # typer may bring its own click: by name
+                values.pop(field, None)
         out: Path = values.pop("out")
         fmt: str = values.pop("fmt")
         write: bool = values.pop("write")
@@ -47,6 +52,7 @@ def family_command(name: str) -> Command:
         return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
 
     parameters += [
+        flag("ctx", typer.Context),
         flag("out", Annotated[Path, typer.Option("--out", "-o", help="Where the questions go: a .jsonl file "
                                                                      "(canonical) or, with --format seed, a folder")]),
         flag("fmt", Annotated[str, typer.Option("--format", help="canonical (inspect_ai Sample fields) or seed (the "
@@ -124,17 +130,18 @@ def generate_and_save(family: str, options: Any, out: Path, fmt: str, write: boo
         if write:
             snapshot.record(store)
             store_questions(store, questions)
+    told = said_beside(out) if fmt == "canonical" else console
     if fmt == "canonical":
         n = write_jsonl(out, questions)
-        say(console, ("wrote", "green"), f" {n:,} questions to {out}")
+        say(told, ("wrote", "green"), f" {n:,} questions to {out}")
     else:
         files = write_seed(family, questions, out)
         for path, count in files.items():
             say(console, ("wrote", "green"), f" {count:,} records to {path}")
     by_variant = Counter(q.variant for q in questions)
     for variant, count in sorted(by_variant.items()):
-        say(console, f"  {variant}: {count:,}")
-    say(console, f"snapshot {snap}" + (" (stored with the questions)" if write else "")
+        say(told, f"  {variant}: {count:,}")
+    say(told, f"snapshot {snap}" + (" (stored with the questions)" if write else "")
         + (f"; new or changed since {base.snapshot}" if base is not None else ""))
     for note in ctx.notes[:20]:
         say(err, ("note:", "yellow"), f" {note}")

@@ -14,6 +14,8 @@ from chronokg.cli.render import Format, say
 from chronokg.errors import ChronoKGError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from rich.console import Console
 
     from chronokg.graph.store import GraphStore
@@ -53,6 +55,21 @@ class _FirstUse:
 
 console = cast("Console", _FirstUse())
 err = cast("Console", _FirstUse(stderr=True))
+
+
+def said_beside(out: Path) -> Console:
+    """Where a command that writes `out` says what it wrote: stderr when `out` is this process's standard output
+    (`--out /dev/stdout`, or a path to the same pipe or file), so the summary never mixes into the data."""
+    import os
+    import sys
+
+    if str(out) in ("-", "/dev/stdout"):
+        return err
+    try:
+        here, there = os.fstat(sys.stdout.fileno()), os.stat(out)
+    except (OSError, ValueError, AttributeError):  # no such file yet, or a stdout without a descriptor
+        return console
+    return err if (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino) else console
 
 
 class State:

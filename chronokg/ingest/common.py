@@ -20,6 +20,7 @@ from chronokg.graph.dates import implausible_release
 from chronokg.graph.model import Source
 from chronokg.graph.store import GraphStore
 from chronokg.graph.writer import WriteReport, write_batch
+from chronokg.ingest.limits import DEFAULT_MAX_TEXT, check_texts
 from chronokg.progress import Progress
 
 # Input text fields: stripped, and empty counts as missing.
@@ -104,10 +105,11 @@ def check_depth(obj: Any, path: Path, record: str | int | None, limit: int = MAX
     return obj
 
 
-def loads(text: str, path: Path, record: str | int | None) -> Any:
-    """`json.loads` that turns every way text can be bad JSON into an InputError naming the record."""
+def loads(text: str, path: Path, record: str | int | None, max_text: int = DEFAULT_MAX_TEXT) -> Any:
+    """`json.loads` that turns every way text can be bad JSON (or a string over `max_text`) into an InputError
+    naming the record."""
     try:
-        return check_depth(json.loads(text), path, record)
+        return check_texts(check_depth(json.loads(text), path, record), path, record, max_text, len(text))
     except json.JSONDecodeError as exc:
         raise InputError(path, record, f"broken JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from exc
     except RecursionError:
@@ -123,23 +125,28 @@ def read_text(path: Path) -> str:
         raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from exc
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path, max_text: int = DEFAULT_MAX_TEXT) -> Any:
+    """A whole JSON file, every string in it at most `max_text` characters."""
     text = read_text(path)
     if not text.strip():
         raise InputError(path, None, "the file is empty")
     try:
-        return check_depth(json.loads(text), path, None)
+        data = check_depth(json.loads(text), path, None)
     except json.JSONDecodeError as exc:
         raise InputError(path, f"line {exc.lineno}", f"broken JSON (truncated file?): {exc.msg}") from exc
     except RecursionError:
         raise InputError(path, None, f"JSON nested more than {MAX_DEPTH} levels deep") from None
+    if isinstance(data, list) and len(text) > max_text:  # a list of records: name the record
+        for n, item in enumerate(data, start=1):
+            check_texts(item, path, n, max_text)
+    return check_texts(data, path, None, max_text, len(text))
 
 
-def read_json_blocks(path: Path) -> Iterator[tuple[int, int, dict[str, Any]]]:
+def read_json_blocks(path: Path, max_text: int = DEFAULT_MAX_TEXT) -> Iterator[tuple[int, int, dict[str, Any]]]:
     """Records of a file of JSON objects: one per line, or pretty-printed and separated by blank lines.
 
-    Yields (record number from 1, first line number, object). TempoMed-Bench's
-    `.jsonl` files are the second kind.
+    Yields (record number from 1, first line number, object), every string at most `max_text` characters.
+    TempoMed-Bench's `.jsonl` files are the second kind.
     """
     text = read_text(path)
     decoder = json.JSONDecoder()
@@ -155,12 +162,13 @@ def read_json_blocks(path: Path) -> Iterator[tuple[int, int, dict[str, Any]]]:
         line += text.count("\n", counted, pos)
         counted = pos
         try:
-            obj, pos = decoder.raw_decode(text, pos)
+            start, (obj, pos) = pos, decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
             raise InputError(path, f"{n} (line {line})", f"broken JSON: {exc.msg} at line {exc.lineno}") from exc
         except RecursionError:
             raise InputError(path, f"{n} (line {line})", f"JSON nested more than {MAX_DEPTH} levels deep") from None
         check_depth(obj, path, f"{n} (line {line})")
+        check_texts(obj, path, f"{n} (line {line})", max_text, pos - start)
         if not isinstance(obj, dict):
             raise InputError(path, f"{n} (line {line})", f"expected a JSON object, got {type(obj).__name__}")
         yield n, line, obj
@@ -221,7 +229,8 @@ def validated(model: type[BaseModel], obj: Any, path: Path, record: str | int | 
         raise InputError(path, record, problems) from None
 
 
-def read_csv_records(path: Path, *, line_end_optional: bool = False) -> Iterator[tuple[str, dict[str, str]]]:
+def read_csv_records(path: Path, *, line_end_optional: bool = False,
+                     max_text: int = DEFAULT_MAX_TEXT) -> Iterator[tuple[str, dict[str, str]]]:
     """(`row N (line L)`, row) pairs of a CSV file with a header.
 
     A truncated quote, a long or short row, or no rows at all are errors; so is a last row with no line end
@@ -248,10 +257,15 @@ def read_csv_records(path: Path, *, line_end_optional: bool = False) -> Iterator
                     missing = [k for k, v in raw.items() if v is None]
                     if missing:
                         raise InputError(path, record, f"row ends early: no {', '.join(map(repr, missing))}")
+                    check_texts(raw, path, record, max_text)
                     if pending is not None:
                         yield pending
                     pending = (record, raw)
             except csv.Error as exc:
+                if "field larger than field limit" in str(exc):  # the csv module's own cap (131,072)
+                    raise InputError(path, f"row {n + 1} (line {start})",
+                                     f"a field is over {csv.field_size_limit():,} characters (at most {max_text:,} "
+                                     "for this source)") from None
                 raise InputError(path, f"row {n + 1} (line {start})", f"broken CSV: {exc}") from exc
     except UnicodeDecodeError as exc:
         raise InputError(path, None, f"not UTF-8 text: {exc}") from exc
@@ -272,15 +286,16 @@ def _ends_with_newline(path: Path) -> bool:
         return fh.read(1) in {b"\n", b"\r"}
 
 
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) of a one-object-per-line file, read line by line (NQ files are large)."""
+def read_jsonl(path: Path, max_text: int = DEFAULT_MAX_TEXT) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of a one-object-per-line file, read line by line (NQ files are large); every
+    string at most `max_text` characters."""
     seen = 0
     try:
         with path.open(encoding="utf-8") as fh:
             for n, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue
-                obj = loads(line, path, f"line {n}")
+                obj = loads(line, path, f"line {n}", max_text)
                 if not isinstance(obj, dict):
                     raise InputError(path, f"line {n}", f"expected a JSON object, got {type(obj).__name__}")
                 seen += 1

@@ -31,6 +31,7 @@ def read_batch(path: Path) -> list[Question]:
     """Every line of `path` as a validated question; `InputError(path, "line N", ...)` on the first bad one."""
     queries = all_queries()
     out: list[Question] = []
+    ids: dict[str, tuple[int, bool]] = {}  # an answer's id -> (its line, given there): answers are told apart by id
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
@@ -58,7 +59,16 @@ def read_batch(path: Path) -> list[Question]:
             checked = spec.validate(params)
         except ChronoKGError as exc:
             raise InputError(path, where, str(exc)) from None
-        out.append(Question(line=n, id=obj.get("id", n), spec=spec, params=checked))
+        qid = obj.get("id", n)
+        if isinstance(qid, bool) or not isinstance(qid, str | int):
+            raise InputError(path, where, f"id must be a string or an integer, got {json.dumps(qid)[:40]}")
+        first, given = ids.setdefault(json.dumps(qid), (n, "id" in obj))
+        if first != n:
+            shown = json.dumps(qid)
+            raise InputError(path, where, f"id {shown if len(shown) <= 40 else shown[:39] + '…'} is also the id of "
+                                          f"line {first}{'' if given else ' (its line number: it gives no id)'}: "
+                                          "each answer is named by its id, so ids must differ")
+        out.append(Question(line=n, id=qid, spec=spec, params=checked))
     if not out:
         raise InputError(path, None, "the file has no questions")
     return out

@@ -16,6 +16,8 @@ source as SOURCES knows it, and give a good input and a bad one::
             path.write_text('{"id": 1, "year": ')
             return [path]
 
+Give `oversized(tmp_path, text)`: the good input with one text field replaced by `text`; the mixin makes
+it one character over the loader module's declared `MAX_TEXT` (README, "Input limits").
 Override `load` when the loader needs more arguments than `(store, paths)`.
 Every test uses the real embedded engine, on a file store in `tmp_path`.
 """
@@ -47,6 +49,16 @@ class LoaderConformance:
 
     def bad(self, tmp_path: Path) -> list[Path]:
         raise NotImplementedError
+
+    def oversized(self, tmp_path: Path, text: str) -> list[Path]:
+        raise NotImplementedError
+
+    def max_text(self) -> int:
+        """The per-field limit the loader's module declares (`MAX_TEXT`, characters)."""
+        module = importlib.import_module(self.spec().loader.partition(":")[0])
+        limit = getattr(module, "MAX_TEXT", None)
+        assert isinstance(limit, int) and limit > 0, f"{module.__name__} declares no MAX_TEXT (characters per field)"
+        return limit
 
     def spec(self) -> SourceSpec:
         return SOURCES.get(self.source)
@@ -103,6 +115,15 @@ class LoaderConformance:
             self.load(store, self.bad(tmp_path))
         with KgliteStore(tmp_path / "s.kgl", read_only=True) as reader:
             assert content_digest(reader) == digest
+
+    def test_a_field_over_the_limit_is_refused_naming_file_and_record(self, tmp_path: Path) -> None:
+        limit = self.max_text()
+        paths = self.oversized(tmp_path, "x" * (limit + 1))
+        with pytest.raises(InputError) as refused, KgliteStore(tmp_path / "over.kgl") as store:
+            self.load(store, paths)
+        assert f" characters (at most {limit:,}" in str(refused.value), str(refused.value)
+        assert "field " in refused.value.detail and "\n" not in str(refused.value), str(refused.value)
+        assert not (tmp_path / "over.kgl").exists()
 
     def test_bad_input_into_a_new_store_leaves_no_store(self, tmp_path: Path) -> None:
         with pytest.raises(InputError), KgliteStore(tmp_path / "new.kgl") as store:

@@ -324,6 +324,10 @@ def generate(ctx: Context, options: TempoMedOptions) -> Iterator[Question]:
         raise ChronoKGError(f"--options {options.options}: give 4 or 5")
     if not (options.mcq or options.probes or options.table3):
         raise ChronoKGError("--no-mcq without --probes or --table3: no kind of item is asked for")
+    if options.table3 and not options.mcq and "options" in options.model_fields_set:
+        raise ChronoKGError(f"--options {options.options} with --table3 --no-mcq: Table 3 asks each released MCQ's "
+                            "4 options in A-D order, as the seed does; --options sets the MCQ items, and --no-mcq "
+                            "builds none")
     if options.table3 and options.protocol is not Protocol.seed:
         raise ChronoKGError("--table3 builds the seed's Table 3 items (--protocol seed); under --protocol chronokg "
                          "Table 3 is computed from the MCQ items (eval run --rag)")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from chronokg.cli.common import Groups, console, guarded, opened
+from chronokg.cli.common import Groups, console, guarded, opened, said_beside
 from chronokg.cli.ingest_reports import wikidata as wikidata_report
 from chronokg.cli.progress import progress_bar
 from chronokg.cli.render import load_summary, say
@@ -110,5 +110,5 @@ def register(groups: Groups) -> None:
             with opened(read_only=True) as s:
                 graph = wikidata_rdf.store_graph(s, include_retracted=include_retracted)
             n = wikidata_rdf.write(graph, out, fmt.value)
-            say(console, ("wrote", "green"), f" {n} triples to {out}")
+            say(said_beside(out), ("wrote", "green"), f" {n} triples to {out}")
         guarded(body)

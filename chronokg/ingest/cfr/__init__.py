@@ -62,6 +62,7 @@ from chronokg.ingest.cfr.history import Version as Version
 from chronokg.ingest.cfr.history import loaded_editions as loaded_editions
 from chronokg.ingest.cfr.xml_reader import ECFR_BASE_URL as ECFR_BASE_URL
 from chronokg.ingest.cfr.xml_reader import KIND as KIND
+from chronokg.ingest.cfr.xml_reader import MAX_TEXT as MAX_TEXT
 from chronokg.ingest.cfr.xml_reader import POLICY as POLICY
 from chronokg.ingest.cfr.xml_reader import TOKEN as TOKEN
 from chronokg.ingest.cfr.xml_reader import blocks as blocks

@@ -15,8 +15,12 @@ from chronokg.errors import InputError
 from chronokg.graph import schema
 from chronokg.graph.merge import DEFAULT_POLICY
 from chronokg.ingest.common import check_release, file_sha256
+from chronokg.ingest.limits import check_text
 
 KIND = "cfr"
+# Characters in one paragraph, heading or note of a section (README, "Input limits"); a whole table row is one
+# paragraph, so this is far above any real one.
+MAX_TEXT = 100_000
 # Editions load oldest first: where a section sits, its caption and a paragraph's position are the
 # newest edition's.
 POLICY = DEFAULT_POLICY.with_latest(schema.ENTITY, "caption", "cfr_node", "cfr_part").with_latest(
@@ -211,6 +215,11 @@ def _section(path: Path, el: ET.Element, part: str | None) -> CfrSection:
         if child.tail and child.tail.strip():
             paragraphs.append(norm(child.tail))
     number = section_number(label)
+    for name, text in (("label", label), ("heading", heading), *((f"paragraph {i}", t) for i, t in
+                       enumerate(paragraphs, start=1)), ("citation", " ".join(citation)),
+                       ("authority", " ".join(authority)), ("source", " ".join(source))):
+        if text:
+            check_text(text, path, where, name, MAX_TEXT)
     return CfrSection(
         number=number, label=label, heading=heading or None, paragraphs=paragraphs,
         citation=" ".join(c for c in citation if c) or None, authority=" ".join(a for a in authority if a) or None,

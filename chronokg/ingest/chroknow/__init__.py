@@ -59,6 +59,7 @@ from chronokg.ingest.common import (
     RecordKeys,
     Text,
     apply,
+    caption,
     check_release,
     expand_paths,
     file_source,
@@ -73,7 +74,10 @@ ANSWER = "answer"
 # Code and data were first published on 2024-10-11 (README "Updates"): the known
 # time of time-invariant rows, which carry no release dates of their own.
 DEFAULT_RELEASE = dt.date(2024, 10, 11)
+# Characters in one string of a row (README, "Input limits"): objects, aliases and questions are short.
+MAX_TEXT = 10_000
 _YEAR_KEY = re.compile(r"^(objects|answers|release_date)_(\d{4})$")
+_YEARISH_KEY = re.compile(r"^(objects|answers|release_date)_(.*)$", re.S)
 _COMPACT_DATE = re.compile(r"^(\d{4})(\d{2})(\d{2})$")
 _ISO_PREFIX = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ]")
 # The released file names: TimeVariant_{domain}_{Dynamic|Static}.jsonl, TimeInvariant_{domain}.jsonl and
@@ -308,6 +312,7 @@ class ChroKnowBuilder:
         record = f"{n} (line {line})"
         self.batch.at(path, record)
         about = obj.get("question") if domain is Domain.LEGAL else (obj.get("subject"), obj.get("relation"))
+        check_year_keys(path, record, obj, domain)
         keys = self.fewshot_keys if role.fewshot else self.keys
         if not keys.check((domain.value, about), obj, path, record):
             return  # the same row again
@@ -370,7 +375,7 @@ class ChroKnowBuilder:
                 ))
 
     def file(self, path: Path, domain: Domain | None) -> None:
-        rows = list(read_json_blocks(path))
+        rows = list(read_json_blocks(path, MAX_TEXT))
         chosen = domain
         for n, line, obj in rows:
             try:
@@ -406,6 +411,24 @@ class Snapshots:
     objs: dict[str, Obj]
     releases: dict[int, dt.date]
     state: str
+
+
+def check_year_keys(path: Path, record: str, obj: dict[str, Any], domain: Domain) -> None:
+    """Refuse a snapshot key the reader would pass over: `objects_0`, `objects_99999`, a Legal row's
+    `objects_YYYY`, a `release_date_YYYY` without its snapshot."""
+    prefix = "answers" if domain is Domain.LEGAL else "objects"
+    for key in obj:
+        m = _YEARISH_KEY.match(key)
+        if m is None:
+            continue
+        shown = caption(key, 60)
+        if not _YEAR_KEY.match(key):
+            raise InputError(path, record, f"field {shown!r}: expected {m[1]}_YYYY (a four-digit year)")
+        if domain is Domain.INVARIANT or m[1] not in (prefix, "release_date"):
+            kinds = "objects (no years)" if domain is Domain.INVARIANT else f"{prefix}_YYYY"
+            raise InputError(path, record, f"field {shown!r} in a {domain} row, whose snapshots are {kinds}")
+        if m[1] == "release_date" and f"{prefix}_{m[2]}" not in obj:
+            raise InputError(path, record, f"field {shown!r} has no {prefix}_{m[2]!s}")
 
 
 def _snapshots(path: Path, record: str, obj: dict[str, Any], domain: Domain, flat_general: bool = False) -> Snapshots:

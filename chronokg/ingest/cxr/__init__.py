@@ -83,6 +83,7 @@ from chronokg.ingest.cxr.models import FROM_STUDY as FROM_STUDY
 from chronokg.ingest.cxr.models import HAS_OBSERVATION as HAS_OBSERVATION
 from chronokg.ingest.cxr.models import HAS_STUDY as HAS_STUDY
 from chronokg.ingest.cxr.models import KIND as KIND
+from chronokg.ingest.cxr.models import MAX_TEXT as MAX_TEXT
 from chronokg.ingest.cxr.models import NEXT as NEXT
 from chronokg.ingest.cxr.models import OBSERVES as OBSERVES
 from chronokg.ingest.cxr.models import QUESTION_KIND as QUESTION_KIND

@@ -15,10 +15,20 @@ from pydantic import ValidationError
 
 from chronokg.errors import InputError
 from chronokg.ingest.common import (
+    RecordKeys,
     read_json,
 )
-from chronokg.ingest.cxr.models import META_SUFFIX, SCENE_SUFFIX, SOURCE_FILE, STUDY_TABLES, ObservationIn, SourceInfo
+from chronokg.ingest.cxr.models import (
+    MAX_TEXT,
+    META_SUFFIX,
+    SCENE_SUFFIX,
+    SOURCE_FILE,
+    STUDY_TABLES,
+    ObservationIn,
+    SourceInfo,
+)
 from chronokg.ingest.cxr.parsers import brief, norm_id
+from chronokg.ingest.limits import check_texts
 
 # --- parsed records ----------------------------------------------------------------
 
@@ -111,7 +121,7 @@ def read_source_info(files: list[Path]) -> SourceInfo:
         return SourceInfo()
     infos = []
     for f in files:
-        data = read_json(f)
+        data = read_json(f, MAX_TEXT)
         try:
             infos.append(SourceInfo.model_validate(data))
         except ValidationError as exc:
@@ -124,14 +134,18 @@ def read_source_info(files: list[Path]) -> SourceInfo:
 def read_tables(tables: list[Path]) -> dict[str, dict[str, Any]]:
     """study id -> row of `study_metadata.csv[.gz]`."""
     rows: dict[str, dict[str, Any]] = {}
+    keys = RecordKeys("study_id")
     for path in tables:
         try:
             raw = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
             reader = csv.DictReader(io.StringIO(raw.decode("utf-8")))
             for n, row in enumerate(reader, start=2):
+                check_texts(row, path, f"line {n}", MAX_TEXT)
                 if not row.get("study_id"):
                     raise InputError(path, f"line {n}", "missing study_id")
-                rows[norm_id(row["study_id"], "s")] = {k: (v if v != "" else None) for k, v in row.items()}
+                study = norm_id(row["study_id"], "s")
+                if keys.check(study, row, path, f"line {n}"):
+                    rows[study] = {k: (v if v != "" else None) for k, v in row.items()}
         except (OSError, UnicodeDecodeError, csv.Error, gzip.BadGzipFile, EOFError) as exc:
             raise InputError(path, None, f"unreadable study metadata table: {exc}") from exc
     return rows

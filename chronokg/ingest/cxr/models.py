@@ -12,6 +12,8 @@ from chronokg.ingest.common import (
     LoadSummary,
 )
 
+# Characters in one string of a scene graph, source file or MI-CXR question (README, "Input limits").
+MAX_TEXT = 20_000
 KIND = "cxr"
 QUESTION_KIND = "mi-cxr"
 BENCHMARK = "mi-cxr"

@@ -27,8 +27,9 @@ from chronokg.ingest.common import (
     read_text,
 )
 from chronokg.ingest.cxr.files import StudyRef
-from chronokg.ingest.cxr.models import ABOUT_PATIENT, ABOUT_STUDY, BENCHMARK, QUESTION_KIND, QuestionIn
+from chronokg.ingest.cxr.models import ABOUT_PATIENT, ABOUT_STUDY, BENCHMARK, MAX_TEXT, QUESTION_KIND, QuestionIn
 from chronokg.ingest.cxr.parsers import brief, norm_id
+from chronokg.ingest.limits import check_texts
 from chronokg.ingest.micxr_types import qtype_problem
 
 # --- questions ---------------------------------------------------------------------
@@ -58,9 +59,10 @@ def _jsonl(path: Path) -> list[tuple[str, Any]]:
         out: list[tuple[str, Any]] = []
         for line_no, line in enumerate(lines, start=1):
             if line.strip():
-                out.append((f"{len(out) + 1} (line {line_no})", json.loads(line)))
+                where = f"{len(out) + 1} (line {line_no})"
+                out.append((where, check_texts(json.loads(line), path, where, MAX_TEXT, len(line))))
     except json.JSONDecodeError:
-        return [(f"{n} (line {line})", obj) for n, line, obj in read_json_blocks(path)]
+        return [(f"{n} (line {line})", obj) for n, line, obj in read_json_blocks(path, MAX_TEXT)]
     except RecursionError:
         raise InputError(path, f"{len(out) + 1}", f"JSON nested more than {MAX_DEPTH} levels deep") from None
     for where, obj in out:
@@ -74,7 +76,7 @@ def parse_questions(path: Path) -> list[ParsedQuestion]:
     if path.suffix == ".jsonl":
         items = _jsonl(path)
     else:
-        data = read_json(path)
+        data = read_json(path, MAX_TEXT)
         if isinstance(data, dict) and isinstance(data.get("questions"), list):
             data = data["questions"]
         if not isinstance(data, list):

@@ -29,6 +29,7 @@ from chronokg.ingest.cxr.models import (
     HAS_OBSERVATION,
     HAS_STUDY,
     KIND,
+    MAX_TEXT,
     NEXT,
     OBSERVES,
     SCENE_SUFFIX,
@@ -55,7 +56,7 @@ from chronokg.ingest.cxr.parsers import (
 
 
 def read_object(path: Path) -> dict[str, Any]:
-    data = read_json(path)
+    data = read_json(path, MAX_TEXT)
     if not isinstance(data, dict):
         raise InputError(path, None, f"expected a JSON object, got {type(data).__name__}")
     return data

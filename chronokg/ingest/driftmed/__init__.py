@@ -54,6 +54,7 @@ from chronokg.ingest.common import (
     read_json_blocks,
     validated,
 )
+from chronokg.ingest.limits import check_texts
 from chronokg.progress import Progress
 
 KIND = "driftmed"
@@ -66,6 +67,8 @@ HF_REPO = "RDBH/DriftMed"
 DEFAULT_BASE_URL = f"https://huggingface.co/datasets/{HF_REPO}/resolve"
 # Hugging Face's automatic parquet conversion of the default config (revision/path under the base URL).
 DEFAULT_FILE = "refs%2Fconvert%2Fparquet/default/train/0000.parquet"
+# Characters in one field of a record (README, "Input limits"): a recommendation is a paragraph at most.
+MAX_TEXT = 20_000
 SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 # The paper's five change categories (§3.1, Appendix C) and two disease groups (§3.1: infectious n = 66, chronic
 # n = 129), and the 11 factors below: every row's `change_category`, `disease_group`, `bias_type` and `factor` is
@@ -161,11 +164,11 @@ def _parquet_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     except duckdb.Error as exc:
         raise InputError(path, None, f"not a readable parquet file: {exc}") from exc
     for n, values in enumerate(rows, start=1):
-        yield f"row {n}", dict(zip(columns, values, strict=True))
+        yield f"row {n}", check_texts(dict(zip(columns, values, strict=True)), path, f"row {n}", MAX_TEXT)
 
 
 def _json_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    data = read_json(path)
+    data = read_json(path, MAX_TEXT)
     if isinstance(data, dict) and isinstance(data.get("data"), list):
         data = data["data"]
     if not isinstance(data, list):
@@ -179,13 +182,13 @@ def _json_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
 def read_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """(record label, raw row) pairs of one file, by its suffix."""
     if path.suffix == ".csv":
-        yield from read_csv_records(path)
+        yield from read_csv_records(path, max_text=MAX_TEXT)
     elif path.suffix == ".parquet":
         yield from _parquet_rows(path)
     elif path.suffix == ".json":
         yield from _json_rows(path)
     else:
-        for n, line, obj in read_json_blocks(path):
+        for n, line, obj in read_json_blocks(path, MAX_TEXT):
             yield f"{n} (line {line})", obj
 
 

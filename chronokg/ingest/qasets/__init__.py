@@ -57,6 +57,8 @@ from chronokg.ingest.common import (
 )
 from chronokg.progress import Progress
 
+# Characters in one field of a question record (README, "Input limits"): questions and answers are short.
+MAX_TEXT = 20_000
 GOLD = "gold_answer"
 UPDATE_KIND = "qa_update"
 QUESTION_KIND = "question"
@@ -219,7 +221,7 @@ def _selfaware(path: Path, data: Any) -> Iterator[Question]:
 
 def _truthfulqa(path: Path) -> Iterator[Question]:
     # The released TruthfulQA.csv ends without a line break; a cut inside a quoted field is still refused.
-    for n, (record, raw) in enumerate(read_csv_records(path, line_end_optional=True), start=1):
+    for n, (record, raw) in enumerate(read_csv_records(path, line_end_optional=True, max_text=MAX_TEXT), start=1):
         row: TruthfulRow = validated(TruthfulRow, raw, path, record)
         correct = _unique(row.correct_answers.split("; "))
         yield Question(
@@ -243,7 +245,7 @@ def _triviaqa(path: Path, data: Any) -> Iterator[Question]:
 
 
 def _nq(path: Path) -> Iterator[Question]:
-    for line, obj in read_jsonl(path):
+    for line, obj in read_jsonl(path, MAX_TEXT):
         record = f"line {line}"
         if "question_text" in obj:
             s: NQSimplified = validated(NQSimplified, obj, path, record)
@@ -269,7 +271,7 @@ def _nq(path: Path) -> Iterator[Question]:
 
 
 def _boolq(path: Path) -> Iterator[Question]:
-    for line, obj in read_jsonl(path):
+    for line, obj in read_jsonl(path, MAX_TEXT):
         b: BoolQRow = validated(BoolQRow, obj, path, f"line {line}")
         yield Question(qid=text_id(Benchmark.BOOLQ, b.question, b.title or ""), record=line, question=b.question,
                        answers=[b.answer], answerable=True,
@@ -292,7 +294,7 @@ def detect(path: Path, data: Any = None) -> Benchmark:
         if "example" in data:
             return Benchmark.SELFAWARE
     elif path.suffix in {".jsonl", ".jsonlines"}:
-        for _line, obj in read_jsonl(path):
+        for _line, obj in read_jsonl(path, MAX_TEXT):
             if "passage" in obj or isinstance(obj.get("answer"), bool):
                 return Benchmark.BOOLQ
             if "question_text" in obj or "question" in obj:
@@ -304,11 +306,11 @@ def detect(path: Path, data: Any = None) -> Benchmark:
 
 def read_questions(path: Path, benchmark: Benchmark | None = None) -> tuple[Benchmark, Iterator[Question]]:
     """The benchmark of `path` (detected unless given) and its questions."""
-    data = read_json(path) if benchmark is None and path.suffix == ".json" else None
+    data = read_json(path, MAX_TEXT) if benchmark is None and path.suffix == ".json" else None
     bench = benchmark or detect(path, data)
     if bench in {Benchmark.SELFAWARE, Benchmark.TRIVIAQA}:
         if data is None:
-            data = read_json(path)
+            data = read_json(path, MAX_TEXT)
         return bench, (_selfaware(path, data) if bench is Benchmark.SELFAWARE else _triviaqa(path, data))
     if bench is Benchmark.TRUTHFULQA:
         return bench, _truthfulqa(path)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ from chronokg.ingest.common import (
     read_json_blocks,
     slug,
 )
+from chronokg.ingest.limits import check_texts, too_long
 from chronokg.progress import Progress
 
 KIND = "tempomed"
@@ -59,6 +61,19 @@ MAX_TEXT = 20_000
 # An MCQ record's fields, as compared between two records with the same idx (the years are compared by the
 # guidelines' own merge rule).
 RECORD_FIELDS = ("PMID_current", "PMID_prior", "Question", "choices", "Correct", "Explanation")
+# The keys of a released MCQ record and of its Answer: any other (a `Choice_F`, a misspelt `Year_curent`) would be
+# passed over silently, so it is refused.
+MCQ_KEYS = frozenset({"idx", "PMID_current", "PMID_prior", "Year_current", "Year_prior", "Question", "Answer"})
+ANSWER_KEYS = frozenset({"Choice_A", "Choice_B", "Choice_C", "Choice_D", "Choice_E", "Correct", "Explanation"})
+
+
+def _known_keys(path: Path, record: str, obj: dict[str, Any], known: frozenset[str], where: str) -> None:
+    unknown = sorted(k for k in obj if k not in known)
+    if unknown:
+        shown = ", ".join(repr(caption(k, 40)) for k in unknown[:5]) + (f" and {len(unknown) - 5} more"
+                                                                       if len(unknown) > 5 else "")
+        raise InputError(path, record, f"unknown key{'s' if len(unknown) > 1 else ''} {shown} in {where} "
+                                       f"(known: {', '.join(sorted(known))})")
 
 _DOC = (
     r"(?i:guidelines?|guidance|recommendations?|statement|consensus(?: statement)?|position statement"
@@ -115,7 +130,7 @@ def _text(path: Path, record: str, obj: dict[str, Any], key: str, required: bool
     if not isinstance(value, str) or not value.strip():
         raise InputError(path, record, f"field {key!r} must be non-empty text, got {describe(value)}")
     if len(value) > MAX_TEXT:
-        raise InputError(path, record, f"field {key!r} is {len(value):,} characters (at most {MAX_TEXT:,})")
+        raise InputError(path, record, too_long(key, len(value), MAX_TEXT))
     return value.strip()
 
 
@@ -123,7 +138,7 @@ def _bounded(path: Path, record: str, obj: dict[str, Any], key: str) -> None:
     """An optional field, if text, within `MAX_TEXT`."""
     value = obj.get(key)
     if isinstance(value, str) and len(value) > MAX_TEXT:
-        raise InputError(path, record, f"field {key!r} is {len(value):,} characters (at most {MAX_TEXT:,})")
+        raise InputError(path, record, too_long(key, len(value), MAX_TEXT))
 
 
 def _mcq_fields(question: str, current: str, prior: str, answer: dict[str, Any], choices: list[str]) -> dict[str, Any]:
@@ -229,9 +244,11 @@ class GuidelineBuilder:
 
     def mcq_file(self, path: Path) -> None:
         src = self.file_source(path, "mcq")
-        for n, _line, obj in read_json_blocks(path):
-            record = f"{n} (idx {obj.get('idx', '?')})"
+        for n, _line, obj in read_json_blocks(path, max_text=sys.maxsize):  # checked below, named by idx
+            record = f"{n} (idx {caption(str(obj.get('idx', '?')), 40)})"
+            check_texts(obj, path, record, MAX_TEXT)
             self.batch.at(path, record)
+            _known_keys(path, record, obj, MCQ_KEYS, "an MCQ record")
             current = _pmid(path, record, obj, "PMID_current")
             prior = _pmid(path, record, obj, "PMID_prior")
             cur_year = _year(path, record, obj, "Year_current")
@@ -245,6 +262,7 @@ class GuidelineBuilder:
             answer = obj.get("Answer")
             if not isinstance(answer, dict):
                 raise InputError(path, record, "field 'Answer' must be an object with Choice_A..Choice_E")
+            _known_keys(path, record, answer, ANSWER_KEYS, "its Answer")
             choice_a = _text(path, record, answer, "Choice_A")
             choice_b = _text(path, record, answer, "Choice_B")
             assert question is not None and choice_a is not None and choice_b is not None
@@ -292,7 +310,7 @@ class GuidelineBuilder:
                                                f"{_differences(fields, stored)}")
 
     def trajectory_file(self, path: Path) -> None:
-        data = read_json(path)
+        data = read_json(path, MAX_TEXT)
         items = data if isinstance(data, list) else [data]
         if not items:
             raise InputError(path, None, "no trajectories in the file")
@@ -347,7 +365,7 @@ class GuidelineBuilder:
             raise InputError(path, None, f"no year known for guideline(s) {', '.join(missing)}: load their "
                                          "trajectory file or MCQs first, or together with this file")
         cur_year, prior_year = years[current], years[prior]
-        data = read_json(path)
+        data = read_json(path, MAX_TEXT)
         if not isinstance(data, list):
             raise InputError(path, None, "expected a list of differences")
         if not data:

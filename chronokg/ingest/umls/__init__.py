@@ -65,6 +65,7 @@ from chronokg.ingest.umls.models import CHROKNOW_RELAS as CHROKNOW_RELAS
 from chronokg.ingest.umls.models import CHUNK as CHUNK
 from chronokg.ingest.umls.models import CONCEPT as CONCEPT
 from chronokg.ingest.umls.models import KIND as KIND
+from chronokg.ingest.umls.models import MAX_TEXT as MAX_TEXT
 from chronokg.ingest.umls.models import Filters as Filters
 from chronokg.ingest.umls.models import Release as Release
 from chronokg.ingest.umls.models import ReleaseStats as ReleaseStats

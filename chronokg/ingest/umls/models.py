@@ -31,6 +31,8 @@ MRCONSO_COLUMNS: Final = (
 ALL: Final = "*"
 CHUNK: Final = 20_000  # staged nodes + edges per written batch
 PAGE: Final = 20_000  # open facts read from the store per query
+# Characters in one field of an RRF row (README, "Input limits"): NLM documents STR as at most 3,000.
+MAX_TEXT = 10_000
 RELEASE = re.compile(r"(?<!\d)(\d{4})(A[A-Z])")
 DEFAULT_MONTH: Final = {"AA": 5, "AB": 11}
 RANK: Final = {Precision.YEAR: 0, Precision.MONTH: 1, Precision.DAY: 2}

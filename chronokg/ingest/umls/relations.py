@@ -139,6 +139,7 @@ class Loader:
     def relations(self, rel: Release, stats: ReleaseStats) -> dict[int, int]:
         """The kept relations of a release: relation key -> SAB set."""
         kept: dict[int, int] = {}
+        ruis: dict[str, tuple[int, tuple[str, ...]]] = {}  # of kept rows: one RUI with two contents is an error
         sabs, relas, vocab, path = self.filters.sabs, self.filters.relas, self.vocab, rel.mrrel
         self._start(path.stat().st_size, f"reading {rel.name} MRREL.RRF")
         n = 0
@@ -151,6 +152,12 @@ class Loader:
             if cui1 == cui2:
                 continue
             stats.kept_rows += 1
+            if f[8]:
+                row = (f[0], f[4], rela, sab, f[1], f[5], f[3])
+                first = ruis.setdefault(f[8], (n, row))
+                if first[1] != row:
+                    raise InputError(path, f"line {n}", f"RUI {f[8]} is given again with other content; first "
+                                                        f"given on line {first[0]}")
             ix = vocab.rela(rela)
             if ix > RELA_MASK:
                 raise InputError(path, f"line {n}", f"more than {RELA_MASK} distinct RELAs")
@@ -166,9 +173,15 @@ class Loader:
         path = rel.mrconso
         self._start(path.stat().st_size, f"reading {rel.name} MRCONSO.RRF")
         n = 0
+        auis: dict[str, tuple[int, tuple[str, ...]]] = {}  # of the needed concepts' atoms
         for n, f in read_rrf(path, MRCONSO_COLUMNS, self._advance):
             cui = cui_number(path, n, "CUI", f[0])
             check_conso_flags(path, n, f)
+            if cui in needed and f[7]:
+                first = auis.setdefault(f[7], (n, tuple(f[:-1])))
+                if first[1] != tuple(f[:-1]):
+                    raise InputError(path, f"line {n}", f"AUI {f[7]} is given again with other content; first "
+                                                        f"given on line {first[0]}")
             if f[1] == "ENG" and f[2] == "P" and f[4] == "PF" and f[6] == "Y" and cui in needed and cui not in names:
                 if not f[14].strip():
                     raise InputError(path, f"line {n}", "STR: empty preferred name")

@@ -6,7 +6,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from chronokg.errors import InputError
-from chronokg.ingest.umls.models import MRCONSO_COLUMNS, MRREL_COLUMNS
+from chronokg.ingest.limits import too_long
+from chronokg.ingest.umls.models import MAX_TEXT, MRCONSO_COLUMNS, MRREL_COLUMNS
 
 # --- reading RRF -------------------------------------------------------------------
 
@@ -37,6 +38,10 @@ def read_rrf(path: Path, columns: tuple[str, ...],
                 found = len(fields) - 1 if not fields[-1] else f"{len(fields)} (no trailing '|')"
                 raise InputError(path, f"line {n}", f"expected {width} '|'-terminated fields "
                                                     f"({','.join(columns)}), found {found}")
+            if len(line) > MAX_TEXT:  # no field of a shorter line can be longer
+                for column, value in zip(columns, fields, strict=False):
+                    if len(value) > MAX_TEXT:
+                        raise InputError(path, f"line {n}", too_long(column, len(value), MAX_TEXT))
             yield n, fields
     if n == 0:
         raise InputError(path, None, "empty file")

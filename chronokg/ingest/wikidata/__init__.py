@@ -60,6 +60,7 @@ from chronokg.ingest.wikidata.entity_json import record_from_json as record_from
 from chronokg.ingest.wikidata.facts import build_fact as build_fact
 from chronokg.ingest.wikidata.facts import build_facts as build_facts
 from chronokg.ingest.wikidata.facts import coarser_precision as coarser_precision
+from chronokg.ingest.wikidata.files import MAX_TEXT as MAX_TEXT
 from chronokg.ingest.wikidata.files import expand as expand
 from chronokg.ingest.wikidata.files import is_dump as is_dump
 from chronokg.ingest.wikidata.files import read_document as read_document

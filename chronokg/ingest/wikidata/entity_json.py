@@ -193,6 +193,7 @@ def record_from_json(obj: Any, path: Path | str, where: str | int | None,
         raise InputError(path, where, f"not an entity id: {ent.id!r}")
     label = ent.labels["en"].value if "en" in ent.labels else None
     claims: list[Claim] = []
+    by_id: dict[str, Claim] = {}  # a statement id twice: the same statement again, or an error naming both
     for pid, statements in ent.claims.items():
         for st in statements:
             here = f"{ent.id} statement {st.id or pid}"
@@ -204,7 +205,15 @@ def record_from_json(obj: Any, path: Path | str, where: str | int | None,
                          if q in st.qualifiers}
             except (ValueError, ValidationError) as exc:
                 raise InputError(path, where, f"{here}: {_one_line(exc)}") from None
-            claims.append(Claim(pid, st.id, st.rank, st.mainsnak.snaktype, value, times))
+            claim = Claim(pid, st.id, st.rank, st.mainsnak.snaktype, value, times)
+            if st.id:
+                earlier = by_id.setdefault(st.id, claim)
+                if earlier is not claim:
+                    if earlier == claim:
+                        continue
+                    raise InputError(path, where, f"{here} is given twice in {ent.id} revision {ent.lastrevid} "
+                                                  "with other content")
+            claims.append(claim)
     return EntityRecord(ent.id, ent.type, ent.lastrevid, ent.modified, label, tuple(claims), properties, checksum)
 
 

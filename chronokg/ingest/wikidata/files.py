@@ -12,6 +12,10 @@ from typing import IO, Any
 from chronokg.errors import InputError
 from chronokg.ingest.common import expand_paths, loads, read_json
 
+# Characters in one string of an entity (README, "Input limits"): Wikidata itself stores string values of at
+# most 1,500 and labels of at most 250.
+MAX_TEXT = 10_000
+
 # --- reading files ---------------------------------------------------------------------------------
 
 
@@ -42,7 +46,7 @@ def is_dump(path: Path) -> bool:
 
 def read_document(path: Path) -> list[tuple[str, Any]]:
     """The entity objects of one JSON document: wrapper, bare entity, or a list."""
-    data = read_json(path)
+    data = read_json(path, MAX_TEXT)
     if not data:
         raise InputError(path, None, "no entities in the file")
     if isinstance(data, dict) and isinstance(data.get("entities"), dict):
@@ -73,7 +77,7 @@ def read_dump(path: Path) -> Iterator[tuple[str, Any]]:
                     continue
                 if closed:
                     raise InputError(path, f"line {lineno}", "data after the closing ']'")
-                yield f"line {lineno}", loads(line.removesuffix(","), path, f"line {lineno}")
+                yield f"line {lineno}", loads(line.removesuffix(","), path, f"line {lineno}", MAX_TEXT)
     except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
         raise InputError(path, f"line {lineno + 1}", f"cannot read (truncated or corrupt file?): {exc}") from exc
     if opened_array and not closed:
