@@ -191,3 +191,22 @@ def test_the_real_tempomed_sample_round_trips(shared_data: Path, tmp_path: Path)
     for row in rows:
         assert row["gold_valid_from"] is not None and row["gold_valid_from"] <= row["question_date"]
         assert row["gold_valid_to"] is None or row["gold_valid_to"] > row["question_date"]
+
+
+def test_mlcroissant_validates_the_croissant_file_and_reads_its_records(
+        exported: tuple[Path, list[dict[str, Any]]]) -> None:
+    pytest.importorskip("mlcroissant", reason="the integrations extra (mlcroissant) is not installed")
+    import mlcroissant
+
+    folder, records = exported
+    dataset = mlcroissant.Dataset(jsonld=str(folder / "croissant.json"))  # raises on any validation error
+    assert not dataset.metadata.ctx.issues.errors
+    assert sorted(r.name for r in dataset.metadata.record_sets) == configs(folder)
+    for config in ("tempomed-seed", "micxr-seed"):
+        read = list(dataset.records(config))
+        expected = by_config(records, config)
+        assert [r[f"{config}/id"].decode() for r in read] == [r["id"] for r in expected]
+        assert [[c.decode() for c in r[f"{config}/choices"]] for r in read] == [r["choices"] for r in expected]
+        assert [json.loads(r[f"{config}/metadata"].decode()) for r in read] == [r["metadata"] for r in expected]
+        dates = list(folder_rows(folder, config))
+        assert [r[f"{config}/gold_valid_from"].date() for r in read] == [d["gold_valid_from"] for d in dates]

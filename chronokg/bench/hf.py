@@ -26,18 +26,16 @@ import json
 import os
 import shutil
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from chronokg.bench.hf_card import CANONICAL, COLUMNS, DATES, SPLIT, Export, Release, card, croissant
 from chronokg.bench.question import Question
 from chronokg.errors import ChronoKGError, InputError
 from chronokg.graph.store import GraphStore
 
-SPLIT = "test"
-CANONICAL = ("id", "input", "choices", "target", "metadata")
-DATES = ("question_date", "gold_valid_from", "gold_valid_to", "known_from")
-COLUMNS = (*CANONICAL, "variant", *DATES)
+__all__ = ["COLUMNS", "DATES", "SPLIT", "Export", "Release", "export_hf", "folder_rows", "read_canonical"]
 OWN_FILES = frozenset({"README.md", "croissant.json"})
 
 
@@ -48,29 +46,6 @@ class Item:
     line: int
     record: dict[str, Any]
     question: Question
-
-
-@dataclass
-class Release:
-    """A source release of a snapshot, as the card lists it."""
-
-    id: str
-    kind: str | None = None
-    caption: str | None = None
-    version: str | None = None
-    release_date: str | None = None
-
-
-@dataclass
-class Export:
-    """What `export_hf` wrote: rows per config, the snapshots and their releases, the families."""
-
-    folder: Path
-    configs: dict[str, int]
-    snapshots: dict[str, list[Release]]
-    families: list[str]
-    sizes: dict[str, int] = field(default_factory=dict)  # bytes of each config's rows in Arrow (`num_bytes`)
-    files: list[Path] = field(default_factory=list)
 
 
 def read_canonical(path: Path) -> list[Item]:
@@ -213,8 +188,8 @@ def check_out(out: Path) -> None:
         raise ChronoKGError(f"--out {out} is a file: --format hf writes a folder")
     if not out.is_dir() or not any(out.iterdir()):
         return
-    card = out / "README.md"
-    ours = card.is_file() and "\nchronokg:\n" in card.read_text(encoding="utf-8", errors="replace")
+    readme = out / "README.md"
+    ours = readme.is_file() and "\nchronokg:\n" in readme.read_text(encoding="utf-8", errors="replace")
     strangers = [p.name for p in sorted(out.iterdir()) if p.name not in OWN_FILES
                  and not (p.is_dir() and {c.name for c in p.iterdir()} <= {f"{SPLIT}.parquet"})]
     if not ours or strangers:
@@ -231,7 +206,10 @@ def _table(rows: list[dict[str, Any]]) -> Any:
     return pa.Table.from_pylist(rows, schema=schema)
 
 
-def _write(folder: Path, tables: dict[str, Any], card: str, croissant: str | None) -> list[Path]:
+def _write(folder: Path, export: Export, tables: dict[str, Any]) -> list[Path]:
+    """The parquet files, then the card and the Croissant file (which names each parquet file's sha256)."""
+    import hashlib
+
     import pyarrow.parquet as pq
 
     files = []
@@ -241,12 +219,10 @@ def _write(folder: Path, tables: dict[str, Any], card: str, croissant: str | Non
         # one row group: the same rows give the same bytes (pyarrow writes no time; its footer names its version)
         pq.write_table(table, target, compression="zstd", compression_level=3, row_group_size=max(table.num_rows, 1))
         files.append(target)
-    (folder / "README.md").write_text(card, encoding="utf-8")
-    files.append(folder / "README.md")
-    if croissant is not None:
-        (folder / "croissant.json").write_text(croissant, encoding="utf-8")
-        files.append(folder / "croissant.json")
-    return files
+    digests = {f"{p.parent.name}/{p.name}": hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+    (folder / "README.md").write_text(card(export), encoding="utf-8")
+    (folder / "croissant.json").write_text(croissant(export, digests), encoding="utf-8")
+    return [*files, folder / "README.md", folder / "croissant.json"]
 
 
 def export_hf(store: GraphStore, path: Path, out: Path) -> Export:
@@ -258,8 +234,6 @@ def export_hf(store: GraphStore, path: Path, out: Path) -> Export:
     except ImportError as exc:
         raise ChronoKGError(f"--format hf needs pyarrow and PyYAML ({exc.name} is missing): "
                             "pip install 'chronokg[integrations]'") from None
-    from chronokg.bench import hf_card
-
     check_out(out)
     items = read_canonical(path)
     snapshots = _releases(store, path, items)
@@ -268,15 +242,13 @@ def export_hf(store: GraphStore, path: Path, out: Path) -> Export:
     tables = {name: _table(r) for name, r in sorted(configs.items())}
     export = Export(out, {k: len(v) for k, v in sorted(configs.items())}, snapshots, families,
                     {k: int(t.nbytes) for k, t in tables.items()})
-    card = hf_card.card(export)
-    croissant = hf_card.croissant(export)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".{out.name}.part-{os.getpid()}"
     old = out.parent / f".{out.name}.old-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         tmp.mkdir()
-        files = _write(tmp, tables, card, croissant)
+        files = _write(tmp, export, tables)
         if out.exists():
             out.rename(old)
         tmp.rename(out)

@@ -1,24 +1,54 @@
-"""The dataset card (`README.md`) of an exported dataset folder: YAML front matter that `datasets` and the Hub
-read (`configs` with their `data_files`, `dataset_info` with the features and row counts), chronokg's own block
-(`chronokg`: the snapshot and its releases, each source's licence, the seed papers), and the same said in prose.
+"""What an exported dataset folder holds (its split, its columns, the `Export` describing it) and how it is described:
+the dataset card (`README.md`), whose YAML front matter `datasets` and the Hub read (`configs` with their
+`data_files`, `dataset_info` with the features and row counts), chronokg's own block (`chronokg`: the snapshot and
+its releases, each source's licence, the seed papers) and the same said in prose; and `croissant.json` (Croissant
+1.0).
 
 Licences are those of the published sources, by the `Source.kind` a loader gives its releases; a kind not listed
-here is said to be unknown rather than guessed. Nothing in the card depends on when it was written.
+here is said to be unknown rather than guessed. Nothing in either file depends on when it was written.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-if TYPE_CHECKING:
-    from chronokg.bench.hf import Export
+SPLIT = "test"
+CANONICAL = ("id", "input", "choices", "target", "metadata")
+DATES = ("question_date", "gold_valid_from", "gold_valid_to", "known_from")
+COLUMNS = (*CANONICAL, "variant", *DATES)
+
+
+@dataclass
+class Release:
+    """A source release of a snapshot, as the card lists it."""
+
+    id: str
+    kind: str | None = None
+    caption: str | None = None
+    version: str | None = None
+    release_date: str | None = None
+
+
+@dataclass
+class Export:
+    """What `export_hf` wrote: rows per config, the snapshots and their releases, the families."""
+
+    folder: Path
+    configs: dict[str, int]
+    snapshots: dict[str, list[Release]]
+    families: list[str]
+    sizes: dict[str, int] = field(default_factory=dict)  # bytes of each config's rows in Arrow (`num_bytes`)
+    files: list[Path] = field(default_factory=list)
+
 
 # The licence of each kind of source, as published (docs/benchmarks/*.md and the sources' own pages).
 LICENCES: dict[str, str] = {
     "tempomed": "MIT (GuanZihan/TempoMed-Bench); paper CC BY 4.0",
     "chroknow": "CC BY 4.0 (dmis-lab/ChroKnowBench)",
-    "driftmed": "not stated by RDBH/DriftMed: check the dataset's terms before redistributing",
+    "driftmed": "not checked by chronokg: see RDBH/DriftMed's terms",
     "umls": "UMLS Metathesaurus License (NLM; free after sign-up, not redistributable)",
     "cfr": "public domain (U.S. Government work, 17 U.S.C. 105)",
     "wikidata": "CC0 1.0",
@@ -90,8 +120,6 @@ COLUMN_MEANINGS: dict[str, str] = {
 
 def features() -> list[dict[str, Any]]:
     """The features as `datasets` reads them from YAML (`sequence` for the list: read by every release)."""
-    from chronokg.bench.hf import DATES
-
     text = [{"name": n, "dtype": "string"} for n in ("id", "input")]
     return [*text, {"name": "choices", "sequence": "string"}, {"name": "target", "dtype": "string"},
             {"name": "metadata", "dtype": "string"}, {"name": "variant", "dtype": "string"},
@@ -121,8 +149,6 @@ def families(export: Export) -> list[dict[str, Any]]:
 
 
 def front_matter(export: Export) -> dict[str, Any]:
-    from chronokg.bench.hf import SPLIT
-
     names = sorted(export.configs)
     return {
         "pretty_name": "chronokg questions, " + ", ".join(sorted(export.snapshots)),
@@ -182,6 +208,53 @@ def card(export: Export) -> str:
     return "\n".join(lines) + "\n"
 
 
-def croissant(export: Export) -> str | None:
-    """A Croissant description of the folder, where one is written (None: not written)."""
-    return None
+CROISSANT_CONTEXT: dict[str, Any] = {  # Croissant 1.0's context, as the specification gives it
+    "@language": "en", "@vocab": "https://schema.org/", "citeAs": "cr:citeAs", "column": "cr:column",
+    "conformsTo": "dct:conformsTo", "cr": "http://mlcommons.org/croissant/", "rai": "http://mlcommons.org/croissant/RAI/",
+    "data": {"@id": "cr:data", "@type": "@json"}, "dataType": {"@id": "cr:dataType", "@type": "@vocab"},
+    "dct": "http://purl.org/dc/terms/", "equivalentProperty": "cr:equivalentProperty",
+    "examples": {"@id": "cr:examples", "@type": "@json"},
+    "extract": "cr:extract", "field": "cr:field", "fileProperty": "cr:fileProperty", "fileObject": "cr:fileObject",
+    "fileSet": "cr:fileSet", "format": "cr:format", "includes": "cr:includes", "isLiveDataset": "cr:isLiveDataset",
+    "jsonPath": "cr:jsonPath", "key": "cr:key", "md5": "cr:md5", "parentField": "cr:parentField",
+    "path": "cr:path", "recordSet": "cr:recordSet", "references": "cr:references", "regex": "cr:regex",
+    "repeated": "cr:repeated", "replace": "cr:replace", "samplingRate": "cr:samplingRate", "sc": "https://schema.org/",
+    "separator": "cr:separator",
+    "source": "cr:source", "subField": "cr:subField", "transform": "cr:transform",
+}
+CROISSANT_TYPES = {"string": "sc:Text", "date32": "sc:Date"}
+
+
+def croissant(export: Export, digests: dict[str, str]) -> str:
+    """The folder in Croissant 1.0 (`croissant.json`): each config's parquet file (`digests`: its sha256) and a
+    record set of its columns; the licence and citations as the card gives them."""
+    import json
+
+    releases = [r.release_date for rs in export.snapshots.values() for r in rs if r.release_date]
+    files, sets = [], []
+    for name in sorted(export.configs):
+        path = f"{name}/{SPLIT}.parquet"
+        files.append({"@type": "cr:FileObject", "@id": path, "name": path, "contentUrl": path,
+                      "encodingFormat": "application/x-parquet", "sha256": digests[path]})
+        fields = []
+        for f in features():
+            dtype = f.get("dtype", f.get("sequence"))
+            field: dict[str, Any] = {"@type": "cr:Field", "@id": f"{name}/{f['name']}", "name": f"{name}/{f['name']}",
+                     "description": COLUMN_MEANINGS[f["name"]], "dataType": CROISSANT_TYPES[str(dtype)],
+                     "source": {"fileObject": {"@id": path}, "extract": {"column": f["name"]}}}
+            if "sequence" in f:
+                field["repeated"] = True
+            fields.append(field)
+        sets.append({"@type": "cr:RecordSet", "@id": name, "name": name,
+                     "description": f"{export.configs[name]} questions, split {SPLIT}", "field": fields})
+    doc = {
+        "@context": CROISSANT_CONTEXT, "@type": "sc:Dataset", "conformsTo": "http://mlcommons.org/croissant/1.0",
+        "name": "chronokg-questions", "description": "Questions generated by chronokg from a bitemporal knowledge "
+        "graph at " + ", ".join(sorted(export.snapshots)) + ", each with the dates of its gold answer.",
+        "license": [f"{s['kind']}: {s['licence']}" for s in sources(export)],
+        "citeAs": "\n\n".join(f["citation"] for f in families(export) if f["citation"]),
+        "datePublished": max(releases) if releases else None,
+        "keywords": ["chronokg", *sorted(export.snapshots)],
+        "distribution": files, "recordSet": sets,
+    }
+    return json.dumps({k: v for k, v in doc.items() if v is not None}, ensure_ascii=False, indent=2) + "\n"

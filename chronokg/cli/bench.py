@@ -263,7 +263,7 @@ def export_hf_folder(path: Path, out: Path) -> None:
     for name, n in done.configs.items():
         say(console, ("wrote", "green"), f" {n:,} questions to config {name} ({out / name})")
     say(console, f"dataset card {out / 'README.md'}; snapshot " + ", ".join(
-        f"{sid} ({len(releases)} releases)" for sid, releases in done.snapshots.items()))
+        f"{sid} ({len(rs)} source release{'' if len(rs) == 1 else 's'})" for sid, rs in done.snapshots.items()))
 
 
 def register_trajectory(bench_app: typer.Typer) -> None:
