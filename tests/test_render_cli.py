@@ -105,6 +105,8 @@ def commands(w: dict[str, object]) -> list[tuple[list[str], list[str]]]:
         (["releases", "list"], [str(w["source"])]),
         (["bench", "list"], []),
         (["bench", "verify", q], []),
+        (["bench", "export", "--format", "hf", q, "--out", str(Path(q).parent / "hf [x] [bold]")],
+         [str(Path(q).parent / "hf [x] [bold]")]),
         (["eval", "runs", "list"], [MODEL]),
         (["eval", "metrics", run], [MODEL]),
         (["eval", "compare", run, run, "--iterations", "5"], [MODEL]),

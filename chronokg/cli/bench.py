@@ -232,13 +232,25 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     @bench_app.command("export")
     def export(
         path: Annotated[Path, typer.Argument(help="Questions (canonical JSONL)")],
-        out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the seed's files")],
+        out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the seed's files, or the dataset folder "
+                                                              "(--format hf)")],
+        fmt: Annotated[str, typer.Option("--format", help="seed (the seed benchmark's own files) or hf (a Hugging "
+                                                          "Face dataset folder: parquet per family and protocol, "
+                                                          "the items' dates, a dataset card)")] = "seed",
     ) -> None:
-        """Write canonical questions in their seed benchmark's own file format."""
-        from chronokg.bench.export import write_seed
+        """Write canonical questions in their seed benchmark's own file format, or as a dated Hugging Face dataset
+        folder (--format hf; the dates and releases are read from the store the questions were generated from)."""
         from chronokg.bench.question import read_jsonl
+        from chronokg.errors import ChronoKGError
 
         def body() -> None:
+            if fmt == "hf":
+                export_hf_folder(path, out)
+                return
+            if fmt != "seed":
+                raise ChronoKGError(f"--format must be seed or hf, not {fmt!r}")
+            from chronokg.bench.export import write_seed
+
             questions = list(read_jsonl(path))
             by_family: dict[str, list[Any]] = {}
             for q in questions:
@@ -247,6 +259,18 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                 for file, count in write_seed(family, items, out).items():
                     say(console, ("wrote", "green"), f" {count:,} records to {file}")
         guarded(body)
+
+
+def export_hf_folder(path: Path, out: Path) -> None:
+    """`bench export --format hf`: the folder, then what it holds."""
+    from chronokg.bench.hf import export_hf
+
+    with opened(read_only=True, must_exist=True) as store:
+        done = export_hf(store, path, out)
+    for name, n in done.configs.items():
+        say(console, ("wrote", "green"), f" {n:,} questions to config {name} ({out / name})")
+    say(console, f"dataset card {out / 'README.md'}; snapshot " + ", ".join(
+        f"{sid} ({len(rs)} source release{'' if len(rs) == 1 else 's'})" for sid, rs in done.snapshots.items()))
 
 
 def register_trajectory(bench_app: typer.Typer) -> None:
