@@ -3,8 +3,8 @@
 
 Release 1 (2024-01-01): three trajectories, each a guideline superseding an earlier one, one difference each:
 pair A (2019 over 2012), B (2018 over 2010), C (2017 over 2011). Release 2 (2025-06-01): B's difference file
-again, its 2018 guideline's recommendation now restated as the earlier one (so the 2018 item's key gives the
-other option: verdicts flip right -> wrong), and a new trajectory D (2022 over 2014).
+corrected (the 2018 guideline keeps the 2010 recommendation: the 2018 item's key now gives that option, so
+verdicts flip right -> wrong), and a new trajectory D (2022 over 2014).
 
 TempoMed's loader keys a decision by its change pair (current and prior guideline), so a newer guideline of its
 own never changes an existing item's answer key; only a release that restates the same pair does.
@@ -22,7 +22,7 @@ from typing import Any
 
 from chronokg.bench import snapshot
 from chronokg.bench.family import generate
-from chronokg.bench.question import Question, write_jsonl
+from chronokg.bench.question import Question, read_jsonl, write_jsonl
 from chronokg.eval.profile import profile_for
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import tempomed
@@ -42,7 +42,7 @@ PAIRS = {  # name: (current pmid, year, prior pmid, year, focus, current text, p
     "D": ("91000032", 2022, "91000031", 2014, "Fever treatment in older adults", "Review drugs every month.",
           "Review drugs every year."),
 }
-RESTATED = "B"  # release 2 restates this pair: its current guideline's recommendation is the prior's text
+RESTATED = "B"  # release 2 corrects this pair: its current guideline's recommendation is the prior's text
 
 
 def _trajectory(name: str) -> dict[str, Any]:
@@ -79,6 +79,10 @@ def questions_now(store: Path, out: Path) -> list[Question]:
         qs = generate("tempomed", s, snapshot.current(s), {"protocol": "chronokg"})[0]
     write_jsonl(out, qs)
     return qs
+
+
+def read(path: Path) -> list[Question]:
+    return list(read_jsonl(path))
 
 
 def in_force(question: Question, label: str, day: dt.date) -> bool:

@@ -51,8 +51,8 @@ METRICS = ("accuracy", "stderr", "chronokg/cutoff_split")
 
 
 def export_run(folder: Path, out: Path) -> list[Path]:
-    """Write the run's logs into `out` (`<time>_chronokg-<family>_<model>_<run>.eval`); all or none: built in a
-    temporary folder beside `out`, then moved in."""
+    """Write the run's logs into `out` (`<time>_chronokg-<family>_<run>-<model>.eval`, inspect's own naming:
+    time, task, id); all or none: built in a temporary folder beside `out`, then moved in."""
     info = read_info(folder)
     records = list(latest(folder / "samples.jsonl").values())
     if not records:
@@ -75,7 +75,7 @@ def export_run(folder: Path, out: Path) -> list[Path]:
                 mine = sorted((r for r in records if r.model == model and r.family == family),
                               key=lambda r: (r.question_id, r.sample))
                 log = run_log(info, model, family, mine, by_id, cutoffs.get(model), flips)
-                name = f"{_stamp(info)}_chronokg-{family}_{_safe(model)}_{info.run_id}.eval"
+                name = f"{_stamp(log.eval.created)}_chronokg-{family}_{info.run_id}-{_safe(model)}.eval"
                 write_eval_log(log, str(part / name), format="eval")
                 written.append(name)
         out.mkdir(parents=True, exist_ok=True)
@@ -99,8 +99,10 @@ def run_log(info: RunInfo, model: str, family: str, records: Sequence[SampleReco
     if info.rescored_from is not None:
         meta |= {"rescored_from": info.rescored_from, "known_at": info.known_at or "now",
                  "flips": [f for f in flips or [] if f.get("model") == model and f.get("family") == family]}
+    started = _iso(info.started) or min(_iso(r.at) for r in records)
+    finished = _iso(info.finished) or max(_iso(r.at) for r in records)
     spec = EvalSpec(
-        eval_id=f"{info.run_id}-{family}-{_safe(model)}", run_id=info.run_id, created=_created(info),
+        eval_id=f"{info.run_id}-{family}-{_safe(model)}", run_id=info.run_id, created=started,
         task=f"chronokg/{family}", task_registry_name=f"chronokg/{family}", task_args=options,
         dataset=EvalDataset(name=f"chronokg-{family}", location=path, samples=len({r.question_id for r in records}),
                             sample_ids=sorted({r.question_id for r in records})),
@@ -108,7 +110,7 @@ def run_log(info: RunInfo, model: str, family: str, records: Sequence[SampleReco
         packages={"chronokg": info.chronokg} if info.chronokg else {}, metadata=meta,
         scorers=_scorers(options))
     return EvalLog(status="success", eval=spec, results=_results(samples), samples=samples,
-                   stats=EvalStats(started_at=_iso(info.started), completed_at=_iso(info.finished or info.started)))
+                   stats=EvalStats(started_at=started, completed_at=max(started, finished)))
 
 
 def _scorers(options: dict[str, Any]) -> Any:
@@ -174,10 +176,6 @@ def _nan(score: Score) -> bool:
     return isinstance(score.value, float) and score.value != score.value
 
 
-def _created(info: RunInfo) -> str:
-    return _iso(info.started) or dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
 def _iso(text: str | None) -> str:
     """A run.json time as inspect's UTC ISO time ('' when the run recorded none)."""
     if not text:
@@ -186,9 +184,10 @@ def _iso(text: str | None) -> str:
     return (when if when.tzinfo else when.replace(tzinfo=dt.UTC)).isoformat(timespec="seconds")
 
 
-def _stamp(info: RunInfo) -> str:
-    """inspect's file-name time (`2026-05-12T10-00-00+00-00`): `inspect view` sorts logs by it."""
-    return re.sub(r"[:]", "-", _created(info))
+def _stamp(created: str) -> str:
+    """inspect's file-name time (`2026-05-12T10-00-00+00-00`), from the run's start (else its first sample): the
+    same run exports to the same names."""
+    return created.replace(":", "-")
 
 
 def _safe(model: str) -> str:

@@ -96,7 +96,7 @@ def split_values(scores: list[SampleScore]) -> Value:
     block, details = split.finish(split.count(records, date), Cutoff(date=date, estimated=False, source="cutoff="))
     pre, post = block["pre"], block["post"]
     return {"pre_cutoff_accuracy": _num(pre["accuracy"]), "post_cutoff_accuracy": _num(post["accuracy"]),
-            "pre_cutoff_n": pre["n"], "post_cutoff_n": post["n"], "stale_n": post["stale"],
+            "stale_n": post["stale"], "pre_cutoff_n": pre["n"], "post_cutoff_n": post["n"],
             "undated_n": details["undated"]}
 
 
