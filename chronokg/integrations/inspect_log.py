@@ -19,7 +19,7 @@ import re
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from inspect_ai.log import (
     EvalConfig,
@@ -35,7 +35,7 @@ from inspect_ai.log import (
     write_eval_log,
 )
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageUser, ModelOutput
-from inspect_ai.scorer import SampleScore, Score, accuracy, mean_score, stderr
+from inspect_ai.scorer import MetricProtocol, SampleScore, Score, accuracy, mean_score, stderr
 
 from chronokg.bench.question import Question
 from chronokg.errors import ChronoKGError
@@ -161,15 +161,16 @@ def _results(samples: Sequence[EvalSample]) -> EvalResults:
                for sid, scores in by_id.items()]
     values: dict[str, Any] = {}
     if reduced:
-        values = {"accuracy": accuracy()(reduced), "stderr": stderr()(reduced)}
+        values = {name: cast(MetricProtocol, make())(reduced) for name, make in (("accuracy", accuracy),
+                                                                                  ("stderr", stderr))}
         extra = split_values(reduced)
         values |= extra if isinstance(extra, dict) else {}
     metrics = {name: EvalMetric(name=name, value=float(v)) for name, v in values.items()}
     unscored = sum(1 for s in samples if s.scores and _nan(s.scores[SCORER]))
-    score = EvalScore(name=SCORER, scorer=SCORER, reducer="mean", scored_samples=len(reduced),
+    total = EvalScore(name=SCORER, scorer=SCORER, reducer="mean", scored_samples=len(reduced),
                       unscored_samples=unscored, metrics=metrics)
     completed = sum(1 for s in samples if s.error is None)
-    return EvalResults(total_samples=len(samples), completed_samples=completed, scores=[score])
+    return EvalResults(total_samples=len(samples), completed_samples=completed, scores=[total])
 
 
 def _nan(score: Score) -> bool:
