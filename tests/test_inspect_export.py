@@ -147,6 +147,27 @@ def test_inspect_score_of_an_exported_log_flips_what_eval_rescore_flips(world: d
     assert len(flipped) == 3 and set(flipped.values()) == {(1.0, 0.0)}
 
 
+def test_a_failed_sample_is_there_with_its_error(world: dict[str, Any], tmp_path: Path) -> None:
+    """A sample whose request failed (its last line in samples.jsonl has an error) is in the log, unscored by
+    any metric, with the error; the others keep their scores."""
+    import shutil
+
+    run = tmp_path / world["run1"].name
+    shutil.copytree(world["run1"], run)
+    first = next(iter(latest(run / "samples.jsonl").values()))
+    with (run / "samples.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write(first.model_copy(update={"error": "HTTP 500 from the model server", "answer": None,
+                                          "correct": None, "score": None}).model_dump_json() + "\n")
+    got = cli.invoke(app, ["eval", "export", "--format", "inspect", str(run), "--out", str(tmp_path / "logs")])
+    assert got.exit_code == 0, got.output
+    (path,) = (tmp_path / "logs").glob("*.eval")
+    log = read_eval_log(str(path))
+    failed = [s for s in log.samples if s.error is not None]
+    assert [(str(s.id), s.error.message) for s in failed] == [(first.question_id, "HTTP 500 from the model server")]
+    assert failed[0].scores is None and log.results.completed_samples == len(log.samples) - 1
+    assert log.results.scores[0].scored_samples == len(log.samples) - 1
+
+
 def test_exporting_again_writes_the_same_files_and_bad_input_is_one_line(world: dict[str, Any],
                                                                          tmp_path: Path) -> None:
     names = sorted(p.name for p in world["logs"].iterdir())

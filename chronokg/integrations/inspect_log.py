@@ -42,6 +42,7 @@ from chronokg.errors import ChronoKGError
 from chronokg.eval import cutoff
 from chronokg.eval.log import RunInfo, SampleRecord, latest, read_info
 from chronokg.eval.rescore import FLIPS
+from chronokg.eval.runner import load_questions
 from chronokg.integrations.inspect_scoring import NOT_SCORABLE, OUTCOME, split_fields, split_values
 from chronokg.integrations.inspect_tasks import sample_metadata
 from chronokg.metrics.runs import run_questions
@@ -58,6 +59,8 @@ def export_run(folder: Path, out: Path) -> list[Path]:
     if not records:
         raise ChronoKGError(f"{folder}: the run has no samples to export")
     by_id = {q.id: q for q in run_questions(info)}
+    files = {q.id: str(Path(f["path"]).resolve()) for f in info.questions
+             for q in load_questions([Path(f["path"])], None)}  # the file each question is in, for re-scoring
     missing = sorted({r.question_id for r in records} - set(by_id))
     if missing:
         raise ChronoKGError(f"{folder}: {len(missing):,} samples answer questions its question files do not hold "
@@ -74,7 +77,8 @@ def export_run(folder: Path, out: Path) -> list[Path]:
             for family in sorted({r.family for r in records if r.model == model}):
                 mine = sorted((r for r in records if r.model == model and r.family == family),
                               key=lambda r: (r.question_id, r.sample))
-                log = run_log(info, model, family, mine, by_id, cutoffs.get(model), flips)
+                log = run_log(info, model, family, mine, {q: (by_id[q], files[q]) for q in by_id},
+                              cutoffs.get(model), flips)
                 name = f"{_stamp(log.eval.created)}_chronokg-{family}_{info.run_id}-{_safe(model)}.eval"
                 write_eval_log(log, str(part / name), format="eval")
                 written.append(name)
@@ -86,12 +90,13 @@ def export_run(folder: Path, out: Path) -> list[Path]:
     return [out / name for name in written]
 
 
-def run_log(info: RunInfo, model: str, family: str, records: Sequence[SampleRecord], questions: dict[str, Question],
-            cut: cutoff.Cutoff | None, flips: list[dict[str, Any]] | None) -> EvalLog:
-    """One model's samples of one family as an inspect log."""
+def run_log(info: RunInfo, model: str, family: str, records: Sequence[SampleRecord],
+            questions: dict[str, tuple[Question, str]], cut: cutoff.Cutoff | None,
+            flips: list[dict[str, Any]] | None) -> EvalLog:
+    """One model's samples of one family as an inspect log (`questions`: each question and the file it is in)."""
     day = cut.date if cut is not None else None
-    samples = [_sample(r, questions[r.question_id], day, info) for r in records]
-    path = info.questions[0]["path"] if info.questions else None
+    samples = [_sample(r, *questions[r.question_id], day, info.protocol) for r in records]
+    path = questions[records[0].question_id][1]
     options = {"questions": path, "family": family, "protocol": info.protocol,
                "cutoff": day.isoformat() if day else None}
     meta: dict[str, Any] = {"chronokg_run": info.run_id, "status": info.status, "snapshot": info.snapshot,
@@ -119,13 +124,12 @@ def _scorers(options: dict[str, Any]) -> Any:
     return [{"name": f"chronokg/{SCORER}", "options": options, "metrics": [{"name": n} for n in METRICS]}]
 
 
-def _sample(record: SampleRecord, question: Question, day: dt.date | None, info: RunInfo) -> EvalSample:
+def _sample(record: SampleRecord, question: Question, path: str, day: dt.date | None, protocol: str) -> EvalSample:
     messages: list[ChatMessage] = [ChatMessageSystem(content=question.system)] if question.system else []
     messages.append(ChatMessageUser(content=question.input))
     output = record.output or ""
     outcome = {"answer": record.answer, "correct": record.correct, "score": record.score, "fields": record.fields,
-               "steps": record.steps, "questions": info.questions[0]["path"] if info.questions else None,
-               "protocol": info.protocol}
+               "steps": record.steps, "questions": path, "protocol": protocol}
     error, scores = None, None
     if record.error is not None and record.error.startswith(NOT_SCORABLE):
         scores = {SCORER: Score.unscored(reason=NOT_SCORABLE, answer=record.answer, explanation=record.error,

@@ -6,6 +6,10 @@ clarification follow-up, MI-CXR's stages), and extracts and scores the answer by
 to inspect's model (`--model`), through `InspectClient`, so a run made with inspect scores as `chronokg eval run`
 would on the same outputs, and `chronokg eval score --predictions LOG` turns its log into a chronokg run.
 
+Each sample's metadata carries the item's dates (`chronokg.bench.item_dates`); `-T cutoff=DATE` adds chronokg's
+pre/post-cutoff split and stale count as metrics, `-T store=URI` / `-T known_at=now|DATE` re-score against the
+store (`chronokg.integrations.inspect_scoring`).
+
 Differences the route cannot avoid: inspect has no raw-completion call, so a prompt chronokg would send to
 `/v1/completions` (ChroKnow's few-shot prompts) is sent as one user message; the agent and RAG arms and the
 BenchAge judge are chronokg runner options and are not offered here.
