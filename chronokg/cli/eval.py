@@ -16,11 +16,13 @@ eval_app = typer.Typer(help="Evaluate models on generated benchmarks: run, score
 
 
 def register(app: typer.Typer) -> None:
+    from chronokg.cli.eval_export import register_export
     from chronokg.cli.eval_rescore import register_rescore
     from chronokg.cli.lifecycle import register_runs
 
     register_runs(eval_app)
     register_rescore(eval_app)
+    register_export(eval_app)
     app.add_typer(eval_app, name="eval")
 
 
@@ -395,24 +397,6 @@ def _metrics_table(values: list[Any]) -> None:
         rows.append([v.metric, v.model, _short(v.value), _short(v.groups) + extra])
     table(console, ["metric", "model", "value", "by group"], rows, title="metrics",
           priority=["metric", "value", "model", "by group"])
-
-
-@eval_app.command("export")
-def export_command(
-    run: Annotated[Path, typer.Argument(help="A run folder")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the seed-format result files")],
-    fmt: Annotated[str, typer.Option("--format", help="seed")] = "seed",
-) -> None:
-    """The run's predictions in each seed's own result format (the seed's scripts can re-score them)."""
-    from chronokg.errors import ChronoKGError
-    from chronokg.metrics.runs import export_seed
-
-    def body() -> None:
-        if fmt != "seed":
-            raise ChronoKGError("--format must be seed")
-        for path, n in export_seed(run, out).items():
-            say(console, ("wrote", "green"), f" {n:,} records to {path}")
-    guarded(body)
 
 
 @eval_app.command("score")

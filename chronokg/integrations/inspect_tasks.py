@@ -6,6 +6,10 @@ clarification follow-up, MI-CXR's stages), and extracts and scores the answer by
 to inspect's model (`--model`), through `InspectClient`, so a run made with inspect scores as `chronokg eval run`
 would on the same outputs, and `chronokg eval score --predictions LOG` turns its log into a chronokg run.
 
+Each sample's metadata carries the item's dates (`chronokg.bench.item_dates`); `-T cutoff=DATE` adds chronokg's
+pre/post-cutoff split and stale count as metrics, `-T store=URI` / `-T known_at=now|DATE` re-score against the
+store (`chronokg.integrations.inspect_scoring`).
+
 Differences the route cannot avoid: inspect has no raw-completion call, so a prompt chronokg would send to
 `/v1/completions` (ChroKnow's few-shot prompts) is sent as one user message; the agent and RAG arms and the
 BenchAge judge are chronokg runner options and are not offered here.
@@ -14,7 +18,6 @@ BenchAge judge are chronokg runner options and are not offered here.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,18 +35,16 @@ from inspect_ai.model import (
     get_model,
 )
 from inspect_ai.model import GenerateConfig as InspectConfig
-from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, solver
-from inspect_ai.util import registry_info
 
+from chronokg.bench.item_dates import gold_fact_ids, item_dates
 from chronokg.bench.question import Question
 from chronokg.errors import ChronoKGError
 from chronokg.eval.profile import Outcome, profile_for
 from chronokg.eval.runner import load_questions
+from chronokg.integrations.inspect_scoring import OUTCOME, chronokg_scorer, day, open_reader, ours
 from chronokg.models import Completion, ModelRequest
 from chronokg.models import types as ck
-
-OUTCOME = "chronokg"  # the key of the sample's outcome in the task state's metadata
 
 
 class InspectClient:
@@ -85,20 +86,36 @@ def _message(message: ck.ChatMessage) -> ChatMessage:
     return ChatMessageUser(content=content)
 
 
-def _sample(question: Question) -> Sample:
+def sample_metadata(question: Question, known: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What inspect shows and filters a sample by: family, variant, display labels and the item's dates
+    (`chronokg.bench.item_dates`)."""
+    return {"family": question.family, "variant": question.variant,
+            "choice_labels": [c.label for c in question.choices], **item_dates(question, known)}
+
+
+def _sample(question: Question, known: dict[str, Any] | None = None) -> Sample:
     """The question as inspect shows it in its log: the exact system and user messages, the options in order,
     the target as the display label the family's extractor returns."""
     messages: list[ChatMessage] = [ChatMessageSystem(content=question.system)] if question.system else []
     messages.append(ChatMessageUser(content=question.input))
-    return Sample(id=question.id, input=messages, target=question.target,
-                  metadata={"family": question.family, "variant": question.variant,
-                            "choice_labels": [c.label for c in question.choices]})
+    return Sample(id=question.id, input=messages, target=question.target, metadata=sample_metadata(question, known))
+
+
+def known_from(store: str | None, questions: list[Question]) -> dict[str, Any]:
+    """The known-from of the gold facts whose evidence rows carry none, read from the store."""
+    ids = gold_fact_ids(questions)
+    if not ids:
+        return {}
+    with open_reader(store) as s:
+        rows = s.run("MATCH (f:Fact) WHERE f.id IN $ids RETURN f.id AS id, f.known_from AS known_from", {"ids": ids})
+    return {str(r["id"]): r["known_from"] for r in rows}
 
 
 @solver
 def chronokg_protocol(family: str, protocol: str, questions: dict[str, Question],
-                      options: dict[str, Any] | None = None) -> Solver:
-    """Answer a sample as the family's profile does under `protocol` (every call it takes), with inspect's model."""
+                      options: dict[str, Any] | None = None, source: str | None = None) -> Solver:
+    """Answer a sample as the family's profile does under `protocol` (every call it takes), with inspect's model;
+    the outcome names its questions file (`source`) and protocol, for re-scoring."""
     profile = profile_for(family, options or None)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
@@ -108,82 +125,89 @@ def chronokg_protocol(family: str, protocol: str, questions: dict[str, Question]
         state.messages.append(ChatMessageAssistant(content=outcome.output))
         state.metadata[OUTCOME] = {"answer": outcome.answer, "correct": outcome.correct, "score": outcome.score,
                                    "fields": json.loads(json.dumps(outcome.fields, default=str)),
-                                   "steps": json.loads(json.dumps(outcome.steps, default=str))}
+                                   "steps": json.loads(json.dumps(outcome.steps, default=str)),
+                                   "questions": source, "protocol": protocol}
         return state
 
     return solve
 
 
-@scorer(metrics=[accuracy(), stderr()])
-def chronokg_scorer() -> Scorer:
-    """The family's own score of the sample (computed by the solver, which knows every call's output)."""
+class Split:
+    """The task arguments every family takes beside its own: `cutoff=DATE` (the pre/post split and the stale
+    count as metrics), `store=URI` and `known_at=now|DATE` (re-scoring against the store:
+    `chronokg.integrations.inspect_scoring`)."""
 
-    async def score(state: TaskState, target: Target) -> Score:
-        got = state.metadata.get(OUTCOME) or {}
-        value = got.get("score")
-        return Score(value=float(value) if value is not None else 0.0, answer=got.get("answer"),
-                     explanation=state.output.completion, metadata=got.get("fields"))
+    def __init__(self, cutoff: str | None = None, store: str | None = None, known_at: str | None = None) -> None:
+        if cutoff:
+            day(cutoff, "cutoff")
+        if known_at and known_at != "now":
+            day(known_at, "known_at")
+        self.cutoff, self.store, self.known_at = cutoff, store, known_at
 
-    return score
+    @property
+    def rescoring(self) -> bool:
+        return self.store is not None or self.known_at is not None
 
 
 def family_task(family: str, questions: str, protocol: str = "seed", samples: int = 1,
-                options: dict[str, Any] | None = None) -> Task:
+                options: dict[str, Any] | None = None, split: Split | None = None) -> Task:
     """The task of `family`'s questions in the canonical JSONL `questions` (other families' lines are left out)."""
     if protocol not in ("seed", "chronokg"):
         raise ChronoKGError(f"protocol {protocol!r}: give seed or chronokg")
+    split = split or Split()
     chosen = [q for q in load_questions([Path(questions)], None) if q.family == family]
     if not chosen:
         raise ChronoKGError(f"{questions}: no {family} questions")
     epochs = profile_for(family, options or None).samples(chosen[0], protocol, samples)
     by_id = {q.id: q for q in chosen}
-    return Task(dataset=MemoryDataset([_sample(q) for q in chosen], name=f"chronokg-{family}"),
-                solver=chronokg_protocol(family, protocol, by_id, options), scorer=chronokg_scorer(),
+    known = known_from(split.store, chosen) if split.rescoring else None
+    source = str(Path(questions).resolve())
+    scoring = chronokg_scorer(questions=source, family=family, protocol=protocol, store=split.store,
+                              known_at=split.known_at, cutoff=split.cutoff)
+    return Task(dataset=MemoryDataset([_sample(q, known) for q in chosen], name=f"chronokg-{family}"),
+                solver=chronokg_protocol(family, protocol, by_id, options, source), scorer=scoring,
                 epochs=Epochs(epochs, "mean"), name=f"chronokg/{family}",
-                metadata={"chronokg_protocol": protocol, "chronokg_family": family, "chronokg_questions": questions})
+                metadata={"chronokg_protocol": protocol, "chronokg_family": family, "chronokg_questions": questions,
+                          "chronokg_cutoff": split.cutoff})
 
 
-def _chronokg_task(func: Callable[..., Task]) -> Callable[..., Task]:
-    """`@task`, always registered as "chronokg/<name>". inspect namespaces a package's tasks only when it takes the
-    package for an installed one; with a checkout's root on sys.path (pytest, `python -m inspect_ai` run there) the
-    `chronokg.egg-info` the editable install leaves in it hides the install's record, the tasks would be registered
-    bare and `chronokg/<family>` would not be found ("No inspect tasks were found at the specified paths")."""
-    registered: Callable[..., Task] = task(func)
-    if registry_info(registered).name.startswith("chronokg/"):
-        return registered
-    named: Callable[..., Task] = task(name=f"chronokg/{func.__name__}")(func)
-    return named
+_chronokg_task = ours(task)
 
 
 @_chronokg_task
-def tempomed(questions: str, protocol: str = "seed", samples: int = 1) -> Task:
+def tempomed(questions: str, protocol: str = "seed", samples: int = 1, cutoff: str | None = None,
+             store: str | None = None, known_at: str | None = None) -> Task:
     """TempoMed-Bench MCQs and year-sweep probes."""
-    return family_task("tempomed", questions, protocol, samples)
+    return family_task("tempomed", questions, protocol, samples, split=Split(cutoff, store, known_at))
 
 
 @_chronokg_task
-def conflictmedqa(questions: str, protocol: str = "seed", samples: int = 1) -> Task:
+def conflictmedqa(questions: str, protocol: str = "seed", samples: int = 1, cutoff: str | None = None,
+                  store: str | None = None, known_at: str | None = None) -> Task:
     """ConflictMedQA / DriftMed yes/no scenarios (the clarification follow-up included)."""
-    return family_task("conflictmedqa", questions, protocol, samples)
+    return family_task("conflictmedqa", questions, protocol, samples, split=Split(cutoff, store, known_at))
 
 
 @_chronokg_task
-def chroknow(questions: str, protocol: str = "seed", samples: int = 1) -> Task:
+def chroknow(questions: str, protocol: str = "seed", samples: int = 1, cutoff: str | None = None,
+             store: str | None = None, known_at: str | None = None) -> Task:
     """ChroKnowBench checks (the seed protocol's two temperatures as two epochs)."""
-    return family_task("chroknow", questions, protocol, samples)
+    return family_task("chroknow", questions, protocol, samples, split=Split(cutoff, store, known_at))
 
 
 @_chronokg_task
-def benchage(questions: str, protocol: str = "seed", samples: int = 1) -> Task:
+def benchage(questions: str, protocol: str = "seed", samples: int = 1, cutoff: str | None = None,
+             store: str | None = None, known_at: str | None = None) -> Task:
     """"When Benchmarks Age" QA items, scored by exact/alias match."""
-    return family_task("benchage", questions, protocol, samples)
+    return family_task("benchage", questions, protocol, samples, split=Split(cutoff, store, known_at))
 
 
 @_chronokg_task
 def micxr(questions: str, protocol: str = "seed", samples: int = 1, stagewise: bool = False,
-          image_root: str | None = None) -> Task:
+          image_root: str | None = None, cutoff: str | None = None, store: str | None = None,
+          known_at: str | None = None) -> Task:
     """MI-CXR temporal questions (single-step, or stage-wise with `-T stagewise=true`)."""
     options: dict[str, Any] = {"stagewise": True} if stagewise else {}
     if image_root:
         options["image_root"] = image_root
-    return family_task("micxr", questions, protocol, samples, options)
+    return family_task("micxr", questions, protocol, samples, options, Split(cutoff, store, known_at))
