@@ -425,16 +425,20 @@ def score_command(
     protocol: Annotated[str, typer.Option(help="seed or chronokg extraction")] = "seed",
     log_dir: Annotated[Path, typer.Option(help="Where the run folder goes")] = Path("runs"),
     write: Annotated[bool, typer.Option("--write/--no-write", help="Write the predictions into the graph")] = False,
+    cutoff: Annotated[list[str] | None, typer.Option(help="The model's knowledge cutoff as MODEL=DATE, MODEL the "
+                                                          "--model name (default: chronokg's rule, as on eval "
+                                                          "run): pre/post-cutoff metrics")] = None,
 ) -> None:
     """Score outputs produced elsewhere as a run (then `eval metrics`, `eval report` work on it)."""
+    from chronokg.eval.cutoff import parse_declared
     from chronokg.eval.runner import load_questions
     from chronokg.metrics.runs import metrics, run_samples, score_outputs
 
     def body() -> None:
-        folder = score_outputs(questions, predictions, model, protocol, log_dir)
+        folder = score_outputs(questions, predictions, model, protocol, log_dir, parse_declared(cutoff))
         say(console, f"scored run in {folder}")
         info, samples = run_samples(folder)
-        _metrics_table(metrics(samples))
+        _metrics_table(metrics(samples, info=info))
         if write:
             _write(folder, info, load_questions([questions], None))
     guarded(body)
