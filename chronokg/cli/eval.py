@@ -458,6 +458,7 @@ def compare_command(
     """Paired comparison on the questions both runs answered (runs, models or releases side by side), per family:
     accuracy with McNemar's test, then every metric of the family with a paired permutation test and a paired
     bootstrap 95 % interval of the difference."""
+    from chronokg.cli.progress import progress_anywhere
     from chronokg.cli.render import Format, emit
     from chronokg.errors import ChronoKGError
     from chronokg.eval.cutoff import of_run
@@ -480,17 +481,23 @@ def compare_command(
             if m not in held:  # an empty comparison would read as two models with no question in common
                 raise ChronoKGError(f"{flag} {m}: no answers of it in {run} (its models: {', '.join(held)})")
         cut_a, cut_b = of_run(info_a, a), of_run(info_b, b)
-        rows = [(ma, mb, compare_runs(a, b, ma, mb, iterations, (cut_a[ma], cut_b[mb])
-                                      if ma in cut_a and mb in cut_b else None)) for ma, mb in pairs]
+        rows = []
+        with progress_anywhere(err) as progress:  # on stderr: stdout keeps the comparison alone
+            for ma, mb in pairs:
+                rows.append((ma, mb, compare_runs(a, b, ma, mb, iterations, (cut_a[ma], cut_b[mb])
+                                                  if ma in cut_a and mb in cut_b else None, progress)))
         if fmt == "json":
             emit(console, [row for _, _, found in rows for row in found], Format.json)
             return
         for ma, mb, found in rows:  # one table per pair of models: a and b said once, in its title
             at = [f" (cutoff {c[m].date or 'none'}{', estimated' if c[m].estimated else ''})" if m in c else ""
                   for c, m in ((cut_a, ma), (cut_b, mb))]
-            emit(console, found, Format.table, title=f"paired comparison: a {ma}{at[0]}, b {mb}{at[1]}",
-                 columns=["family", "metric", "n", "value_a", "value_b", "difference", "test", "p", "ci95"],
-                 priority=["metric", "value_a", "value_b", "difference", "p", "n", "ci95"])
+            paired = sum(r.n or 0 for r in found if r.metric == "accuracy")
+            emit(console, found, Format.table,
+                 title=f"paired comparison on {paired:,} questions both runs answered: a {ma}{at[0]}, b {mb}{at[1]} "
+                       "(n_a, n_b: the questions behind each value)",
+                 columns=["family", "metric", "n_a", "n_b", "value_a", "value_b", "difference", "test", "p", "ci95"],
+                 priority=["metric", "value_a", "value_b", "difference", "p", "n_a", "n_b", "ci95"])
     guarded(body)
 
 
