@@ -66,7 +66,7 @@ def _recount(metric: str, qs: list[Question], cut: str) -> int:
         return len(mcq)
     if name in ("tempomed.accuracy", "tempomed.accuracy_bootstrap") and group in target:
         return len(target[group])
-    if name == "tempomed.accuracy" and group == "probe" or name == "tempomed.consistency":
+    if (name == "tempomed.accuracy" and group == "probe") or name == "tempomed.consistency":
         return len(qs) - len(mcq)
     if name == "tempomed.table1":
         return len(target["up_to_date"])

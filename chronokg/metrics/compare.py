@@ -178,8 +178,10 @@ def _cutoff_rows(family: str, ids: list[str], a: dict[str, list[SampleRecord]], 
     for name, side, key in (("pre", "pre", "accuracy"), ("post", "post", "accuracy"), ("post stale", "post", "stale"),
                             ("pre n", "pre", "n"), ("post n", "post", "n")):
         x, y = _number(va[side][key]), _number(vb[side][key])
+        counted = _counted(_questions(ids, a, side, cutoffs[0]) if x is not None else 0,
+                           _questions(ids, b, side, cutoffs[1]) if y is not None else 0)
         out.append(MetricComparison(family=family, metric=f"{family}{split.SUFFIX}[{name}]", a=model_a, b=model_b,
-                                    **_counted(_questions(ids, a, side, cutoffs[0]), _questions(ids, b, side, cutoffs[1])),
+                                    **counted,
                                     value_a=x, value_b=y,
                                     difference=None if x is None or y is None else x - y, test="none", p=None,
                                     ci95=None))
