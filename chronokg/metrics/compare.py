@@ -119,6 +119,21 @@ def _accuracy(family: str, ids: list[str], a: dict[str, list[SampleRecord]], b: 
                             b_only=result.b_only)
 
 
+def _values(specs: Sequence[MetricSpec], records: list[SampleRecord], model: str) -> dict[str, float]:
+    """What `spec.compute` gives for each spec, on records of one family and model: the records filtered once,
+    and counted once per count function (metrics of one count share its rows: accuracy and the historical ratio,
+    option groups and Table 1); a finish reads its rows and never changes them."""
+    mine = [r for r in records if r.ok]
+    counted: dict[Callable[..., Any], Any] = {}
+    out: dict[str, float] = {}
+    for spec in specs:
+        if spec.count not in counted:
+            counted[spec.count] = spec.count(mine)
+        value, groups, _ = spec.finish(counted[spec.count])
+        out |= quantities(MetricValue(metric=spec.name, model=model, value=value, groups=groups))
+    return out
+
+
 def _metrics(family: str, ids: list[str], a: dict[str, list[SampleRecord]], b: dict[str, list[SampleRecord]],
              model_a: str, model_b: str, iterations: int, tick: Callable[[], None]) -> list[MetricComparison]:
     specs = [s for s in for_family([family]) if s.family == family]
@@ -133,12 +148,7 @@ def _metrics(family: str, ids: list[str], a: dict[str, list[SampleRecord]], b: d
             q = ids[i]
             side_a += b_as_a[q] if swap else a_as_a[q]
             side_b += a_as_b[q] if swap else b_as_b[q]
-        va: dict[str, float] = {}
-        vb: dict[str, float] = {}
-        for spec in specs:
-            va |= quantities(spec.compute(side_a, _A))
-            vb |= quantities(spec.compute(side_b, _B))
-        return va, vb
+        return _values(specs, side_a, _A), _values(specs, side_b, _B)
 
     def differences(idx: Sequence[int], swapped: Sequence[bool]) -> dict[str, float]:
         va, vb = values(drawn, idx, swapped)
