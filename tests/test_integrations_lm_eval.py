@@ -76,3 +76,80 @@ def test_lm_eval_runs_the_exported_task_and_eval_score_reads_its_samples(shared_
     assert 0.2 < acc < 0.8
     (value,) = [m.value for m in metrics(records) if m.metric == "tempomed.accuracy"]
     assert value == pytest.approx(acc)
+
+
+def _answer_three_ways(q: Question) -> str:
+    """The gold option, the outdated version, or another wrong option, by the question's id (so the split has
+    right, stale and plainly wrong answers on both sides)."""
+    pick = int(hashlib.sha256(q.id.encode()).hexdigest(), 16) % 3
+    outdated = next((c.label for c in q.choices if c.role == "outdated"), None)
+    other = next(c.label for c in q.choices if c.label != q.target and c.role != "outdated")
+    return q.target if pick == 0 else (outdated or other) if pick == 1 else other
+
+
+def _gold_valid_from(q: Question) -> str | None:
+    """The valid-from of the recommendation the gold option states, read from the answer key's evidence."""
+    text = next(c.text for c in q.choices if c.label == q.target)
+    return next((str(r["valid_from"]) for r in q.answer_key.evidence
+                 if r.get("kind") == "recommendation" and r.get("text") == text), None)
+
+
+def test_exported_cutoff_metrics_equal_chronokg_split_of_the_same_answers(shared_data: Path, tmp_path: Path) -> None:
+    """`export lm-eval --cutoff D`: lm-eval itself reports acc_pre_cutoff, acc_post_cutoff, the items on each side
+    and the stale count, each equal to chronokg's `tempomed.cutoff` block of the run `eval score --cutoff` makes
+    from lm-eval's own samples file; every doc carries the item's dates."""
+    qs = [q for q in every_family(shared_data)[("tempomed", "chronokg")] if q.variant.startswith("mcq")][:30]
+    qs += [q for q in every_family(shared_data)[("tempomed", "chronokg")] if q.variant.startswith("probe")][:4]
+    path = tmp_path / "questions.jsonl"
+    write_jsonl(path, qs)
+    dates = sorted(d for q in qs if (d := _gold_valid_from(q)))
+    cutoff = dates[len(dates) // 2]  # a cutoff with items on both sides
+    by_prompt = {q.input: q for q in qs}
+
+    def script(request: ScriptedRequest) -> Reply:
+        q = by_prompt[request.last_user_text]
+        return Reply(text=profile_for(q.family).render(q, _answer_three_ways(q) if q.choices else "NO"))
+
+    tasks = tmp_path / "tasks"
+    done = CliRunner().invoke(app, ["export", "lm-eval", str(path), "--out", str(tasks), "--protocol", "chronokg",
+                                    "--cutoff", cutoff])
+    assert done.exit_code == 0, done.output
+    out = tmp_path / "lm-out"
+    env = dict(os.environ, HF_HOME=str(tmp_path / "hf"), HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1",
+               TOKENIZERS_PARALLELISM="false")
+    with OpenAIServer(script=script) as server:
+        ran = subprocess.run(
+            [sys.executable, "-m", "lm_eval", "--include_path", str(tasks), "--tasks", "chronokg_tempomed",
+             "--model", "local-chat-completions", "--apply_chat_template",
+             "--model_args", f"base_url={server.url}/chat/completions,model=scripted,num_concurrent=1",
+             "--log_samples", "--output_path", str(out)],
+            capture_output=True, text=True, env=env, timeout=600)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    (samples_file,) = out.rglob("samples_chronokg_tempomed_*.jsonl")
+    (results_file,) = out.rglob("results_*.json")
+    lm = {k.split(",")[0]: v for k, v in json.loads(results_file.read_text())["results"]["chronokg_tempomed"].items()
+          if k.endswith(",chronokg_extract")}
+    rows = [json.loads(line) for line in samples_file.read_text().splitlines() if line.strip()]
+    by_id = {q.id: q for q in qs}
+    for row in rows:  # the item's dates in lm-eval's own record of each doc
+        q = by_id[row["doc"]["id"]]
+        assert str(row["doc"]["question_date"])[:10] == q.target_date.isoformat()  # type: ignore[union-attr]
+        gold = _gold_valid_from(q) if q.choices else None
+        assert (str(row["doc"]["gold_valid_from"])[:10] if row["doc"]["gold_valid_from"] else None) == gold
+
+    scored = CliRunner().invoke(app, ["eval", "score", str(path), str(samples_file), "--model", "scripted",
+                                      "--protocol", "chronokg", "--cutoff", f"scripted={cutoff}",
+                                      "--log-dir", str(tmp_path / "runs")])
+    assert scored.exit_code == 0, scored.output
+    (folder,) = (tmp_path / "runs").iterdir()
+    info, records = run_samples(folder)
+    (block,) = [m for m in metrics(records, info=info) if m.metric == "tempomed.cutoff"]
+    pre, post = block.groups["pre"], block.groups["post"]
+    assert block.groups["cutoff"] == cutoff and pre["n"] > 3 and post["n"] > 3 and block.details["stale"] > 0
+    assert block.details["undated"] == 4  # the probes: in acc alone
+    assert lm["items_pre_cutoff"] == pre["n"] and lm["items_post_cutoff"] == post["n"]
+    assert lm["acc_pre_cutoff"] == pytest.approx(pre["accuracy"])
+    assert lm["acc_post_cutoff"] == pytest.approx(post["accuracy"])
+    assert lm["stale_post_cutoff"] == block.details["stale"] == post["stale"]
+    assert lm["acc"] == pytest.approx(sum(bool(r.correct) for r in records) / len(qs))
+    assert 0 < pre["accuracy"] < 1 and 0 < post["accuracy"] < 1

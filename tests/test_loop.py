@@ -76,7 +76,7 @@ def loop(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[st
     run2 = next((tmp / "runs3").glob("run-*"))  # the first config at the newer snapshot: old vs new release
     compared = cli.invoke(app, ["eval", "compare", str(run1), str(run2), "--iterations", "10", "--format", "json"])
     assert compared.exit_code == 0, compared.output
-    out["compare"] = json.loads(compared.output)
+    out["compare"] = json.loads(compared.stdout)  # stderr holds the progress lines
     # the loop once more over the same releases: every step again, nothing new
     step(store, "ingest", "tempomed", str(r2), "--release-date", "2025-06-01")
     out["since_again"] = step(store, "generate", "tempomed", "--since", str(tmp / "q1.jsonl"), "--out",
@@ -133,7 +133,7 @@ def test_compare_gives_every_metric_its_paired_test_and_interval(loop: dict[str,
     result = cli.invoke(app, ["eval", "compare", str(run1), str(run1), "--model-a", "baseline/oracle",
                               "--model-b", "baseline/frozen:2018", "--iterations", "25", "--format", "json"])
     assert result.exit_code == 0, result.output
-    rows = {r["metric"]: r for r in json.loads(result.output)}
+    rows = {r["metric"]: r for r in json.loads(result.stdout)}
     _, samples = run_samples(run1)
     own = {m.metric: m.value for m in metrics(samples, ["baseline/oracle", "baseline/frozen:2018"])
            if m.value is not None and m.model == "baseline/oracle"}

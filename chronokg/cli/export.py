@@ -37,14 +37,23 @@ def register(export_app: typer.Typer) -> None:
         questions: Annotated[list[Path], typer.Argument(help="Question files (canonical JSONL)")],
         out: Annotated[Path, typer.Option(help="Folder for the task folders (lm_eval --include_path OUT)")],
         protocol: Annotated[str, typer.Option(help="seed or chronokg: settings, extraction and scoring")] = "seed",
+        cutoff: Annotated[str | None, typer.Option(help="A knowledge cutoff (YYYY, YYYY-MM or YYYY-MM-DD): the "
+                                                        "tasks also report accuracy before and after it "
+                                                        "(acc_pre_cutoff, acc_post_cutoff)")] = None,
     ) -> None:
-        """A generate_until task per family for lm-evaluation-harness (YAML, data, the family's extraction as its
-        filter); score its --log_samples output with `chronokg eval score`."""
+        """A generate_until task per family for lm-evaluation-harness (YAML, data with each item's dates, the
+        family's extraction as its filter); score its --log_samples output with `chronokg eval score`."""
+        from chronokg.errors import ChronoKGError
         from chronokg.eval.runner import load_questions
+        from chronokg.graph.dates import parse_date
         from chronokg.integrations.lm_eval_export import export_lm_eval
 
         def body() -> None:
-            for task, n in export_lm_eval(load_questions(questions, None), out, protocol).items():
+            try:
+                day = parse_date(cutoff.strip())[0] if cutoff is not None else None
+            except ValueError as exc:
+                raise ChronoKGError(f"--cutoff {cutoff!r}: {exc}") from None
+            for task, n in export_lm_eval(load_questions(questions, None), out, protocol, day).items():
                 say(console, ("wrote", "green"), " task ", (task, "bold"), f" ({n:,} questions) to {out / task}")
             console.print(f"run: lm_eval --include_path {out} --tasks NAME --model local-chat-completions "
                           "--apply_chat_template --log_samples --output_path RESULTS ...", soft_wrap=True,

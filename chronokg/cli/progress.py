@@ -117,3 +117,44 @@ def run_progress(console: Console) -> Iterator[RunProgress]:
         finally:
             logger.removeHandler(handler)
             logger.propagate = propagate
+
+
+class ProgressLines:
+    """Progress for a pipe or a log, where a bar draws nothing: a line when a phase starts, then one at most every
+    `every_s` seconds while it runs (`<phase>: <done> of <total> (<percent>), <seconds> s`), so a long silent
+    wait shows it is alive without flooding the log."""
+
+    def __init__(self, console: Console, every_s: float = 10.0) -> None:
+        self._console, self._every = console, every_s
+        self._total = self._done = 0
+        self._description = ""
+        self._started = self._shown = 0.0
+
+    def start(self, total: int, description: str) -> None:
+        import time
+
+        self._total, self._done, self._description = total, 0, description
+        self._started = self._shown = time.monotonic()
+        say(self._console, f"{description}: {total:,} to do" if total else f"{description}…")
+
+    def advance(self, n: int) -> None:
+        import time
+
+        self._done += n
+        now = time.monotonic()
+        if now - self._shown >= self._every:
+            self._shown = now
+            share = f" ({self._done / self._total:.0%})" if self._total else ""
+            of = f" of {self._total:,}" if self._total else ""
+            say(self._console, f"{self._description}: {self._done:,}{of}{share}, {now - self._started:.0f} s")
+
+
+@contextmanager
+def progress_anywhere(console: Console) -> Iterator[RichProgress | ProgressLines]:
+    """A bar on a terminal (`progress_bar`), occasional lines in a pipe or a log (`ProgressLines`); give it the
+    error console, so stdout keeps the command's output alone."""
+    if console.is_terminal:
+        with progress_bar(console) as bar:
+            yield bar
+        return
+    yield ProgressLines(console)

@@ -192,6 +192,7 @@ def table(console: Console, headers: Sequence[str], rows: Sequence[Sequence[Any]
     columns are the least important ones that do not fit."""
     cells = [[_visible(cell(v)) for v in row] for row in rows]
     heads = [_visible(h) for h in headers]
+    title = _visible(title) if title else title  # a title names stored values too (a model's spec)
     named = [heads.index(h) for h in (priority or []) if h in heads]
     order = [*dict.fromkeys([*named, *range(len(heads))])]
     right = {i: _numeric([row[i] for row in cells]) for i in range(len(heads))}

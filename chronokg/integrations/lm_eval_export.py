@@ -7,10 +7,18 @@ the system turn under `--apply_chat_template`), the profile's sampling settings 
 family's answer extraction as the filter and its scoring rule as `process_results` (both in `utils.py`, which
 calls chronokg's own extractor and scorer, so chronokg must be installed where lm-eval runs). lm-eval's
 `--log_samples` output goes back through `chronokg eval score`.
+
+Every doc carries the item's dates (`DATE_FIELDS`), so a reader of lm-eval's samples can split by date. Given a
+knowledge cutoff (`export lm-eval --cutoff DATE`), the task also reports the cutoff split as lm-eval metrics, with
+chronokg's own sides (`chronokg.metrics.cutoff`): `acc_pre_cutoff` and `acc_post_cutoff` (the mean of `acc` over
+the items on that side), `items_pre_cutoff`, `items_post_cutoff` and `stale_post_cutoff` (sums). An item on neither
+side (no dated gold answer) returns none of those keys, and lm-eval aggregates each metric over the docs that
+returned it, so it counts in `acc` alone.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,13 +30,16 @@ from chronokg.eval.profile import profile_for
 
 UTILS = '''"""chronokg's extraction (filter) and scoring (process_results) for lm-evaluation-harness; written by
 `chronokg export lm-eval`. Needs chronokg installed."""
+import datetime as dt
 import json
 from pathlib import Path
 
 from chronokg.bench.question import Question
 from chronokg.eval.profile import profile_for
+from chronokg.metrics.cutoff import is_stale, side_of
 
 PROTOCOL = {protocol!r}
+CUTOFF = {cutoff!r}  # the knowledge cutoff the split is made at (ISO date), or None: no split
 _BY_ID = {{}}
 
 
@@ -54,19 +65,62 @@ def extract(resps, docs):
 
 
 def process_results(doc, results):
-    """The family's score of the extracted answer (chronokg's `correct`)."""
+    """The family's score of the extracted answer (chronokg's `correct`); under a cutoff, the same score again
+    under the side of the cutoff the item is on (none for an item on neither side: it counts in `acc` alone)."""
     q = _question(doc)
-    correct, _, _ = profile_for(q.family).score(q, results[0] or None, PROTOCOL)
-    return {{"acc": float(bool(correct))}}
+    correct, _, fields = profile_for(q.family).score(q, results[0] or None, PROTOCOL)
+    out = {{"acc": float(bool(correct))}}
+    if CUTOFF is not None:
+        day = dt.date.fromisoformat(CUTOFF)
+        side = side_of(fields, day)
+        if side in ("pre", "post"):
+            out[f"acc_{{side}}_cutoff"] = float(bool(correct))
+            out[f"items_{{side}}_cutoff"] = 1
+        if side == "post":
+            out["stale_post_cutoff"] = int(is_stale(fields, correct, day))
+    return out
+
+
+def total(items):
+    """A count over the docs that returned the metric."""
+    return sum(items)
 '''
+
+DATE_FIELDS = ("gold_valid_from", "gold_valid_to", "evidence_known_from", "question_date")
+
+
+def item_dates(question: Question, protocol: str) -> dict[str, str | None]:
+    """The dates of one item, as ISO dates (None: the item has none): the valid time of its gold answer's fact,
+    for the families whose gold answer is a dated fact (the same `gold_from` the cutoff split reads, and the
+    valid-to of that fact), the latest known-from date its answer key's evidence records, and the date the
+    question asks about."""
+    gold_from = gold_to = None
+    profile = profile_for(question.family)
+    if profile.dated_gold:
+        _, _, fields = profile.score(question, question.target, protocol)  # the gold answer's own fact chosen
+        if fields.get("gold_from"):
+            gold_from, gold_to = fields.get("gold_from"), fields.get("chosen_to")
+    known = [str(row["known_from"])[:10] for row in question.answer_key.evidence
+             if isinstance(row, dict) and row.get("known_from")]
+    return {"gold_valid_from": _iso(gold_from), "gold_valid_to": _iso(gold_to),
+            "evidence_known_from": max(known) if known else None,
+            "question_date": question.target_date.isoformat() if question.target_date else None}
+
+
+def _iso(value: object) -> str | None:
+    return str(value)[:10] if value else None
 
 
 def _yaml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)  # a JSON string is a YAML double-quoted scalar
 
 
-def task_yaml(name: str, data: Path, question: Question, protocol: str) -> str:
-    """The task's YAML: the data file, the prompt and system templates, generation settings, filter, metric."""
+def _metric(name: str, aggregation: str, higher: str) -> list[str]:
+    return [f"  - metric: {name}", f"    aggregation: {aggregation}", f"    higher_is_better: {higher}"]
+
+
+def task_yaml(name: str, data: Path, question: Question, protocol: str, cutoff: dt.date | None = None) -> str:
+    """The task's YAML: the data file, the prompt and system templates, generation settings, filter, metrics."""
     config = profile_for(question.family).config(question, protocol, 0)
     gen: dict[str, Any] = {"until": list(config.stop or []), "do_sample": bool(config.temperature),
                            "temperature": config.temperature or 0.0}
@@ -96,13 +150,16 @@ def task_yaml(name: str, data: Path, question: Question, protocol: str) -> str:
         "      - function: take_first",
         "process_results: !function utils.process_results",
         "metric_list:",
-        "  - metric: acc",
-        "    aggregation: mean",
-        "    higher_is_better: true",
-        "metadata:",
-        "  version: 1.0",
-        f"  chronokg_protocol: {protocol}",
+        *_metric("acc", "mean", "true"),
     ]
+    if cutoff is not None:
+        lines += [*_metric("acc_pre_cutoff", "mean", "true"), *_metric("acc_post_cutoff", "mean", "true"),
+                  *_metric("items_pre_cutoff", "!function utils.total", "null"),
+                  *_metric("items_post_cutoff", "!function utils.total", "null"),
+                  *_metric("stale_post_cutoff", "!function utils.total", "false")]
+    lines += ["metadata:", "  version: 1.0", f"  chronokg_protocol: {protocol}"]
+    if cutoff is not None:
+        lines.append(f"  chronokg_cutoff: {cutoff.isoformat()}")
     return "\n".join(lines) + "\n"
 
 
@@ -123,9 +180,11 @@ def _tasks(questions: Iterable[Question], protocol: str) -> dict[str, list[Quest
     return out
 
 
-def export_lm_eval(questions: Iterable[Question], out: Path, protocol: str = "seed") -> dict[str, int]:
+def export_lm_eval(questions: Iterable[Question], out: Path, protocol: str = "seed",
+                   cutoff: dt.date | None = None) -> dict[str, int]:
     """Write a task folder per family under `out` (`chronokg_<family>/`: YAML, data, utils.py), each written
-    whole under a temporary name and renamed into place; returns the questions per task."""
+    whole under a temporary name and renamed into place; returns the questions per task. Each data line is the
+    canonical record and the item's dates (`DATE_FIELDS`); `cutoff` adds the cutoff split's metrics."""
     if protocol not in ("seed", "chronokg"):
         raise ChronoKGError(f"--protocol {protocol!r}: give seed or chronokg")
     tasks = _tasks(questions, protocol)
@@ -140,9 +199,10 @@ def export_lm_eval(questions: Iterable[Question], out: Path, protocol: str = "se
         data = final / "questions.jsonl"
         with (tmp / data.name).open("w", encoding="utf-8") as fh:
             for q in items:
-                fh.write(json.dumps(q.canonical(), ensure_ascii=False) + "\n")
-        (tmp / f"{name}.yaml").write_text(task_yaml(name, data, items[0], protocol), encoding="utf-8")
-        (tmp / "utils.py").write_text(UTILS.format(protocol=protocol), encoding="utf-8")
+                fh.write(json.dumps(q.canonical() | item_dates(q, protocol), ensure_ascii=False) + "\n")
+        (tmp / f"{name}.yaml").write_text(task_yaml(name, data, items[0], protocol, cutoff), encoding="utf-8")
+        (tmp / "utils.py").write_text(UTILS.format(protocol=protocol, cutoff=cutoff.isoformat() if cutoff else None),
+                                      encoding="utf-8")
         if final.exists():
             _remove(final)
         tmp.rename(final)

@@ -15,7 +15,7 @@ valid-from, and the valid time of the fact each `CHOSE`), then one `finish`.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chronokg.eval.cutoff import Cutoff
@@ -35,7 +35,12 @@ def dated_families(families: Sequence[str]) -> list[str]:
 
 def side(record: SampleRecord, cutoff: dt.date | None) -> str:
     """pre, post, or undated (no cutoff, or no valid-from of the gold answer's fact)."""
-    gold = record.fields.get("gold_from")
+    return side_of(record.fields, cutoff)
+
+
+def side_of(fields: Mapping[str, Any], cutoff: dt.date | None) -> str:
+    """`side` over a sample's scored fields (what the lm-eval export's `process_results` holds)."""
+    gold = fields.get("gold_from")
     if cutoff is None or not gold:
         return "undated"
     return "pre" if str(gold)[:10] <= cutoff.isoformat() else "post"
@@ -43,9 +48,19 @@ def side(record: SampleRecord, cutoff: dt.date | None) -> str:
 
 def in_force(record: SampleRecord, day: dt.date) -> bool:
     """The chosen answer's fact was valid on `day` (a chosen fact without a valid-from date is undated)."""
-    start, end = record.fields.get("chosen_from"), record.fields.get("chosen_to")
+    return in_force_of(record.fields, day)
+
+
+def in_force_of(fields: Mapping[str, Any], day: dt.date) -> bool:
+    """`in_force` over a sample's scored fields."""
+    start, end = fields.get("chosen_from"), fields.get("chosen_to")
     iso = day.isoformat()
     return bool(start) and str(start)[:10] <= iso and (not end or str(end)[:10] > iso)
+
+
+def is_stale(fields: Mapping[str, Any], correct: bool | None, cutoff: dt.date | None) -> bool:
+    """A wrong post-cutoff answer whose chosen fact was in force on the cutoff date."""
+    return cutoff is not None and side_of(fields, cutoff) == "post" and not correct and in_force_of(fields, cutoff)
 
 
 def count(samples: Sequence[SampleRecord], cutoff: dt.date | None) -> Rows:
@@ -53,7 +68,7 @@ def count(samples: Sequence[SampleRecord], cutoff: dt.date | None) -> Rows:
     table: dict[tuple[str, bool], list[int]] = {}
     for s in samples:
         where = side(s, cutoff)
-        stale = where == "post" and not s.correct and cutoff is not None and in_force(s, cutoff)
+        stale = is_stale(s.fields, s.correct, cutoff)
         cell = table.setdefault((where, stale), [0, 0])
         cell[0] += 1
         cell[1] += bool(s.correct)

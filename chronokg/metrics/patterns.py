@@ -50,22 +50,32 @@ class Pattern:
     gap: int | None = None
 
 
-def _ratio(answers: Sequence[Answer], source: str, year: int) -> float | None:
-    usable = [a for a in answers if a.source == source and a.year == year and a.prediction in ("A", "B")]
-    return sum(a.prediction == "A" for a in usable) / len(usable) if usable else None
+Ratios = dict[tuple[str, int], float]
+
+
+def _ratios(answers: Sequence[Answer]) -> Ratios:
+    """The share of Yes among the usable (A or B) answers of each (statement, year) that has one: read once per
+    difference, not once per candidate split (`eval compare` classifies every difference in every draw)."""
+    counts: dict[tuple[str, int], list[int]] = {}
+    for a in answers:
+        if a.prediction in ("A", "B"):
+            cell = counts.setdefault((a.source, a.year), [0, 0])
+            cell[0] += a.prediction == "A"
+            cell[1] += 1
+    return {key: yes / n for key, (yes, n) in counts.items()}
 
 
 def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-def _sides(answers: Sequence[Answer], years: Sequence[int], split: int) -> tuple[list[float], ...] | None:
+def _sides(ratios: Ratios, years: Sequence[int], split: int) -> tuple[list[float], ...] | None:
     left = [y for y in years if y < split]
     right = [y for y in years if y >= split]
     out = []
     for side in (left, right):
         for source in ("prior", "current"):
-            out.append([r for y in side if (r := _ratio(answers, source, y)) is not None])
+            out.append([r for y in side if (r := ratios.get((source, y))) is not None])
     return tuple(out) if left and right else None
 
 
@@ -94,9 +104,10 @@ def classify_seed(answers: Iterable[Answer], current_year: int | None, high: flo
     """The seed's decision, step by step (see the module docstring)."""
     answers = list(answers)
     years = sorted({a.year for a in answers})
+    ratios = _ratios(answers)
     if len(years) >= 4:
         for split in years[1:-1]:
-            sides = _sides(answers, years, split)
+            sides = _sides(ratios, years, split)
             if sides is None:
                 continue
             lp, lc, rp, rc = sides
@@ -118,8 +129,9 @@ def classify_fixed(answers: Iterable[Answer], current_year: int | None, high: fl
     answers = list(answers)
     years = sorted({a.year for a in answers})
     best: tuple[float, int, int] | None = None  # (-score, distance to the current year, split)
+    ratios = _ratios(answers)
     for split in years[1:]:
-        sides = _sides(answers, years, split)
+        sides = _sides(ratios, years, split)
         if sides is None or any(not s for s in sides):
             continue
         lp, lc, rp, rc = (_mean(s) for s in sides)

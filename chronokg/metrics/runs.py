@@ -179,12 +179,19 @@ def _question_ids(predictions: Path, items: Sequence[Any], qs: dict[str, Questio
     return ids
 
 
-def score_outputs(questions: Path, predictions: Path, model: str, protocol: str, log_root: Path) -> Path:
+def score_outputs(questions: Path, predictions: Path, model: str, protocol: str, log_root: Path,
+                  cutoffs: dict[str, str] | None = None) -> Path:
     """A run folder for outputs produced elsewhere: `{id, output}` JSON lines, or a JSON list or CSV of records
     with `chronokg_id`/`id` and `output`/`model_answer`/`prediction` (a seed's result file of chronokg
-    questions, including rows that name only what the seed knows, which the family's profile resolves)."""
+    questions, including rows that name only what the seed knows, which the family's profile resolves).
+    `cutoffs`: the model's declared knowledge cutoff ({model: ISO date}, `eval run --cutoff`'s form), recorded in
+    the run and part of its id as on `eval run`; without it the run gets the cutoff rule's answer."""
     if protocol not in PROTOCOLS:
         raise ChronoKGError(f"--protocol {protocol!r}: give {' or '.join(PROTOCOLS)}")
+    other = sorted(set(cutoffs or {}) - {model})
+    if other:
+        raise ChronoKGError(f"--cutoff {other[0]}=...: no model {other[0]!r} in these outputs (they are scored as "
+                            f"--model {model})")
     qs = {q.id: q for q in load_questions([questions], None)}
     items = _prediction_items(predictions)
     ids = _question_ids(predictions, items, qs)
@@ -206,7 +213,7 @@ def score_outputs(questions: Path, predictions: Path, model: str, protocol: str,
                                              f"{answered[(qid, int(sample))]} already")
         answered[(qid, int(sample))] = n
         planned.append((qs[qid], int(sample), str(output)))
-    options = RunOptions(protocol=protocol)
+    options = RunOptions(protocol=protocol, cutoffs=dict(cutoffs or {}))
     described = [{"path": str(questions), "sha256": file_hash(questions)},
                  {"path": str(predictions), "sha256": file_hash(predictions)}]
     rid = run_id([ModelEntry(spec=model)], described, options)
@@ -229,6 +236,6 @@ def score_outputs(questions: Path, predictions: Path, model: str, protocol: str,
     finally:
         log.close()
     info.cutoffs = {spec: c.model_dump(mode="json") for spec, c in cutoff.resolve(
-        info.models, [r for r in latest(folder / "samples.jsonl").values() if r.ok]).items()}
+        info.models, [r for r in latest(folder / "samples.jsonl").values() if r.ok], options.cutoffs).items()}
     write_info(folder, info)
     return folder
