@@ -38,7 +38,8 @@ class TrajectoryVersionRow(Row):
 
 def _versions(p: TrajectoryParams) -> tuple[str, dict[str, Any]]:
     cypher = (
-        "MATCH (t:Trajectory {current_pmid: $guideline})"
+        "MATCH (:Guideline {id: $guideline})-[:IN_TRAJECTORY]->(t:Trajectory)"
+        "\nWHERE t.current_pmid = $guideline"
         "\nMATCH (g:Guideline)-[:IN_TRAJECTORY]->(t)"
         "\nWITH DISTINCT t, g"
         "\nOPTIONAL MATCH (g)-[:ISSUED_BY]->(o:Organization)"

@@ -323,7 +323,7 @@
           `L${f(rb.left + rb.width / 2 - at.left)},${f(rb.top - at.top)}`);
       } else { // past the rows between: around them, in the left margin
         const y1 = ra.top + ra.height / 2 - at.top, y2 = rb.top + rb.height / 2 - at.top, x1 = ra.left - at.left, x2 = rb.left - at.left;
-        line.setAttribute("d", `M${f(x1)},${f(y1)} C${f(-4)},${f(y1)} ${f(-4)},${f(y2)} ${f(x2)},${f(y2)}`);
+        line.setAttribute("d", `M${f(x1)},${f(y1)} C${f(-24)},${f(y1)} ${f(-24)},${f(y2)} ${f(x2)},${f(y2)}`);
       }
       line.setAttribute("data-from", b.dataset.pmid);
       line.setAttribute("data-to", s);
@@ -454,7 +454,8 @@
   /** The coarsest precision among the facts (a year-precision version drawn on a day axis would claim days). */
   const coarsest = (facts) => facts.map((f) => f.precision).filter((p) => p in RANK)
     .reduce((a, b) => RANK[b] > RANK[a] ? b : a, "day");
-  const year = (d) => d ? Number(d.slice(0, 4)) + (Number(d.slice(5, 7)) - 1) / 12 + (Number(d.slice(8, 10)) - 1) / 365 : null;
+  // a date as fractional years, linear in days (so intervals are drawn to scale): days since 1970 / 365.2425
+  const year = (d) => d ? 1970 + Date.UTC(Number(d.slice(0, 4)), Number(d.slice(5, 7)) - 1, Number(d.slice(8, 10))) / 864e5 / 365.2425 : null;
   let drawn = 0; // the latest draw wins, whichever answer arrives last
   async function drawSubject() {
     const s = subject, date = $("t-date").value, known = $("t-known").value, seq = ++drawn;
@@ -517,7 +518,8 @@
       $("t-search").focus();
     });
     $("t-view").replaceChildren(el("h2", {}, "Trajectory of " + pmid), el("p", { class: "muted" },
-      "Its guideline versions and the decisions of its change pairs, below: open a decision for its timeline. "), back);
+      "Every guideline version linked to it by supersession (where the data branches, other trajectories' too: " +
+      "known-grid --trajectory) and the decisions of their change pairs, below: open a decision for its timeline. "), back);
     await openGrid({ subject: pmid, trajectory: true }, "trajectory of " + pmid);
     $("g-slider").focus();
   }
