@@ -155,7 +155,8 @@ def test_branching_trajectories_agree_with_their_rows_and_draw_as_a_branch(
     with KgliteStore(store, read_only=True) as s:
         for row in listing:
             pmid = row["current_pmid"]
-            versions = [v.model_dump(mode="json") for v in queries.get("trajectory-versions").run(s, {"guideline": pmid})]
+            rows = queries.get("trajectory-versions").run(s, {"guideline": pmid})
+            versions = [v.model_dump(mode="json") for v in rows]
             chain = queries.get("trajectory").run(s, {"guideline": pmid})  # the whole supersession component
             if any(v["elsewhere"] for v in versions) or len(chain) != len(versions):
                 branching.append((row, versions))
@@ -179,7 +180,8 @@ def test_branching_trajectories_agree_with_their_rows_and_draw_as_a_branch(
         assert headings[0].startswith(f"{row['depth'] + 1} versions") and f"{row['depth']} prior" in headings[0]
         assert headings[1].startswith(f"{row['pairs']} change pairs")
         # one line per supersession the trajectory's records state, no more
-        lines = sorted(page.eval_on_selector_all("#chain path", "xs => xs.map(x => x.dataset.from + '>' + x.dataset.to)"))
+        lines = sorted(page.eval_on_selector_all("#chain path",
+                                                 "xs => xs.map(x => x.dataset.from + '>' + x.dataset.to)"))
         assert lines == sorted(f"{v['pmid']}>{s}" for v in versions for s in v["supersedes"]), pmid
         for v in versions:  # a version superseded elsewhere says so, naming those versions
             if v["elsewhere"]:
@@ -191,7 +193,8 @@ def test_branching_trajectories_agree_with_their_rows_and_draw_as_a_branch(
     page.wait_for_selector("#detail h2:has-text('Trajectory of 34904399')")
     rows = page.eval_on_selector_all("#chain ol.gen", "xs => xs.map(x => [...x.children].map(c => c.dataset.pmid))")
     assert rows == [["21475697"], ["26672494", "29098794", "31661195"], ["34904399"]]
-    tops = page.eval_on_selector_all("#chain ol.gen:nth-of-type(2) li", "xs => xs.map(x => x.getBoundingClientRect().top)")
+    tops = page.eval_on_selector_all("#chain ol.gen:nth-of-type(2) li",
+                                     "xs => xs.map(x => x.getBoundingClientRect().top)")
     assert max(tops) - min(tops) < 1  # side by side, not one after another
     page.locator("#detail").screenshot(path=str(sample_page["root"] / "branch.png"))
     page.close()

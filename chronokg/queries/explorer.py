@@ -146,8 +146,8 @@ def _by_pair(rows: list[QuestionRow], _: GuidelineOnly) -> list[QuestionRow]:
 
 TRAJECTORY_QUESTIONS = register(QuerySpec(
     "trajectory-questions", "The questions about a trajectory's change pairs (those trajectory-pairs lists): the "
-    "seed's own and those generated into the store, with how many stored runs answered each.", GuidelineOnly, QuestionRow,
-    _trajectory_questions, post=_by_pair, tags=frozenset({"cli", "explorer"}),
+    "seed's own and those generated into the store, with how many stored runs answered each.", GuidelineOnly,
+    QuestionRow, _trajectory_questions, post=_by_pair, tags=frozenset({"cli", "explorer"}),
     columns=("question", "kind", "pair", "variant", "correct", "answers"),
 ))
 
