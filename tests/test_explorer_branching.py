@@ -178,7 +178,7 @@ def test_branching_trajectories_agree_with_their_rows_and_draw_as_a_branch(
         assert page.locator("#pairs .pair").count() == row["pairs"], pmid
         headings = page.eval_on_selector_all("#detail h3", "xs => xs.map(x => x.innerText)")
         assert headings[0].startswith(f"{row['depth'] + 1} versions") and f"{row['depth']} prior" in headings[0]
-        assert headings[1].startswith(f"{row['pairs']} change pairs")
+        assert headings[1].startswith(f"{row['pairs']} change pair{'' if row['pairs'] == 1 else 's'} ")
         # one line per supersession the trajectory's records state, no more
         lines = sorted(page.eval_on_selector_all("#chain path",
                                                  "xs => xs.map(x => x.dataset.from + '>' + x.dataset.to)"))

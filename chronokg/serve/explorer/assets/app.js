@@ -265,7 +265,7 @@
       aside.innerHTML = `<h2>Trajectory of ${esc(pmid)}</h2>` +
         `<p>${listed && listed.category ? `<span class="${catClass(listed.category)}">${esc(listed.category)}</span> ` : ""}` +
         `<button type="button" id="d-grid" data-guideline="${esc(pmid)}">Valid × known time</button></p>` +
-        `<h3>${versions.length} versions: the current one and ${versions.length - 1} prior (depth), oldest at the top</h3>` +
+        `<h3>${plural(versions.length, "version")}: the current one and ${versions.length - 1} prior (depth), oldest at the top</h3>` +
         `<p class="muted">A line joins each version to every one it supersedes (the older above), as the trajectory's records say.` +
         (branched ? ` ${branched} of these versions ${branched === 1 ? "is" : "are"} also superseded in another ` +
           `trajectory: the data branches there.` : "") + `</p>` +
@@ -277,10 +277,10 @@
           (v.supersedes.length ? `<div class="muted">supersedes ${esc(v.supersedes.join(", "))}</div>` : "") +
           (v.elsewhere.length ? `<div class="elsewhere">also superseded, in another trajectory, by ` +
             v.elsewhere.map(opener).join(", ") + `</div>` : "") +
-          `<details><summary>${recs(v.pmid).length} recommendations</summary>` +
+          `<details><summary>${plural(recs(v.pmid).length, "recommendation")}</summary>` +
           recs(v.pmid).map(([d, t]) => `<p><a href="#" data-subject="${esc(d)}">${esc(d)}</a>: ${esc(t)}</p>`).join("") +
           `</details></li>`).join("") + `</ol>`).join("") + `</div>` +
-        `<h3>${pairs.length} change pairs (prior → this trajectory's current)</h3><div id="pairs">` +
+        `<h3>${plural(pairs.length, "change pair")} (prior → this trajectory's current)</h3><div id="pairs">` +
         pairs.map((c) => `<div class="pair" data-decision="${esc(c.decision_id)}">` +
           `<div><span class="tag">${esc(c.prior_pmid)} (${esc(c.prior_year)}) → ${esc(c.current_pmid)} (${esc(c.current_year)})</span> ` +
           `<a href="#" data-subject="${esc(c.decision_id)}">timeline</a></div>` +
@@ -289,6 +289,7 @@
       requestAnimationFrame(() => links($("chain")));
     } catch (err) { aside.innerHTML = `<p class="error">${esc(err.message)}</p>`; }
   }
+  const plural = (n, one) => `${n} ${one}${n === 1 ? "" : "s"}`;
   /** Versions in rows, the current one at the bottom: a version sits one row above the highest version of the
       trajectory that supersedes it, so priors that only the current one supersedes sit side by side, above it. */
   function generations(versions) {
