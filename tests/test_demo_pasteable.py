@@ -54,6 +54,13 @@ def test_the_demo_reads_at_80_columns_and_its_loop_commands_paste_and_run(tmp_pa
     flat = " ".join(out.split())
     said = re.search(r"(\d+) verdicts flipped \((\d+) now wrong", flat[flat.index("a later release of the corpus"):])
     assert said is not None and int(said.group(2)) > 0
+    # the newer release's load table: what it read or changed, the run's derived labels left out in one line
+    second = out[out.index("chronokg ingest tempomed release-2.jsonl"):]
+    second = second[:second.index("\nstep ")]
+    assert "left out: " in second and not re.search(r"^(Prediction|Question|ANSWERS|Run)\s", second, re.M)
+    # the frozen baseline's estimated cutoff, explained with the value the table shows
+    table = re.search(r"baseline/frozen:2012 +[\d.]+ +[\d.]+ +[\d.]+ +(\d{4})", out)
+    assert table is not None and f"cutoff is estimated at {table.group(1)}" in flat
     # the loop's commands, pasted into a fresh folder holding only the two release files
     setup, steps = commands(out)
     folder = tmp_path / "demo-loop"
