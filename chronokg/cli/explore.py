@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -15,13 +16,18 @@ RunsOpt = Annotated[list[Path] | None, typer.Option(
                    "the stored runs (repeat: side by side)")]
 
 
+# What `eval report --out` writes beside its tables: the page offers no such files, so it does not point to them.
+FILES_NOTE = re.compile(r"\s*Every value is also in metrics\.json; every plot is in plots/ as PNG and SVG\.")
+
+
 def run_report(folders: list[Path] | None) -> str | None:
-    """The report of `--runs` folders as HTML elements, or None without any (needs the reports extra)."""
+    """The report of `--runs` folders as HTML elements, or None without any (needs the reports extra); the
+    sentence naming the files `eval report --out` writes is left out (the page shows their tables and plots)."""
     if not folders:
         return None
     from chronokg.reports import report_body
 
-    return report_body(folders)
+    return FILES_NOTE.sub("", report_body(folders))
 
 
 def register(app: typer.Typer, export_app: typer.Typer) -> None:

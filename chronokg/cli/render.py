@@ -317,8 +317,12 @@ def load_summary(console: Console, summary: LoadSummary) -> None:
     columns += ["created", "updated", "unchanged"] if report is not None else ["added"]
     added = summary.added
     rows: list[list[Any]] = []
+    untouched = 0  # labels and types the store holds that this load neither read nor changed (others' derivations)
     for key in sorted({*summary.staged, *summary.after}):
         cells: list[Any] = [key, summary.staged.get(key, 0), summary.before.get(key, 0), summary.after.get(key, 0)]
+        if not cells[1] and cells[2] == cells[3]:
+            untouched += 1
+            continue
         if report is None:
             cells.append(f"{added.get(key, 0):+d}")
         elif key in report.edges_created or key in report.edges_updated:
@@ -329,6 +333,10 @@ def load_summary(console: Console, summary: LoadSummary) -> None:
         rows.append(cells)
     table(console, columns, rows,
           title=f"{summary.source_kind}: {summary.records} records from {files} file{'s' if files != 1 else ''}")
+    if untouched:
+        what = "label or type" if untouched == 1 else "labels and types"
+        say(console, f"left out: {untouched} {what} the store holds that this input has none of and this load left "
+                     "unchanged (chronokg stats counts them)")
     if report is not None and report.events:
         words = {"retracted": "facts retracted by this release", "reopened": "facts asserted again",
                  "known_earlier": "facts now known from an earlier release"}
