@@ -113,8 +113,8 @@ def shown(name: str) -> str:
 def _escaped_bytes(value: Any) -> int:
     """Bytes of `value`'s JSON text written inside a JSON string (quotes, backslashes and control characters
     escaped again), without the string's own quotes."""
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return len(json.dumps(text, ensure_ascii=False).encode()) - 2
+    text = json.dumps(value, ensure_ascii=False, default=str)  # control characters are escapes already in it
+    return len(text.encode()) + text.count('"') + text.count("\\")
 
 
 def answer_bytes(result: ToolResult) -> int:
@@ -128,6 +128,8 @@ def page(result: ToolResult, offset: int, budget: int = MAX_ANSWER_BYTES) -> Too
     (the next offset skips it). Rows the row limit cut stay cut: `total_rows` says how many the query found."""
     if not result.ok:
         return result
+    if offset == 0 and _escaped_bytes(result.rows) <= budget:  # most answers: one measure of the whole
+        return result.model_copy(update={"total_rows": result.total_rows if result.truncated else None})
     rows, taken, size = result.rows, 0, 2  # the list's brackets
     for row in rows[offset:]:
         grown = size + _escaped_bytes(row) + (2 if taken else 0)  # ", " between rows
