@@ -17,6 +17,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import TextContent
 
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import tempomed
@@ -56,7 +57,9 @@ def test_the_official_client_over_streamable_http_pages_through_every_pair(
                 answer = await client.call_tool("change_pair_list", {"offset": offset} if offset else {})
                 assert not answer.is_error, answer.content
                 answers.append(answer)
-                body = json.loads(answer.content[0].text)  # the rows, once: in the text a model reads
+                text = answer.content[0]
+                assert isinstance(text, TextContent)
+                body = json.loads(text.text)  # the rows, once: in the text a model reads
                 got.extend(body["rows"])
                 assert "rows" not in answer.structured_content  # ... not a second time beside it
                 assert answer.structured_content["returned_rows"] == len(body["rows"])

@@ -29,7 +29,9 @@ INSTRUCTIONS = (
     "Read-only tools over a bitemporal fact graph: what was true on a date (facts_as_of), a subject's history "
     "(timeline), what guidelines recommended on a date (recommended_on), what changed between two dates "
     "(changed_between), a guideline's supersession chain (trajectory), your own read-only Cypher (cypher) and, "
-    "where an index exists, time-aware passage search (search). Dates are YYYY-MM-DD."
+    "where an index exists, time-aware passage search (search). Dates are YYYY-MM-DD (or a bare year, YYYY). "
+    "An answer holds at most 512 KiB of rows: when it says truncated with a next_offset, call again with that "
+    "offset for the next rows."
 )
 
 
