@@ -12,6 +12,7 @@ import typer
 
 from chronokg.cli.render import Format, say
 from chronokg.errors import ChronoKGError
+from chronokg.graph.dates import parse_day as day_from_text
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -92,12 +93,11 @@ class Groups:
 
 
 def parse_day(value: str) -> dt.date:
+    """A day the way the tool servers take it too (`chronokg.graph.dates.parse_day`)."""
     try:
-        return dt.date.fromisoformat(value)
-    except ValueError:
-        if value.isdigit() and len(value) == 4:
-            return dt.date(int(value), 1, 1)
-        raise typer.BadParameter(f"{value!r} is not a date (YYYY-MM-DD or YYYY)") from None
+        return day_from_text(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
 DateOpt = Annotated[dt.date, typer.Option(parser=parse_day, metavar="DATE", help="YYYY-MM-DD (or YYYY)")]
