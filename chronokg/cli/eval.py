@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from chronokg.cli.common import console, err, guarded, opened
-from chronokg.cli.render import say, table
+from chronokg.cli.render import json_text, say, table
 
 eval_app = typer.Typer(help="Evaluate models on generated benchmarks: run, score, metrics, reports.",
                        no_args_is_help=True)
@@ -334,7 +334,6 @@ def metrics_command(
                                                   "instead of its samples")] = False,
 ) -> None:
     """Every metric of a run, per model (the seeds' metrics, and chronokg's own)."""
-    import json
 
     from chronokg.metrics.runs import metrics, run_samples
 
@@ -352,7 +351,7 @@ def metrics_command(
         else:
             values = metrics(samples, model, info=info)
         if fmt == "json":
-            print(json.dumps([v.model_dump(mode="json") for v in values], ensure_ascii=False, indent=2))
+            print(json_text([v.model_dump(mode="json") for v in values]))
             return
         _metrics_table(values)
     guarded(body)
