@@ -404,6 +404,7 @@ def export_command(
 ) -> None:
     """The run's predictions in each seed's own result format (the seed's scripts can re-score them)."""
     from chronokg.errors import ChronoKGError
+    from chronokg.eval.log import latest, left_out
     from chronokg.metrics.runs import export_seed
 
     def body() -> None:
@@ -411,6 +412,12 @@ def export_command(
             raise ChronoKGError("--format must be seed")
         for path, n in export_seed(run, out).items():
             say(console, ("wrote", "green"), f" {n:,} records to {path}")
+        failed, not_scorable = left_out(latest(run / "samples.jsonl").values())
+        parts = [f"{failed:,} failed requests"] * bool(failed) + [
+            f"{not_scorable:,} samples not scorable now (a re-scored run: their answer key gives no answer among the "
+            "options)"] * bool(not_scorable)
+        if parts:
+            say(console, ("left out:", "yellow"), f" {' and '.join(parts)}: the seed's files hold scored samples only")
     guarded(body)
 
 
