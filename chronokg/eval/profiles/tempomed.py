@@ -93,6 +93,18 @@ class TempoMedProfile(Profile):
         return self.outcome(question, protocol, completion, time.perf_counter() - start,
                             request_hash=request_hash(request))
 
+    def failed(self, question: Question, protocol: str, error: str) -> Outcome | None:
+        """Table 3 under `--protocol seed`: the seed's `evaluate_one_item` catches a failed request and scores it,
+        its `model_answer` "INVALID: <exception>", its `tool_trace` the error, its prediction INVALID: in the
+        denominator, wrong. (The seed's reader would read a lone letter or UNKNOWN in the exception's text; this
+        counts INVALID whatever the error says, as the seed's exceptions do.) Other items: a failed sample."""
+        if not (is_table3(question) and protocol == "seed"):
+            return None
+        correct, score, fields = self.score(question, extract.INVALID, protocol)
+        return Outcome(output=f"INVALID: {error}", answer=extract.INVALID, correct=correct, score=score,
+                       fields={**fields, "request_error": error},
+                       steps=[{"step": "request_error", "error": error}])
+
     def extract(self, question: Question, output: str, protocol: str) -> str | None:
         if is_table3(question):
             return extract.tempomed_rag_seed(output) if protocol == "seed" else \
