@@ -510,7 +510,8 @@ def report_command(
     from chronokg.reports import build_report
 
     def body() -> None:
-        with progress_bar(console) as bar:  # a bar per step: reading, metrics, drawing, rendering, writing
+        # a bar per step (reading, metrics, drawing, rendering, writing) on a terminal; in a pipe, lines on stderr
+        with progress_bar(console, lines=err) as bar:
             report = build_report(runs, out, model, title, bar)
         say(console, ("wrote", "green"), f" {report.markdown}, {report.html} and {len(report.plots)} plots "
                      f"(PNG and SVG) in {out / 'plots'}: {len(report.metrics)} metrics, "

@@ -3,25 +3,29 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from chronokg.cli.common import FormatOpt, console, guarded, opened
 from chronokg.cli.render import Format, emit, say
 
+if TYPE_CHECKING:
+    from chronokg.progress import Progress
+
 RunsOpt = Annotated[list[Path] | None, typer.Option(
     "--runs", help="A run folder whose report (as `chronokg eval report` builds it) the Runs view shows beside "
                    "the stored runs (repeat: side by side)")]
 
 
-def run_report(folders: list[Path] | None) -> str | None:
-    """The report of `--runs` folders as HTML elements, or None without any (needs the reports extra)."""
+def run_report(folders: list[Path] | None, progress: Progress | None = None) -> str | None:
+    """The report of `--runs` folders as HTML elements, or None without any (needs the reports extra);
+    `progress` hears its steps."""
     if not folders:
         return None
     from chronokg.reports import report_body
 
-    return report_body(folders)
+    return report_body(folders, progress=progress)
 
 
 def register(app: typer.Typer, export_app: typer.Typer) -> None:

@@ -262,7 +262,7 @@ def _update(index: Path | None, rebuild: bool, kind: str) -> None:
     from chronokg.cli.progress import progress_bar
 
     folder = _folder(index)
-    with opened(read_only=True) as store, progress_bar(err) as bar:  # on stderr: stdout keeps the report alone
+    with opened(read_only=True) as store, progress_bar(err, lines=err) as bar:  # stderr: stdout keeps the report
         report = update_index(store, folder, rebuild=rebuild, kind=kind, progress=bar)  # type: ignore[arg-type]
     emit(console, [ReportRow.model_validate(report.model_dump())], Format.table, title=str(folder))
 

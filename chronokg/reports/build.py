@@ -76,23 +76,25 @@ def build_report(folders: Sequence[Path], out: Path, models: Sequence[str] | Non
     progress = progress or QuietProgress()
     runs, series, names, figures, rendered = compose(folders, models, progress)
     blocks = _blocks(title, runs, series, names, figures, rendered)
-    progress.start(3 + 2 * len(rendered), "writing the report")
+    progress.start(3 + 2 * len(rendered), "writing the report's files")
     return _write(out, title, blocks, series, rendered, names, progress)
 
 
-def report_body(folders: Sequence[Path], models: Sequence[str] | None = None, title: str = TITLE) -> str:
+def report_body(folders: Sequence[Path], models: Sequence[str] | None = None, title: str = TITLE,
+                progress: Progress | None = None) -> str:
     """The report of `folders` as HTML elements (its tables and plots, the plots as inline SVG images), written
-    nowhere: what the explorer's Runs view shows for `--runs` (`chronokg serve http`, `chronokg export html`)."""
+    nowhere: what the explorer's Runs view shows for `--runs` (`chronokg serve http`, `chronokg export html`).
+    `progress` hears the steps of `build_report` but the writing."""
     if not folders:
         raise ChronoKGError("give at least one run folder")
-    runs, series, names, figures, rendered = compose(folders, models, QuietProgress())
+    runs, series, names, figures, rendered = compose(folders, models, progress or QuietProgress())
     return body(_blocks(title, runs, series, names, figures, rendered, dated=False))
 
 
 def compose(folders: Sequence[Path], models: Sequence[str] | None, progress: Progress
              ) -> tuple[list[RunData], list[Series], list[str], Figures, dict[str, tuple[bytes, bytes]]]:
     """Everything a report holds, computed and drawn in memory."""
-    progress.start(len(folders), "reading the runs")
+    progress.start(len(folders), "reading the run folders")
     runs = []
     for f in folders:
         runs.append(load_run(f))
@@ -111,7 +113,7 @@ def compose(folders: Sequence[Path], models: Sequence[str] | None, progress: Pro
     with style():
         figures = draw_plots(names, series, progress)
         drawn = [p for made in figures.values() for p in made if isinstance(p, Plot)]
-        progress.start(len(drawn), "rendering the plots (PNG and SVG)")
+        progress.start(len(drawn), "rendering the plots as PNG and SVG")
         rendered = {}
         for p in drawn:
             rendered[p.name] = render(p)
@@ -126,7 +128,7 @@ def draw_plots(names: Sequence[str], series: Sequence[Series], progress: Progres
     # labels as the fonts can draw them (a name in a script no installed font holds: its escapes), before any
     # plot measures its text
     series = [replace(s, label=drawable(s.label), short_label=drawable(s.tick)) for s in series]
-    progress.start(1 + len(having_plots), "drawing the plots")
+    progress.start(1 + len(having_plots), "drawing the plots of each metric")
     out: Figures = {"": [overview(names, series)]}
     progress.advance(1)
     for metric in having_plots:

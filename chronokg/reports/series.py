@@ -131,7 +131,7 @@ def build_series(runs: Sequence[RunData], models: Sequence[str] | None = None,
     out = []
     shorts = ticks([model if seen[model] == 1 else f"{model} · {run.info.run_id}" for run, model in wanted])
     if progress is not None:
-        progress.start(len(wanted), "computing the metrics")
+        progress.start(len(wanted), "computing the metrics of each model column")
     for index, (run, model) in enumerate(wanted):
         mine = [s for s in run.samples if s.model == model]
         values = {v.metric: v for v in metrics(mine, [model], info=run.info)} if mine else {}
