@@ -7,12 +7,41 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from chronokg.cli.common import console, err, guarded, opened
 from chronokg.cli.render import json_text, say, table
 
+
+class _RichHelp(TyperGroup):
+    """The eval group: its commands' help in rich's boxed layout, as every `query` and `ingest` command's (those
+    are built apart from the root, whose own plain help keeps `chronokg --help` fast); the group's own help stays
+    plain, as those groups'."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        found = super().get_command(ctx, cmd_name)
+        _rich_help(found)
+        return found
+
+
+def _rich_help(command: Any) -> None:
+    """Rich's layout for `command` (a group: each of its commands), its help texts escaped once: rich reads
+    `[default: …]` in a help text as markup and would drop it."""
+    from rich.markup import escape
+
+    if isinstance(command, TyperGroup):
+        for inner in command.commands.values():
+            _rich_help(inner)
+    elif command is not None and command.rich_markup_mode is None:
+        command.rich_markup_mode = "rich"
+        command.help = escape(command.help) if command.help else command.help
+        for param in command.params:
+            if getattr(param, "help", None):
+                param.help = escape(param.help)
+
+
 eval_app = typer.Typer(help="Evaluate models on generated benchmarks: run, score, metrics, reports.",
-                       no_args_is_help=True)
+                       no_args_is_help=True, cls=_RichHelp)
 
 
 def register(app: typer.Typer) -> None:
