@@ -7,47 +7,21 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
 
 from chronokg.cli.common import console, err, guarded, opened
+from chronokg.cli.lazy import RichHelpGroup
 from chronokg.cli.render import json_text, say, table
 
-
-class _RichHelp(TyperGroup):
-    """The eval group: its commands' help in rich's boxed layout, as every `query` and `ingest` command's (those
-    are built apart from the root, whose own plain help keeps `chronokg --help` fast); the group's own help stays
-    plain, as those groups'."""
-
-    def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        found = super().get_command(ctx, cmd_name)
-        _rich_help(found)
-        return found
-
-
-def _rich_help(command: Any) -> None:
-    """Rich's layout for `command` (a group: each of its commands), its help texts escaped once: rich reads
-    `[default: …]` in a help text as markup and would drop it."""
-    from rich.markup import escape
-
-    if isinstance(command, TyperGroup):
-        for inner in command.commands.values():
-            _rich_help(inner)
-    elif command is not None and command.rich_markup_mode is None:
-        command.rich_markup_mode = "rich"
-        command.help = escape(command.help) if command.help else command.help
-        for param in command.params:
-            if getattr(param, "help", None):
-                param.help = escape(param.help)
-
-
 eval_app = typer.Typer(help="Evaluate models on generated benchmarks: run, score, metrics, reports.",
-                       no_args_is_help=True, cls=_RichHelp)
+                       no_args_is_help=True, cls=RichHelpGroup)
 
 
 def register(app: typer.Typer) -> None:
+    from chronokg.cli.eval_outputs import register_outputs
     from chronokg.cli.eval_rescore import register_rescore
     from chronokg.cli.lifecycle import register_runs
 
+    register_outputs(eval_app)
     register_runs(eval_app)
     register_rescore(eval_app)
     app.add_typer(eval_app, name="eval")
@@ -425,31 +399,6 @@ def _metrics_table(values: list[Any]) -> None:
           priority=["metric", "value", "model", "by group"])
 
 
-@eval_app.command("export")
-def export_command(
-    run: Annotated[Path, typer.Argument(help="A run folder")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the seed-format result files")],
-    fmt: Annotated[str, typer.Option("--format", help="seed")] = "seed",
-) -> None:
-    """The run's predictions in each seed's own result format (the seed's scripts can re-score them)."""
-    from chronokg.errors import ChronoKGError
-    from chronokg.eval.log import latest, left_out
-    from chronokg.metrics.runs import export_seed
-
-    def body() -> None:
-        if fmt != "seed":
-            raise ChronoKGError("--format must be seed")
-        for path, n in export_seed(run, out).items():
-            say(console, ("wrote", "green"), f" {n:,} records to {path}")
-        failed, not_scorable = left_out(latest(run / "samples.jsonl").values())
-        parts = [f"{failed:,} failed requests"] * bool(failed) + [
-            f"{not_scorable:,} samples not scorable now (a re-scored run: their answer key gives no answer among the "
-            "options)"] * bool(not_scorable)
-        if parts:
-            say(console, ("left out:", "yellow"), f" {' and '.join(parts)}: the seed's files hold scored samples only")
-    guarded(body)
-
-
 @eval_app.command("score")
 def score_command(
     questions: Annotated[Path, typer.Argument(help="The questions (canonical JSONL)")],
@@ -522,27 +471,4 @@ def compare_command(
             emit(console, found, Format.table, title=f"paired comparison: a {ma}{at[0]}, b {mb}{at[1]}",
                  columns=["family", "metric", "n", "value_a", "value_b", "difference", "test", "p", "ci95"],
                  priority=["metric", "value_a", "value_b", "difference", "p", "n", "ci95"])
-    guarded(body)
-
-
-@eval_app.command("report")
-def report_command(
-    runs: Annotated[list[Path], typer.Argument(help="Run folders (several: side by side)")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for report.md, report.html, metrics.json "
-                                                          "and plots/")],
-    model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Only these models")] = None,
-    title: Annotated[str, typer.Option(help="The report's title")] = "chronokg evaluation report",
-) -> None:
-    """A report of one or more runs: every metric as a table, the families' plots (PNG and SVG), one
-    self-contained HTML page (needs the reports extra: matplotlib)."""
-    from chronokg.cli.progress import progress_bar
-    from chronokg.reports import build_report
-
-    def body() -> None:
-        # a bar per step (reading, metrics, drawing, rendering, writing) on a terminal; in a pipe, lines on stderr
-        with progress_bar(console, lines=err) as bar:
-            report = build_report(runs, out, model, title, bar)
-        say(console, ("wrote", "green"), f" {report.markdown}, {report.html} and {len(report.plots)} plots "
-                     f"(PNG and SVG) in {out / 'plots'}: {len(report.metrics)} metrics, "
-                     f"{len(report.series)} model columns")
     guarded(body)
