@@ -140,7 +140,7 @@ class RunProgress:
     def record(self, record: Any) -> None:
         self._done += 1
         self._ok += bool(record.correct)
-        self._failed += 0 if record.error is None else 1
+        self._failed += 0 if record.error is None and not record.fields.get("request_error") else 1
         self._tokens += record.prompt_tokens + record.completion_tokens
         if self._task is not None:
             stats = f"{self._tokens:,} tokens · {self._failed:,} failed · {self._ok / self._done:.1%} correct"
