@@ -108,7 +108,12 @@ def http(
     """Every tool as POST /tools/NAME, GET /tools (OpenAI schemas), /health and the OpenAPI page (/docs); the
     explorer at / (docs/explorer.md)."""
     def body() -> None:
-        report = run_report(runs)  # built before the port opens: a bad folder stops here, in one line
+        from chronokg.cli.progress import LineProgress
+
+        report = None
+        if runs:  # built before the port opens (a bad folder stops here, in one line), its steps said on stderr
+            with LineProgress(err) as steps:
+                report = run_report(runs, steps)
 
         def make_app(tools: Any, tokens: list[str], hosts: Any) -> Any:
             from chronokg.serve.http import create_app
@@ -118,7 +123,8 @@ def http(
 
         _serve_network(host, port, workers, token_file, max_rows, timeout, make_app, lambda url, tools, n, tokens:
                        f"chronokg tools: serving {url} ({len(tools.tools())} tools, {n} read workers, "
-                       f"{_auth(tokens)}); docs at {url}/docs", allowed_hosts=allowed_host)
+                       f"{_auth(tokens)}); the explorer at {url}/, the API docs at {url}/docs",
+                       allowed_hosts=allowed_host)
     guarded(body)
 
 
