@@ -169,3 +169,61 @@ def test_a_release_records_its_files_and_their_digests(tmp_path: Path) -> None:
     assert inputs.changed("scene", found["scene"]) is None
     (folder / "b.json").write_text("22")
     assert inputs.changed("scene", found["scene"]) == f"its input {folder / 'b.json'} changed since it was loaded"
+
+
+@pytest.mark.slow
+def test_the_questions_of_a_generated_cohort_drop_by_replay(tmp_path: Path) -> None:
+    """A generated chest-X-ray cohort loaded as one folder (its scene graphs and its MI-CXR questions, two
+    releases): dropping the questions replays the scene graphs from the files of that folder, without --force,
+    and leaves what a load of the scene graphs alone gives."""
+    from chronokg.ingest import cxr_synth
+
+    data = tmp_path / "cohort"
+    cxr_synth.generate(data, patients=4, visits=5, seed=2, findings=5)
+    assert (data / cxr_synth.QUESTIONS_FILE).is_file()
+    full, fresh = KgliteStore(tmp_path / "full.kgl"), KgliteStore(tmp_path / "fresh.kgl")
+    try:
+        replay.load(full, "cxr", {"paths": [data]})
+        questions = next(str(r["id"]) for r in full.run("MATCH (s:Source) WHERE s.path IS NOT NULL RETURN s.id AS id"))
+        scene = [p for p in sorted(data.rglob("*")) if p.is_file() and p.name != cxr_synth.QUESTIONS_FILE]
+        removal = replay.drop_release(full, questions)
+        assert removal.note is None
+        recorded = json.loads(full.run("MATCH (s:Source) RETURN s.load_call AS c")[0]["c"])["values"]["paths"]
+        replay.load(fresh, "cxr", {"paths": [Path(p) for p in recorded]})
+        assert {Path(p) for p in recorded} <= {p.resolve() for p in scene}
+        assert content(full) == content(fresh)
+        assert not full.run("MATCH (q:SourceQuestion) RETURN q.id AS id LIMIT 1")
+    finally:
+        full.close()
+        fresh.close()
+
+
+def test_a_writer_removes_the_scratch_folders_of_killed_drops(tmp_path: Path) -> None:
+    """A drop killed during its replay leaves its scratch store in the temporary folder; the next writer of any
+    store removes it once its process is gone, and leaves a live process's."""
+    import os
+    import subprocess
+    import tempfile
+
+    from chronokg.graph.kglite_files import REPLAY_PREFIX
+
+    done = subprocess.Popen(["true"])
+    done.wait()
+    dead = Path(tempfile.mkdtemp(prefix=f"{REPLAY_PREFIX}{done.pid}-"))
+    (dead / "replay.kgl").write_bytes(b"left by a killed drop")
+    live = Path(tempfile.mkdtemp(prefix=f"{REPLAY_PREFIX}{os.getppid()}-"))
+    try:
+        with KgliteStore(tmp_path / "s.kgl"):
+            pass
+        assert not dead.exists() and live.is_dir()
+    finally:
+        shutil.rmtree(live, ignore_errors=True)
+        shutil.rmtree(dead, ignore_errors=True)
+
+
+def test_a_failed_open_leaves_no_lock_files(tmp_path: Path) -> None:
+    store = tmp_path / "s.kgl"
+    store.write_bytes(b"this is not a store")
+    with pytest.raises(ChronoKGError):
+        KgliteStore(store)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.kgl"]
