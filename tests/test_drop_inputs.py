@@ -166,9 +166,9 @@ def test_a_release_records_its_files_and_their_digests(tmp_path: Path) -> None:
     assert together["scene"].roots == [str(folder / "a.json"), str(folder / "b.json")]
     assert json.loads(found["scene"].text())["files"][str(folder / "b.json")] == (
         "sha256:d4735e3a265e16eee03f59718b9b5d03019c07d8b6c51f90da3a666eec13ab35")
-    assert inputs.changed("scene", found["scene"]) is None
+    assert inputs.changed(found["scene"]) is None
     (folder / "b.json").write_text("22")
-    assert inputs.changed("scene", found["scene"]) == f"its input {folder / 'b.json'} changed since it was loaded"
+    assert inputs.changed(found["scene"]) == f"its input {folder / 'b.json'} changed since it was loaded"
 
 
 @pytest.mark.slow
@@ -227,3 +227,11 @@ def test_a_failed_open_leaves_no_lock_files(tmp_path: Path) -> None:
     with pytest.raises(ChronoKGError):
         KgliteStore(store)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.kgl"]
+
+
+def test_a_release_recorded_before_inputs_were_is_checked_by_its_id_only(tmp_path: Path) -> None:
+    folder = tmp_path / "2020AA"
+    folder.mkdir()
+    (folder / "MRREL.RRF").write_text("x\n")
+    assert inputs.changed(inputs.Inputs(roots=[str(folder)], recorded=False)) is None
+    assert inputs.changed(inputs.Inputs(roots=[str(folder)])) is not None  # recorded with no file: one was added

@@ -27,6 +27,7 @@ class Inputs:
 
     roots: list[str]
     files: dict[str, str] = field(default_factory=dict)
+    recorded: bool = True  # False: a release loaded before inputs were recorded (its roots from `Source.path`)
 
     def text(self) -> str:
         return json.dumps({"roots": self.roots, "files": self.files}, sort_keys=True, ensure_ascii=False)
@@ -89,16 +90,19 @@ def of_load(sources: Mapping[str, Any], given: Sequence[str], read: Sequence[str
     return out
 
 
-def changed(release: str, inputs: Inputs) -> str | None:
-    """Why `release` cannot be replayed from its recorded inputs (a file gone, changed or added), or None."""
-    for name, digest in sorted(inputs.files.items()):
+def changed(found: Inputs) -> str | None:
+    """Why a release cannot be replayed from its recorded inputs (a file gone, changed or added), or None (also
+    when nothing was recorded: then only the replayed release's id is checked)."""
+    if not found.recorded:
+        return None
+    for name, digest in sorted(found.files.items()):
         path = Path(name)
         if not path.is_file():
             return f"its input {name} is gone"
         if sha256(path) != digest:
             return f"its input {name} changed since it was loaded"
-    now = {str(f) for r in inputs.roots for f in files_under(Path(r))}
-    added = sorted(now - set(inputs.files))
+    now = {str(f) for r in found.roots for f in files_under(Path(r))}
+    added = sorted(now - set(found.files))
     if added:
         return f"its input folder holds a file it did not hold when it was loaded: {added[0]}"
     return None

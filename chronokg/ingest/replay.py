@@ -106,7 +106,7 @@ def drop_release(store: GraphStore, source: str, derived: bool = False, force: b
     recorded = {str(r["id"]): _inputs_of(r) for r in rows if str(r["id"]) in family}
     try:
         for i in sorted(set(family) - {source}):
-            why = inputs.changed(i, recorded[i])
+            why = inputs.changed(recorded[i])
             if why:
                 raise _NotReplayable(f"release {i}: {why}")
         with tempfile.TemporaryDirectory(prefix=f"{REPLAY_PREFIX}{os.getpid()}-") as tmp:
@@ -136,7 +136,7 @@ def _inputs_of(row: Mapping[str, Any]) -> inputs.Inputs:
     if found is not None:
         return found
     return inputs.Inputs(roots=[str(inputs.absolute(p)) for p in str(row["path"]).split(inputs.SEPARATOR)]
-                         if row["path"] else [])
+                         if row["path"] else [], recorded=False)
 
 
 class _NotReplayable(Exception):
