@@ -408,9 +408,11 @@ def check_calls(name: str, values: dict[str, Any], calls: list[list[Group]], dro
             fresh.close()
 
 
-def arrangements(releases: tuple[Group, ...], rng: random.Random, n: int) -> list[list[list[Group]]]:
+def arrangements(releases: tuple[Group, ...], rng: random.Random, n: int,
+                 oldest_first: bool = False) -> list[list[list[Group]]]:
     """`n` draws of an order of the releases and a split of it into consecutive calls, the first always all of
-    them in one call in an order that is not sorted."""
+    them in one call in an order that is not sorted. `oldest_first` (UMLS, CFR: a call may not load a release
+    older than one the store holds): the calls follow the releases' order, each call's paths shuffled."""
     out: list[list[list[Group]]] = []
     whole = list(releases)
     while whole == sorted(whole) and len(whole) > 1:
@@ -418,9 +420,13 @@ def arrangements(releases: tuple[Group, ...], rng: random.Random, n: int) -> lis
     out.append([whole])
     for _ in range(n - 1):
         order = list(releases)
-        rng.shuffle(order)
+        if not oldest_first:
+            rng.shuffle(order)
         cuts = sorted(rng.sample(range(1, len(order)), rng.randint(0, len(order) - 1)))
-        out.append([order[a:b] for a, b in zip([0, *cuts], [*cuts, len(order)], strict=True)])
+        calls = [order[a:b] for a, b in zip([0, *cuts], [*cuts, len(order)], strict=True)]
+        for call in calls:
+            rng.shuffle(call)
+        out.append(calls)
     return out
 
 
@@ -428,7 +434,7 @@ def run_calls(name: str, shared_data: Path, tmp: Path, draws: int, seed: int) ->
     values, releases = groups(name, shared_data, tmp)
     rng = random.Random(f"{seed}-{name}")
     seen: Counter[str] = Counter()
-    for calls in arrangements(releases, rng, draws):
+    for calls in arrangements(releases, rng, draws, oldest_first=name in {"umls", "cfr"}):
         for dropped in releases:
             seen[check_calls(name, values, calls, dropped, tmp)] += 1
     print(f"\n{name}: {dict(seen)} (order x calls x dropped, seed {seed})")
