@@ -101,7 +101,8 @@ def drop_release(store: GraphStore, source: str, derived: bool = False, force: b
     mine = calls.get(source)
     if mine is None or any(c is None and kinds[i] == kinds[source] for i, c in calls.items()):
         return _in_place(lifecycle.drop_release(store, source, derived, force),  # loaded before loads were recorded
-                         "its source's releases were loaded before loads were recorded, so none can be replayed")
+                         "a release of its source was loaded without a recorded call, by an older chronokg or not "
+                         "through `ingest`")
     family = {i: c for i, c in calls.items() if c is not None and c["source"] == mine["source"]}
     recorded = {str(r["id"]): _inputs_of(r) for r in rows if str(r["id"]) in family}
     try:
