@@ -237,3 +237,19 @@ def test_bad_input_is_one_line_and_writes_nothing(demo_built: Path, questions_fi
     assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "broken.jsonl", "foreign.jsonl", "mine",
                                                           "other.jsonl"]
+
+
+@pytest.mark.parametrize("family", ["../escaped", "/ABS", "a/b", "x\n---\ny: 1", ".hidden", "tempomed\u202e"])
+def test_a_config_name_that_is_not_a_plain_name_is_refused_and_writes_nothing(demo_built: Path, questions_file: Path,
+                                                                             tmp_path: Path, family: str) -> None:
+    """A config is a folder of the export, named from the question's family and protocol: a name that is a path
+    (`..`, `/`), a line break or a control would write outside `--out`, or a card `datasets` cannot read."""
+    record = json.loads(questions_file.read_text(encoding="utf-8").splitlines()[0])
+    record["metadata"]["family"] = family.replace("/ABS", str(tmp_path / "abs"))
+    hostile = tmp_path / "hostile.jsonl"
+    hostile.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    said = one_line(export(demo_built, hostile, work / "out"))
+    assert str(hostile) in said and "line 1" in said and "config" in said
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["hostile.jsonl", "work"]

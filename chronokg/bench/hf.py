@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,9 @@ from chronokg.graph.store import GraphStore
 
 __all__ = ["COLUMNS", "DATES", "SPLIT", "Export", "Release", "export_hf", "folder_rows", "read_canonical"]
 OWN_FILES = frozenset({"README.md", "croissant.json"})
+# A config is a folder of the export and a name in the card's YAML: words joined by single `.`, `_` or `-`, so a
+# family or protocol read from a questions file can never be a path (`..`, `/`), a line break or a control.
+CONFIG_NAME = re.compile(r"[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*")
 
 
 @dataclass
@@ -174,11 +178,16 @@ def rows(store: GraphStore, path: Path, items: Sequence[Item]) -> dict[str, list
             raise InputError(path, f"line {item.line}", f"question {q.id} tests fact {missing[0]}, which "
                                                         f"{store.uri} does not hold: export from the store the "
                                                         "questions were generated from")
+        config = config_name(q)
+        if len(config) > 100 or not CONFIG_NAME.fullmatch(config):
+            raise InputError(path, f"line {item.line}", f"question {q.id}'s family and protocol make the config name "
+                                                        f"{config[:100]!r}, which is not letters and digits joined "
+                                                        "by single '.', '_' or '-': it names a folder of the export")
         row = {k: item.record[k] for k in CANONICAL}
         row["metadata"] = json.dumps(item.record["metadata"], ensure_ascii=False)
         row["variant"] = q.variant
         row.update(item_dates(q, facts))
-        out.setdefault(config_name(q), []).append(row)
+        out.setdefault(config, []).append(row)
     return out
 
 
