@@ -253,3 +253,52 @@ def test_a_config_name_that_is_not_a_plain_name_is_refused_and_writes_nothing(de
     said = one_line(export(demo_built, hostile, work / "out"))
     assert str(hostile) in said and "line 1" in said and "config" in said
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["hostile.jsonl", "work"]
+
+
+def test_an_out_that_is_a_link_is_written_through(demo_built: Path, questions_file: Path, tmp_path: Path) -> None:
+    """`--out` a link to a folder: the export goes where the link points, and the link and its folder stay."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    for _ in range(2):  # a new folder, then one this export wrote
+        done = export(demo_built, questions_file, tmp_path / "link")
+        assert done.exit_code == 0, done.output
+        assert (tmp_path / "link").is_symlink() and (real / "README.md").is_file()
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "real"]
+
+
+def test_an_out_holding_the_current_folder_is_one_line(demo_built: Path, questions_file: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The export replaces `--out` whole, which the folder a shell is in (`.`) or one above it cannot be."""
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    for out in (".", "./", ".."):
+        said = one_line(export(demo_built, questions_file, Path(out)))
+        assert f"--out {Path(out)}" in said and "current folder" in said
+    assert [p.name for p in tmp_path.iterdir()] == ["here"] and not any(here.iterdir())
+
+
+def test_what_a_killed_export_left_is_cleared_by_the_next(demo_built: Path, questions_file: Path, folder: Path,
+                                                          tmp_path: Path) -> None:
+    """Killed (kill -9) while writing, an export leaves its unfinished folder beside `--out`; killed between moving
+    the earlier export aside and renaming the new one into place, `--out` is missing. The next export of that
+    `--out` removes the first and puts the second back, so a failed one too leaves `--out` as it was."""
+    import shutil
+
+    dead = 2**22 + 1  # above any pid_max: no process has it
+    out = tmp_path / "out"
+    shutil.copytree(folder, tmp_path / f".out.old-{dead}")
+    (tmp_path / f".out.part-{dead}").mkdir()
+    (tmp_path / f".out.part-{dead}" / "README.md").write_text("half")
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("{not json\n")
+    assert "line 1" in one_line(export(demo_built, broken, out))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.jsonl", "out"]
+    assert {p.relative_to(out) for p in out.rglob("*")} == {p.relative_to(folder) for p in folder.rglob("*")}
+
+
+def test_a_folder_of_empty_folders_is_named_as_it_is(demo_built: Path, questions_file: Path, tmp_path: Path) -> None:
+    (tmp_path / "out" / "sub").mkdir(parents=True)
+    said = one_line(export(demo_built, questions_file, tmp_path / "out"))
+    assert "other files (sub)" in said

@@ -22,6 +22,7 @@ pyarrow). pyarrow and PyYAML (both installed with `datasets`) are imported insid
 from __future__ import annotations
 
 import datetime as dt
+import glob
 import json
 import os
 import re
@@ -191,19 +192,52 @@ def rows(store: GraphStore, path: Path, items: Sequence[Item]) -> dict[str, list
     return out
 
 
-def check_out(out: Path) -> None:
-    """`--out` must be a new or empty folder, or one this export wrote before (it is then replaced whole)."""
+def check_out(out: Path) -> Path:
+    """`--out` must be a new or empty folder, or one this export wrote before (it is then replaced whole); a link
+    is followed. Gives the folder to write."""
     if out.exists() and not out.is_dir():
         raise ChronoKGError(f"--out {out} is a file: --format hf writes a folder")
-    if not out.is_dir() or not any(out.iterdir()):
-        return
-    readme = out / "README.md"
+    target = out.resolve() if out.is_symlink() else out
+    here = Path.cwd().resolve()
+    if target.resolve() in (here, *here.parents):
+        raise ChronoKGError(f"--out {out} is the current folder or holds it: the export replaces --out whole, so "
+                            "give a folder inside it")
+    if not target.is_dir() or not any(target.iterdir()):
+        return target
+    readme = target / "README.md"
     ours = readme.is_file() and "\nchronokg:\n" in readme.read_text(encoding="utf-8", errors="replace")
-    strangers = [p.name for p in sorted(out.iterdir()) if p.name not in OWN_FILES
+    strangers = [p.name for p in sorted(target.iterdir()) if p.name not in OWN_FILES
                  and not (p.is_dir() and {c.name for c in p.iterdir()} <= {f"{SPLIT}.parquet"})]
     if not ours or strangers:
-        raise ChronoKGError(f"--out {out} is a folder holding other files ({', '.join(strangers[:3]) or 'README.md'}"
-                            "): give a new or empty folder, or one written by bench export --format hf")
+        shown = strangers or sorted(p.name for p in target.iterdir())
+        raise ChronoKGError(f"--out {out} is a folder holding other files ({', '.join(shown[:3])}): give a new or "
+                            "empty folder, or one written by bench export --format hf")
+    return target
+
+
+def clear_killed(out: Path) -> None:
+    """What an export of `out` killed by its process's end left beside it: its unfinished folder is removed, and an
+    earlier export it had moved aside is put back where `out` is missing (else removed)."""
+    if not out.parent.is_dir():
+        return
+    for left in sorted(out.parent.glob(f".{glob.escape(out.name)}.*-*")):
+        kind, _, pid = left.name[len(out.name) + 2:].partition("-")
+        if kind not in ("part", "old") or not pid.isdigit() or _alive(int(pid)):
+            continue
+        if kind == "old" and not out.exists() and not out.is_symlink():
+            left.rename(out)
+        else:
+            shutil.rmtree(left, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # another user's process, or no pid at all: left alone
+        return True
+    return True
 
 
 def _table(rows: list[dict[str, Any]]) -> Any:
@@ -243,7 +277,8 @@ def export_hf(store: GraphStore, path: Path, out: Path) -> Export:
     except ImportError as exc:
         raise ChronoKGError(f"--format hf needs pyarrow and PyYAML ({exc.name} is missing): "
                             "pip install 'chronokg[integrations]'") from None
-    check_out(out)
+    clear_killed(check_out(out))
+    folder = check_out(out)  # again: an earlier export may have been put back
     items = read_canonical(path)
     snapshots = _releases(store, path, items)
     configs = rows(store, path, items)
@@ -251,20 +286,20 @@ def export_hf(store: GraphStore, path: Path, out: Path) -> Export:
     tables = {name: _table(r) for name, r in sorted(configs.items())}
     export = Export(out, {k: len(v) for k, v in sorted(configs.items())}, snapshots, families,
                     {k: int(t.nbytes) for k, t in tables.items()})
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.part-{os.getpid()}"
-    old = out.parent / f".{out.name}.old-{os.getpid()}"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = folder.parent / f".{folder.name}.part-{os.getpid()}"
+    old = folder.parent / f".{folder.name}.old-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         tmp.mkdir()
         files = _write(tmp, export, tables)
-        if out.exists():
-            out.rename(old)
-        tmp.rename(out)
+        if folder.exists():
+            folder.rename(old)
+        tmp.rename(folder)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
-        if old.exists() and not out.exists():
-            old.rename(out)
+        if old.exists() and not folder.exists():
+            old.rename(folder)
         raise
     shutil.rmtree(old, ignore_errors=True)
     export.files = [out / f.relative_to(tmp) for f in files]
