@@ -302,3 +302,24 @@ def test_a_folder_of_empty_folders_is_named_as_it_is(demo_built: Path, questions
     (tmp_path / "out" / "sub").mkdir(parents=True)
     said = one_line(export(demo_built, questions_file, tmp_path / "out"))
     assert "other files (sub)" in said
+
+
+def test_the_card_body_shows_a_hostile_caption_as_text_and_its_yaml_keeps_it_exactly() -> None:
+    """A release's caption holds its file's name, which can hold any character but `/`: in the card's tables it is
+    text on one row (no line break of any kind, no HTML, no bidi control reordering the row), in the YAML exact."""
+    import yaml
+
+    from chronokg.bench.hf_card import Export, Release, card
+
+    caption = "evil\r\n---\n| a |\u2028<script>alert(1)<\\script>&amp;\u202e\x1b[31m`x`\x85.jsonl"
+    text = card(Export(Path("out"), {"tempomed-seed": 1}, {"snap-1": [Release("tempomed:x@2026-05-12", "tempomed",
+                                                                              caption, "v1", "2026-05-12")]},
+                       ["tempomed"], {"tempomed-seed": 10}))
+    head, body = text[4:].split("\n---\n", 1)
+    meta = yaml.safe_load(head)
+    assert meta["chronokg"]["snapshots"][0]["releases"][0]["caption"] == caption
+    row = next(line for line in body.split("\n") if line.startswith("| tempomed:x@2026-05-12 |"))
+    assert row.endswith(" |") and row.count(" | ") == 4  # one row of five cells
+    assert "<script>" not in body and "&lt;script&gt;" in row and "&amp;amp;" in row
+    assert not any(c in body for c in "\r\u2028\x85\u202e\x1b")
+    assert "\\u202e" in row
