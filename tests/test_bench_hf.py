@@ -323,3 +323,16 @@ def test_the_card_body_shows_a_hostile_caption_as_text_and_its_yaml_keeps_it_exa
     assert "<script>" not in body and "&lt;script&gt;" in row and "&amp;amp;" in row
     assert not any(c in body for c in "\r\u2028\x85\u202e\x1b")
     assert "\\u202e" in row
+
+
+def test_a_question_given_twice_is_one_line_naming_both(demo_built: Path, questions_file: Path,
+                                                        tmp_path: Path) -> None:
+    """A row is named by its id (inspect_ai refuses a dataset whose sample ids repeat): two files concatenated that
+    share a question are refused, not exported with the question twice in one config (a question of both TempoMed
+    protocols has one id, a row of each config)."""
+    lines = questions_file.read_text(encoding="utf-8").splitlines()
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text("\n".join([*lines[:3], lines[1]]) + "\n", encoding="utf-8")
+    said = one_line(export(demo_built, twice, tmp_path / "out"))
+    assert str(twice) in said and "line 4" in said and "line 2" in said and json.loads(lines[1])["id"] in said
+    assert not (tmp_path / "out").exists()

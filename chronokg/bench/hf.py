@@ -58,7 +58,8 @@ def read_canonical(path: Path) -> list[Item]:
     naming the file and its line."""
     from chronokg.ingest.common import read_jsonl
 
-    items = []
+    items: list[Item] = []
+    seen: dict[tuple[str, str], int] = {}
     for n, record in read_jsonl(path):
         where = f"line {n}"
         if sorted(record) != sorted(CANONICAL):
@@ -73,6 +74,10 @@ def read_canonical(path: Path) -> list[Item]:
             question = Question.from_canonical(record)
         except (KeyError, ValueError) as exc:
             raise InputError(path, where, f"not a chronokg question: {str(exc).splitlines()[0]}") from None
+        first = seen.setdefault((config_name(question), record["id"]), n)
+        if first != n:  # inspect_ai refuses a dataset whose sample ids repeat (one config is one dataset)
+            raise InputError(path, where, f"question {record['id']} is also line {first}, of the same config: a row "
+                                          "is named by its id")
         items.append(Item(n, record, question))
     return items
 
