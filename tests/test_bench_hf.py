@@ -336,3 +336,21 @@ def test_a_question_given_twice_is_one_line_naming_both(demo_built: Path, questi
     said = one_line(export(demo_built, twice, tmp_path / "out"))
     assert str(twice) in said and "line 4" in said and "line 2" in said and json.loads(lines[1])["id"] in said
     assert not (tmp_path / "out").exists()
+
+
+def test_a_malformed_date_is_one_line_and_a_generator_without_options_is_the_family(
+        demo_built: Path, questions_file: Path, tmp_path: Path) -> None:
+    record = json.loads(questions_file.read_text(encoding="utf-8").splitlines()[0])
+    record["metadata"]["target_date"] = None  # the question date falls back to the answer key's date parameter
+    record["metadata"]["answer_key"]["params"]["date"] = "2010-99-99"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    said = one_line(export(demo_built, bad, tmp_path / "out"))
+    assert str(bad) in said and "line 1" in said and "month must be in 1..12" in said
+    assert not (tmp_path / "out").exists()
+    record = json.loads(questions_file.read_text(encoding="utf-8").splitlines()[0])
+    record["metadata"]["generator"]["options"] = "seed"  # not an object: no protocol, as a generator giving none
+    bad.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    done = export(demo_built, bad, tmp_path / "out")
+    assert done.exit_code == 0, done.output
+    assert [p.name for p in (tmp_path / "out").iterdir() if p.is_dir()] == [record["metadata"]["family"]]

@@ -84,7 +84,8 @@ def read_canonical(path: Path) -> list[Item]:
 
 def config_name(question: Question) -> str:
     """`family-protocol`; the family alone where the generator recorded no protocol."""
-    protocol = (question.generator.get("options") or {}).get("protocol")
+    options = question.generator.get("options")
+    protocol = options.get("protocol") if isinstance(options, dict) else None
     return f"{question.family}-{protocol}" if protocol else question.family
 
 
@@ -192,7 +193,10 @@ def rows(store: GraphStore, path: Path, items: Sequence[Item]) -> dict[str, list
         row = {k: item.record[k] for k in CANONICAL}
         row["metadata"] = json.dumps(item.record["metadata"], ensure_ascii=False)
         row["variant"] = q.variant
-        row.update(item_dates(q, facts))
+        try:
+            row.update(item_dates(q, facts))
+        except ValueError as exc:  # a date of the question's own (metadata, answer key) that is no date
+            raise InputError(path, f"line {item.line}", f"question {q.id}: {exc}") from None
         out.setdefault(config, []).append(row)
     return out
 
