@@ -32,14 +32,18 @@ class Format(StrEnum):
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Bidi embeddings, overrides and isolates: a terminal would show the rest of the line reordered.
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
 _NUMBER = re.compile(r"^[-+−]?[\d,._]*\d[\d,._]*(%|[eE][-+]?\d+)?$")
 GAP = 2  # spaces between the columns of a plain table
 PROSE = 30  # the least room a column of sentences gets before a less important column is shown beside it
 
 
 def _visible(value: str) -> str:
-    """Control characters (an escape sequence in stored text) shown as `\\xNN`, never sent to the terminal."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value.replace("\t", " "))
+    """Control characters (an escape sequence in stored text) shown as `\\xNN`, bidi controls as `\\uNNNN`, never
+    sent to the terminal."""
+    shown = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value.replace("\t", " "))
+    return _BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", shown)
 
 
 def esc(value: Any) -> str:
