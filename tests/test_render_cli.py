@@ -289,3 +289,15 @@ def test_a_bidi_control_is_shown_escaped_in_a_table() -> None:
     say(console, "line ", BIDI)
     out = buffer.getvalue()
     assert not RAW_BIDI.search(out) and "\\u202eSIHT\\u202c" in out and "\\u2067isolate\\u2069" in out
+
+
+def test_an_error_naming_a_path_with_a_line_break_or_bidi_control_is_one_line(tmp_path: Path) -> None:
+    """A file name may hold a line break or a bidi override (U+202E, which makes a terminal show the rest of the
+    line backwards): an error naming it stays one line, read in order, the characters shown as their codes."""
+    name = tmp_path / "a\nb\u202eld.jsonl\u2066"
+    done = CliRunner().invoke(app, ["--store", f"kglite://{tmp_path}/s.kgl", "ingest", "tempomed", str(name)])
+    assert done.exit_code == 2, done.output
+    lines = done.output.strip("\n").split("\n")
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    assert "\u202e" not in done.output and "\u2066" not in done.output
+    assert "a\\nb\\u202eld.jsonl\\u2066" in lines[0]

@@ -179,7 +179,8 @@ def fail_line(message: str) -> None:
     """The one way the CLI reports an error: `error: ...` on stderr, one line, in red."""
     from chronokg.cli.render import esc
 
-    err.print(f"[bold red]error:[/] {esc(message)}", soft_wrap=True)  # a message may hold [brackets]
+    one = message.replace("\r", "\\r").replace("\n", "\\n")  # a line break of a path or value it names, as text
+    err.print(f"[bold red]error:[/] {esc(one)}", soft_wrap=True)  # a message may hold [brackets]
 
 
 def os_error_message(exc: OSError) -> str:
