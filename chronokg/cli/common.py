@@ -12,7 +12,6 @@ import typer
 
 from chronokg.cli.render import Format, say
 from chronokg.errors import ChronoKGError
-from chronokg.graph.dates import parse_day as day_from_text
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -94,6 +93,8 @@ class Groups:
 
 def parse_day(value: str) -> dt.date:
     """A day the way the tool servers take it too (`chronokg.graph.dates.parse_day`)."""
+    from chronokg.graph.dates import parse_day as day_from_text  # not at import: `chronokg --help` loads no graph
+
     try:
         return day_from_text(value)
     except ValueError as exc:

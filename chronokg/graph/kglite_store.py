@@ -477,7 +477,7 @@ class KgliteStore(GraphStore):
         if exc is not None and self._new and not self._committed:
             # A first load that failed: the store stays as it was, which is not there at all.
             self._g = self._lease = None
-            for suffix in ("", "-wal", ".lock", ".lock-owner"):
+            for suffix in ("", "-wal", log_binding.SUFFIX, ".lock", ".lock-owner"):
                 Path(self._path + suffix).unlink(missing_ok=True)
             return
         self.close()
