@@ -183,6 +183,22 @@ def test_two_identical_rescores_at_once_leave_one_whole_folder(world: dict[str, 
     assert latest(folder / "samples.jsonl")
 
 
+def test_a_temporary_folder_of_a_killed_rescore_is_removed(world: dict[str, Any], tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    first = rescore_json(world, tmp_path / "a", "--known-at", BETWEEN)
+    name = Path(first["folder"]).name
+    left = tmp_path / "b" / f".{name}.{done.stdout.strip()}.0123abcd.part"  # its process has exited
+    left.mkdir(parents=True)
+    (left / "questions.jsonl").write_text("torn", encoding="utf-8")
+    again = rescore_json(world, tmp_path / "b", "--known-at", BETWEEN)
+    assert again["written"] and not left.exists()
+    assert [p.name for p in (tmp_path / "b").iterdir()] == [name]
+
+
 def test_an_unknown_run_id_is_one_line_for_the_run_queries(world: dict[str, Any]) -> None:
     for args in (["query", "changed-verdicts", "--run", "run-000000000000", "--a", BETWEEN, "--b", "2026-01-01"],
                  ["query", "accuracy-by-valid-year", "--run", "run-000000000000"]):

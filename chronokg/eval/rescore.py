@@ -257,6 +257,9 @@ def _write(target: Path, info: RunInfo, rid: str, questions: Sequence[Question],
     """Build the folder in a temporary folder of this process's own beside `target` and rename it into place;
     False when an identical re-scoring finished first (its folder is kept, this one removed)."""
     target.parent.mkdir(parents=True, exist_ok=True)
+    for left in target.parent.glob(f".{target.name}.*.part"):  # of a re-scoring killed while writing
+        if not _alive(left.name.split(".")[-3]):
+            shutil.rmtree(left, ignore_errors=True)
     part = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.part"
     part.mkdir()
     try:
@@ -288,3 +291,15 @@ def _write(target: Path, info: RunInfo, rid: str, questions: Sequence[Question],
         shutil.rmtree(part, ignore_errors=True)
         raise
 
+
+def _alive(pid: str) -> bool:
+    """Whether the process that named a temporary folder still runs (a name that is no pid: treated as alive)."""
+    if not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
