@@ -84,10 +84,9 @@ class Rescored(BaseModel):
                 "targets_changed": self.targets_changed, "no_answer": self.no_answer}
 
     def changed(self) -> list[Flip]:
-        """Every sample whose verdict changed, in question order: the flips, then those with no verdict now or
-        with one again."""
-        return sorted([*self.flips, *self.not_scorable, *self.scorable_now],
-                      key=lambda f: (f.question_id, f.model, f.sample))
+        """Every sample whose verdict changed: the flips, then those with no verdict now, then those with one
+        again (each in question, model and sample order)."""
+        return [*self.flips, *self.not_scorable, *self.scorable_now]
 
     def summary(self) -> str:
         c = self.counts()
