@@ -233,6 +233,9 @@ def test_accuracy_by_valid_year_counts_the_questions_about_the_present(world: di
             expected[year] = (n, correct)
     assert {y: (r.n, r.correct) for y, r in oracle.items()} == expected
     assert any(r.accuracy is not None and r.accuracy < 1.0 for r in oracle.values())  # before the current versions
+    got = invoke(world["store"], "query", "accuracy-by-valid-year", "--run", run)
+    assert f"{len(rows):,} model-year rows, over the answers to questions about the present only" in \
+        " ".join(got.output.split())
 
 
 def test_a_prediction_takes_the_cutoff_of_its_latest_write(world: dict[str, Any], tmp_path: Path) -> None:

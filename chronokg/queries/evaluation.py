@@ -2,7 +2,9 @@
 gold of each year (valid time), and which verdicts differ between what two releases said (known time).
 
 A prediction's question tests facts (`TESTS`); the gold of a day is every fact of those subjects and predicates
-valid on that day, and an answer is right when the fact it chose (`CHOSE`) states one of the gold's values.
+valid on that day, and an answer is right when the fact it chose (`CHOSE`) states one of the gold's values. Only a
+question about the present (`present`: its gold option is the up-to-date one) can be scored against the gold of
+any year; one about its own date (a historical item, a year probe) is left out of the years' accuracy.
 Values, not fact ids, are compared: a later release may restate a version (a new valid end, a new fact id)
 without changing what it says.
 """
@@ -95,6 +97,8 @@ ACCURACY_BY_VALID_YEAR = register(QuerySpec(
     "up-to-date one) scored against the gold valid on 1 January of each year: per model and year, those with gold "
     "that year and those stating it. Historical items and probes ask about their own date and are left out.",
     YearsParams, YearAccuracyRow, _by_year, post=_accuracy, tags=frozenset({"cli", "tool"}), names=NO_RUN,
+    counted="model-year rows, over the answers to questions about the present only (historical items and probes "
+            "ask about their own date)",
 ))
 
 
