@@ -61,9 +61,10 @@ def chromium() -> Iterator[Any]:
         b.close()
 
 
-def rescored_pair(tmp: Path, models: Sequence[str], known_at: Any = None) -> tuple[Path, Path]:
+def rescored_pair(tmp: Path, models: Sequence[str], known_at: Any = None, later: bool = False) -> tuple[Path, Path]:
     """(a run of the demo corpus's TempoMed MCQs, that run re-scored with `eval rescore`'s function against the
-    same store, as known at `known_at`)."""
+    same store, as known at `known_at`; with `later`, the questions include the year-sweep probes and the store
+    the corpus's later release, whose newer guideline flips verdicts from right to wrong)."""
     from chronokg.bench import snapshot
     from chronokg.bench.family import generate
     from chronokg.bench.question import write_jsonl
@@ -75,13 +76,18 @@ def rescored_pair(tmp: Path, models: Sequence[str], known_at: Any = None) -> tup
     with KgliteStore(tmp / "demo.kgl", durable="off") as store:
         load_demo(store)
         snap = snapshot.current(store)
-        questions = generate("tempomed", store, snap, {"protocol": "chronokg", "perturbations": ["reorder_only"]})[0]
+        questions = generate("tempomed", store, snap, {"protocol": "chronokg", "perturbations": ["reorder_only"],
+                                                       "probes": later})[0]
         qfile = tmp / "questions.jsonl"
         write_jsonl(qfile, questions)
         options = runner.RunOptions(protocol="chronokg", cache=False, concurrency=16)
         folder, info = runner.prepare(tmp / "runs", [qfile], [runner.ModelEntry(spec=m) for m in models], options)
         info, _ = runner.run(folder, info, runner.load_questions([qfile], None), store)
         assert info.status == "complete"
+        if later:
+            from chronokg.demo.corpus import load_later_release
+
+            load_later_release(store)
         result = rescore(folder, tmp / "rescored", store, snapshot.current(store), known_at)
     return folder, Path(result.folder)
 
@@ -101,5 +107,6 @@ def mixed_rescore(origin: Path, out: Path, every: int = 3) -> Path:
     gone = sum(1 for r in lines if not r.ok)
     write_info(out, info.model_copy(update={"run_id": "run-rescored", "status": "rescored",
                                             "rescored_from": info.run_id, "known_at": "2020-06-30",
-                                            "flips": {"now wrong": 0, "now right": 0, "not scorable now": gone}}))
+                                            "flips": {"right_to_wrong": 0, "wrong_to_right": 0, "not_scorable": gone,
+                                                      "scorable_now": 0}}))
     return out

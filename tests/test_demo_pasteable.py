@@ -52,7 +52,8 @@ def test_the_demo_reads_at_80_columns_and_its_loop_commands_paste_and_run(tmp_pa
     assert too_wide == []
     # one real flip: the later release turns answers that were right into wrong ones
     flat = " ".join(out.split())
-    said = re.search(r"(\d+) verdicts flipped \((\d+) now wrong", flat[flat.index("a later release of the corpus"):])
+    later = flat[flat.index("a later release of the corpus"):]
+    said = re.search(r"(\d+) verdicts flipped \((\d+) right to wrong", later)
     assert said is not None and int(said.group(2)) > 0
     # the newer release's load table: what it read or changed, the run's derived labels left out in one line
     second = out[out.index("chronokg ingest tempomed release-2.jsonl"):]

@@ -5,7 +5,7 @@ knowledge cutoff each run recorded, and no other; stored names drawn as text, ne
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
+import json
 import logging
 import re
 import warnings
@@ -56,8 +56,8 @@ def test_a_rescored_run_names_its_origin_its_day_and_its_flips(pair: tuple[Path,
     html = report.html.read_text(encoding="utf-8")
     said = (f"run-rescored is run {origin} (in this report) re-scored as known at 2020-06-30, against store snapshot")
     assert said in md and said in html
-    assert f"{again.not_scorable:,} verdicts flipped (0 now wrong, 0 now right, {again.not_scorable:,} not " \
-           "scorable now)" in md
+    assert f"0 verdicts flipped (0 right to wrong, 0 wrong to right); {again.not_scorable:,} samples not scorable " \
+           "now, 0 scorable now" in md
     assert "they are no failure of the model" in md
     rows = runs_rows(md)
     assert rows["run-rescored"]["not scorable now"] == str(again.not_scorable)
@@ -66,14 +66,17 @@ def test_a_rescored_run_names_its_origin_its_day_and_its_flips(pair: tuple[Path,
     assert rows["run-rescored"]["samples scored"] == str(len(again.samples))
 
 
-def test_flips_are_counted_from_the_flips_file_without_them_in_run_json(tmp_path: Path) -> None:
-    """A run `eval rescore` wrote, as known before the demo's release: every verdict flipped to not scorable."""
-    origin, rescored = rescored_pair(tmp_path, MODELS[:1], dt.date(2026, 1, 1))
-    report = build_report([origin, rescored], tmp_path / "out")
-    md = report.markdown.read_text(encoding="utf-8")
-    n = load_run(rescored).not_scorable
-    assert n > 0 and "re-scored as known at 2026-01-01" in md and f"{n:,} not scorable now)" in md
-    assert runs_rows(md)[load_run(rescored).info.run_id]["not scorable now"] == str(n)
+def test_flips_are_counted_from_the_run_files_without_them_in_run_json(tmp_path: Path) -> None:
+    """A run `eval rescore` wrote after the corpus's later release (a newer guideline), its run.json as an older
+    chronokg wrote it (no `flips`): the verdicts flipped right to wrong are counted from flips.json."""
+    from chronokg.eval.log import read_info, write_info
+
+    origin, rescored = rescored_pair(tmp_path, MODELS[:1], later=True)
+    flips = json.loads((rescored / "flips.json").read_text())
+    wrong = sum(1 for f in flips if f["new_correct"] is False)
+    write_info(rescored, read_info(rescored).model_copy(update={"flips": None}))
+    md = build_report([origin, rescored], tmp_path / "out").markdown.read_text(encoding="utf-8")
+    assert wrong > 0 and f"{len(flips):,} verdicts flipped ({wrong:,} right to wrong, " in md
 
 
 def test_no_empty_table_and_no_table_wider_than_its_share(report: Any) -> None:

@@ -44,9 +44,9 @@ def frozen_note(samples: Sequence[Any]) -> str:
 
 class FlipRow(BaseModel):
     model: str
-    now_wrong: int
-    now_right: int
-    not_scorable: int
+    right_to_wrong: int
+    wrong_to_right: int
+    not_scorable_now: int
     asked_about: str
 
 
@@ -72,15 +72,15 @@ def show_later_release(console: Console, show: Callable[[str, str], None], run: 
     years: dict[str, Any] = {q.id: q.metadata.get("question_target_year") or q.target_date
                              for q in read_jsonl(Path(result.folder) / "questions.jsonl")}
     rows = []
-    for model in sorted({f.model for f in result.flips}):
-        flips = [f for f in result.flips if f.model == model]
+    for model in sorted({f.model for f in (*result.flips, *result.not_scorable)}):
+        flips = [f for f in result.flips if f.model == model]  # right <-> wrong only
         asked: dict[str, list[Any]] = {}
         for f in flips:
             asked.setdefault(f.variant, []).append(years.get(f.question_id))
         rows.append(FlipRow(
-            model=model, now_wrong=sum(1 for f in flips if f.new_correct is False),
-            now_right=sum(1 for f in flips if f.new_correct is True),
-            not_scorable=sum(1 for f in flips if f.new_correct is None),
+            model=model, right_to_wrong=sum(1 for f in flips if f.new_correct is False),
+            wrong_to_right=sum(1 for f in flips if f.new_correct is True),
+            not_scorable_now=sum(1 for f in result.not_scorable if f.model == model),
             asked_about="; ".join(f"{variant} {_span(ys)}" for variant, ys in sorted(asked.items()))))
     emit(console, rows, Format.table, title="verdicts flipped by the later release, per model")
 

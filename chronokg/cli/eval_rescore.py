@@ -23,12 +23,16 @@ def register_rescore(eval_app: typer.Typer) -> None:
             formats=["%Y-%m-%d"], help="Re-run the answer keys as the releases known on this day said it "
                                        "[default: as known now]")] = None,
         fmt: Annotated[Format, typer.Option("--format", "-f", help="table or json")] = Format.table,
+        show: Annotated[int, typer.Option(min=0, help="Changed verdicts the table lists (0: all); every one is in "
+                                                      "the new folder's flips.json and not_scorable.json, and in "
+                                                      "--format json")] = 20,
     ) -> None:
         """Re-run every question's answer key against the store, score the run's stored answers against the
         targets it gives, and write a new run folder linked to the old one (its id from the run, the store
-        snapshot and --known-at: re-running changes nothing). Lists the verdicts that flipped. Asks no model."""
+        snapshot and --known-at: re-running changes nothing). Lists the verdicts that changed (flipped right to
+        wrong or wrong to right, or not scorable now) and ends with their counts. Asks no model."""
         from chronokg.bench import snapshot
-        from chronokg.eval.rescore import rescore
+        from chronokg.eval.rescore import FLIPS, NOT_SCORABLE, rescore
 
         def body() -> None:
             with opened(read_only=True) as store:
@@ -37,11 +41,17 @@ def register_rescore(eval_app: typer.Typer) -> None:
             if fmt is Format.json:
                 print(json.dumps(result.model_dump(mode="json"), ensure_ascii=False, indent=2))
                 return
-            say(console, result.summary())
-            say(console, ("wrote" if result.written else "unchanged", "green" if result.written else "yellow"),
-                f" {result.folder} (re-scored from {result.rescored_from})")
-            if result.flips:
-                emit(console, result.flips, Format.table, title="verdicts that flipped",
+            changed = result.changed()
+            listed = changed if not show else changed[:show]
+            if listed:
+                emit(console, listed, Format.table, title="verdicts that changed",
                      columns=["question_id", "model", "sample", "answer", "old_correct", "new_correct", "old_target",
                               "new_target", "old_answer", "new_answer"])
+            if len(listed) < len(changed):
+                say(console, (f"showing {len(listed):,} of {len(changed):,} changed verdicts", "yellow"),
+                    f"; all of them: {Path(result.folder) / FLIPS}, {Path(result.folder) / NOT_SCORABLE} "
+                    "(or --format json, or --show 0)")
+            say(console, ("wrote" if result.written else "unchanged", "green" if result.written else "yellow"),
+                f" {result.folder} (re-scored from {result.rescored_from})")
+            say(console, result.summary())
         guarded(body)

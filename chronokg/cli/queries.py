@@ -103,6 +103,8 @@ def spec_command(name: str) -> Command:
             for shown, rows in results:
                 emit(console, rows, fmt, title=title if shown is spec else shown.name,
                      columns=list(shown.columns) or None)
+                if fmt is Format.table and rows and shown.counted:
+                    say(console, f"{len(rows):,} {shown.counted}")
         guarded(body)
 
     parameters = [option_parameter(n, f) for n, f in fields.items()]
@@ -148,6 +150,8 @@ def register(query_app: typer.Typer) -> None:
             with opened(read_only=True, quick=True) as store:
                 rows = spec.run(store, given)
             emit(console, rows, fmt, title=name, columns=list(spec.columns) or None)
+            if fmt is Format.table and rows and spec.counted:
+                say(console, f"{len(rows):,} {spec.counted}")
         guarded(body)
 
     @query_app.command("batch")

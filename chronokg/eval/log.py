@@ -96,9 +96,12 @@ class RunInfo(BaseModel):
                                                "(`chronokg.eval.cutoff.Cutoff`: date, estimated, source)")
     rescored_from: str | None = Field(default=None, description="The run whose answers this one re-scored "
                                                                 "(`eval rescore`)")
+    rescored_from_path: str | None = Field(default=None, description="Where that run's folder was when it was "
+                                                                     "re-scored (absolute)")
     known_at: str | None = Field(default=None, description="Re-scored as the releases known on this day said it")
-    flips: dict[str, int] | None = Field(default=None, description="A re-scored run's flipped verdicts, counted by "
-                                                                  "kind (e.g. now wrong, now right, not scorable)")
+    flips: dict[str, int] | None = Field(default=None, description="What re-scoring changed: right_to_wrong, "
+                                         "wrong_to_right, not_scorable, scorable_now (samples); targets_changed, "
+                                         "no_answer (questions)")
 
 
 def repair(path: Path) -> int:

@@ -64,6 +64,11 @@ class QuerySpec(Generic[P, R]):
     follow: tuple[str, ...] = ()  # queries a table shows after this one, with the same parameters
     # A faster path to the same final rows on stores that offer one (None: not here, run the Cypher).
     direct: Callable[[GraphStore, P], list[R] | None] | None = None
+    # What one row is, for the count line a table ends with (e.g. "samples whose verdict changed"; "": no line).
+    counted: str = ""
+    # A parameter that must name a stored node: (parameter, label, what to do instead). An answer with no rows is
+    # then checked, and a name the store does not hold is an error naming it, never an empty answer.
+    names: tuple[str, str, str] | None = None
 
     # Call shapes (field names, value types) that validated once and that validation cannot reject or change
     # for any other value of the same types (see `_shape_holds`), each with its text fields (whose length is
@@ -111,11 +116,26 @@ class QuerySpec(Generic[P, R]):
         if read is None and self.direct is not None:
             answered = self.direct(store, checked)
             if answered is not None:
+                if not answered:
+                    self.check_names(store, checked, read)
                 return answered
         text, args = self.build(checked)
         found = store.run(text, args) if read is None else read(store, text, args)
+        if not found:
+            self.check_names(store, checked, read)
         rows = [self.row.model_validate(r) for r in found]
         return self.post(rows, checked) if self.post is not None else rows
+
+    def check_names(self, store: GraphStore, params: P, read: Read | None = None) -> None:
+        """A QueryError when the parameter `names` declares names no stored node (one indexed lookup)."""
+        if self.names is None:
+            return
+        param, label, instead = self.names
+        value = getattr(params, param)
+        text, args = f"MATCH (n:{label} {{id: $id}}) RETURN count(n) AS n", {"id": value}
+        found = store.run(text, args) if read is None else read(store, text, args)
+        if not found or not found[0]["n"]:
+            raise QueryError(f"query {self.name}: no {label.lower()} {value!r} in this store ({instead})")
 
 
 # Types whose every value a plain field of that type accepts unchanged (text also needs `len <= MAX_TEXT`).

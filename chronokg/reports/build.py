@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from chronokg.errors import ChronoKGError, InputError
 from chronokg.metrics import cutoff
@@ -164,23 +165,40 @@ def _run_lines(runs: Sequence[RunData]) -> list[str]:
 
 
 def flip_counts(run: RunData) -> dict[str, int] | None:
-    """A re-scored run's flipped verdicts by kind: from run.json's `flips`, else counted from its flips.json."""
+    """What re-scoring changed, by kind (`eval rescore`'s `flips` in run.json: right_to_wrong, wrong_to_right,
+    not_scorable, scorable_now, ...), else counted from the run's files (flips.json: right <-> wrong only)."""
+    from chronokg.eval.rescore import FLIPS, NOT_SCORABLE, SCORABLE_NOW
+
     if run.info.flips is not None:
         return dict(run.info.flips)
-    path = run.folder / "flips.json"
-    if not path.is_file():
+    if not (run.folder / FLIPS).is_file():
         return None
-    try:
-        flips = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(path, None, f"not a list of flipped verdicts: {str(exc).splitlines()[0]}") from None
-    if not isinstance(flips, list) or not all(isinstance(f, dict) for f in flips):
-        raise InputError(path, None, "not a list of flipped verdicts")
-    kinds = {False: "now wrong", True: "now right", None: "not scorable now"}
-    counts = dict.fromkeys(kinds.values(), 0)
-    for f in flips:
-        counts[kinds.get(f.get("new_correct"), "not scorable now")] += 1
-    return counts
+    lists: dict[str, list[dict[str, Any]]] = {}
+    for name in (FLIPS, NOT_SCORABLE, SCORABLE_NOW):
+        path = run.folder / name
+        try:
+            rows = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InputError(path, None, f"not a list of samples: {str(exc).splitlines()[0]}") from None
+        if not isinstance(rows, list) or not all(isinstance(f, dict) for f in rows):
+            raise InputError(path, None, "not a list of samples")
+        lists[name] = rows
+    flips = lists[FLIPS]
+    return {"right_to_wrong": sum(1 for f in flips if f.get("new_correct") is False),
+            "wrong_to_right": sum(1 for f in flips if f.get("new_correct") is True),
+            "not_scorable": len(lists[NOT_SCORABLE]), "scorable_now": len(lists[SCORABLE_NOW])}
+
+
+def flips_said(counts: dict[str, int]) -> str:
+    """A flip is right <-> wrong; a sample that lost or gained a verdict, and a changed answer key, are said apart."""
+    rw, wr = counts.get("right_to_wrong", 0), counts.get("wrong_to_right", 0)
+    said = f"{rw + wr:,} verdicts flipped ({rw:,} right to wrong, {wr:,} wrong to right)"
+    if counts.get("not_scorable") or counts.get("scorable_now"):
+        said += (f"; {counts.get('not_scorable', 0):,} samples not scorable now, "
+                 f"{counts.get('scorable_now', 0):,} scorable now")
+    if "targets_changed" in counts:
+        said += f"; {counts['targets_changed']:,} answer keys changed"
+    return said
 
 
 def _provenance(runs: Sequence[RunData]) -> list[str]:
@@ -198,9 +216,7 @@ def _provenance(runs: Sequence[RunData]) -> list[str]:
                 "the same answers, scored against the answer keys re-run, no model asked")
         flips = flip_counts(r)
         if flips is not None:
-            total = sum(flips.values())
-            line += f"; {total:,} verdicts flipped (" + ", ".join(f"{n:,} {k.replace('_', ' ')}"
-                                                                   for k, n in flips.items()) + ")"
+            line += "; " + flips_said(flips)
         if r.not_scorable:
             line += (f"; {r.not_scorable:,} samples not scorable (their answer key gives no answer among the options "
                      f"{when}): no metric counts them, and they are no failure of the model")
