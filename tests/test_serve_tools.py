@@ -21,6 +21,7 @@ import pytest
 from pydantic import BaseModel
 
 from chronokg.graph.guard import ReadLimits
+from chronokg.errors import ChronoKGError
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.queries.spec import all_queries
 from chronokg.registry import Registry
@@ -84,9 +85,13 @@ def test_every_query_tool_passes_the_guard_and_matches_the_spec(host: ToolHost, 
                 continue
             args = _example(tool.schema())
             result = host.call_tool(tool.name, args)
-            assert result.ok, (tool.name, result.error)
             spec = all_queries().get(str(tool.query))
-            expected = [r.model_dump(mode="json", by_alias=True) for r in spec.run(store, args)]
+            try:
+                expected = [r.model_dump(mode="json", by_alias=True) for r in spec.run(store, args)]
+            except ChronoKGError as exc:  # a name the store does not hold (a run id): the tool says the same
+                assert not result.ok and str(exc) in str(result.error), (tool.name, result.error)
+                continue
+            assert result.ok, (tool.name, result.error)
             assert result.rows == expected, tool.name
     answer = host.call_tool("facts_as_of", {"date": "2016-06-01", "subject": "un-secretary-general"})
     assert [r["object"] for r in answer.rows] == ["ban-ki-moon"]
