@@ -3,12 +3,13 @@ columns, inspect's sample metadata, lm-eval's docs), so a split by any of them p
 chronokg's own cutoff split (`chronokg.metrics.cutoff`):
 
 - `question_date`: the date the question asks about (its `target_date`, else its answer key's `date` parameter);
-- `gold_valid_from`, `gold_valid_to`: the valid time of the gold answer's fact. Where the family's profile dates
-  its gold answers (`Profile.dated_gold`), the `gold_from` and `chosen_to` its scoring gives the gold answer itself
-  (what the cutoff split reads); else, with the store's fact dates, the span of the gold facts (those of the
-  evidence rows stating the answer; where none does, e.g. MI-CXR's summaries, every fact the question tests); else
-  the span the same evidence rows record. An empty end is a fact still in force, an empty start one whose start
-  the source does not give (any gold fact without one leaves it empty);
+- `gold_valid_from`, `gold_valid_to`: the valid time of the gold answer: with the store's fact dates, the span of
+  the gold facts (those of the evidence rows stating the answer; where none does, e.g. MI-CXR's summaries, every
+  fact the question tests), else the span the same evidence rows record. Where the family's profile dates its gold
+  answers (`Profile.dated_gold`), the start is the `gold_from` its scoring gives the gold answer itself, what the
+  cutoff split reads (none: no dates); a recommendation restated unchanged by a later version stays valid to the
+  later one's end. An empty end is a fact still in force, an empty start one whose start the source does not give
+  (any gold fact without one leaves it empty);
 - `evidence_known_from`: when the store first knew all of the question's evidence: the latest `known_from` of the
   facts it tests, read from the store; without one, the latest the evidence rows record.
 
@@ -99,17 +100,17 @@ def item_dates(question: Question, facts: Facts | None = None) -> Dates:
     if when is None and isinstance(question.answer_key.params.get("date"), str):
         when = day(question.answer_key.params["date"])
     stored = facts if facts is not None and not missing_facts(question, facts) else None
-    profile = profile_for(question.family)
-    if profile.dated_gold:
-        _, _, fields = profile.score(question, question.target, PROTOCOL)  # the gold answer's own fact chosen
-        start = day(fields.get("gold_from"))
-        gold = (start, day(fields.get("chosen_to")) if start else None)
-    elif stored is not None:
+    if stored is not None:
         gold = _span([stored[i] for i in gold_fact_ids(question)])
     else:
         tested = set(question.facts)
         gold = _span(gold_rows(question) or [r for r in question.answer_key.evidence
                                              if isinstance(r, dict) and r.get("fact_id") in tested])
+    profile = profile_for(question.family)
+    if profile.dated_gold:  # the start the cutoff split reads; the end of the answer's validity as above
+        _, _, fields = profile.score(question, question.target, PROTOCOL)  # the gold answer's own fact chosen
+        start = day(fields.get("gold_from"))
+        gold = (start, gold[1] if start else None)
     if stored is not None:
         known = [day(stored[i]["known_from"]) for i in (question.facts or gold_fact_ids(question))]
     else:
