@@ -32,8 +32,10 @@ from chronokg.graph.store import GraphStore
 
 __all__ = ["COLUMNS", "DATES", "SPLIT", "DatesOf", "Export", "Release", "export_hf", "folder_rows", "read_canonical"]
 OWN_FILES = frozenset({"README.md", "croissant.json"})
-# Each question's dates (by `DATES`) and the facts it reads that the store lacks, from the store.
-DatesOf = Callable[[GraphStore, Sequence[Question]], Sequence[tuple[Mapping[str, dt.date | None], Sequence[str]]]]
+# Given the store and the questions (read from it once), a question's dates (by `DATES`) and the facts it reads
+# that the store lacks; a date of the question's own that is no date is a ValueError.
+DatedBy = Callable[[Question], tuple[Mapping[str, dt.date | None], Sequence[str]]]
+DatesOf = Callable[[GraphStore, Sequence[Question]], DatedBy]
 
 
 @dataclass
@@ -123,9 +125,11 @@ def _date(value: Any) -> dt.date:
 def rows(store: GraphStore, path: Path, items: Sequence[Item], dates: DatesOf) -> dict[str, list[dict[str, Any]]]:
     """The rows of every config, in the file's order; a fact a question reads that the store lacks is an
     InputError naming the question's line."""
+    date_of = dates(store, [item.question for item in items])
     out: dict[str, list[dict[str, Any]]] = {}
-    for item, (when, missing) in zip(items, dates(store, [item.question for item in items]), strict=True):
+    for item in items:
         q = item.question
+        when, missing = date_of(q)
         if missing:
             raise InputError(path, f"line {item.line}", f"question {q.id} tests fact {missing[0]}, which "
                                                         f"{store.uri} does not hold: export from the store the "

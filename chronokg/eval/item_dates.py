@@ -21,12 +21,15 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chronokg.bench.hf_card import DATES
 from chronokg.bench.question import Question
 from chronokg.eval.profile import profile_for
 from chronokg.graph.store import GraphStore
+
+if TYPE_CHECKING:
+    from chronokg.bench.hf import DatedBy
 
 # The names, declared with the dataset's columns (the bench layer, below this one, writes them).
 DATE_FIELDS: tuple[str, ...] = DATES
@@ -125,11 +128,11 @@ def iso(dates: Mapping[str, dt.date | None]) -> dict[str, str | None]:
     return {k: v.isoformat() if v else None for k, v in dates.items()}
 
 
-def store_dates(store: GraphStore, questions: Sequence[Question]) -> list[tuple[Dates, list[str]]]:
-    """Each question's dates read with one query of `store`, and the facts it reads that the store lacks (what
-    `chronokg.bench.hf.export_hf` takes as `dates`)."""
+def store_dates(store: GraphStore, questions: Sequence[Question]) -> DatedBy:
+    """The questions' fact dates read with one query of `store`; gives a question's dates and the facts it reads
+    that the store lacks (what `chronokg.bench.hf.export_hf` takes as `dates`)."""
     facts = fact_dates(store, needed_fact_ids(questions))
-    return [(item_dates(q, facts), missing_facts(q, facts)) for q in questions]
+    return lambda q: (item_dates(q, facts), missing_facts(q, facts))
 
 
 def stored_facts(uri: str | None, questions: Sequence[Question],
