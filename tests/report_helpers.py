@@ -59,3 +59,47 @@ def chromium() -> Iterator[Any]:
         b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         yield b
         b.close()
+
+
+def rescored_pair(tmp: Path, models: Sequence[str], known_at: Any = None) -> tuple[Path, Path]:
+    """(a run of the demo corpus's TempoMed MCQs, that run re-scored with `eval rescore`'s function against the
+    same store, as known at `known_at`)."""
+    from chronokg.bench import snapshot
+    from chronokg.bench.family import generate
+    from chronokg.bench.question import write_jsonl
+    from chronokg.demo.corpus import load_demo
+    from chronokg.eval import runner
+    from chronokg.eval.rescore import rescore
+    from chronokg.graph.kglite_store import KgliteStore
+
+    with KgliteStore(tmp / "demo.kgl", durable="off") as store:
+        load_demo(store)
+        snap = snapshot.current(store)
+        questions = generate("tempomed", store, snap, {"protocol": "chronokg", "perturbations": ["reorder_only"]})[0]
+        qfile = tmp / "questions.jsonl"
+        write_jsonl(qfile, questions)
+        options = runner.RunOptions(protocol="chronokg", cache=False, concurrency=16)
+        folder, info = runner.prepare(tmp / "runs", [qfile], [runner.ModelEntry(spec=m) for m in models], options)
+        info, _ = runner.run(folder, info, runner.load_questions([qfile], None), store)
+        assert info.status == "complete"
+        result = rescore(folder, tmp / "rescored", store, snapshot.current(store), known_at)
+    return folder, Path(result.folder)
+
+
+def mixed_rescore(origin: Path, out: Path, every: int = 3) -> Path:
+    """A re-scored run as `eval rescore` writes one, made by hand from `origin`: every `every`-th sample not
+    scorable now, the rest as they were; run.json naming its origin, the day and the flips."""
+    from chronokg.eval.log import NOT_SCORABLE, SampleRecord, latest, read_info, write_info
+
+    out.mkdir(parents=True)
+    records = list(latest(origin / "samples.jsonl").values())
+    lines = [r.model_copy(update={"correct": None, "score": None,
+                                  "error": f"{NOT_SCORABLE}: its answer key gives no answer among the options"})
+             if n % every == 0 else r for n, r in enumerate(records)]
+    (out / "samples.jsonl").write_text("".join(SampleRecord.model_dump_json(r) + "\n" for r in lines))
+    info = read_info(origin)
+    gone = sum(1 for r in lines if not r.ok)
+    write_info(out, info.model_copy(update={"run_id": "run-rescored", "status": "rescored",
+                                            "rescored_from": info.run_id, "known_at": "2020-06-30",
+                                            "flips": {"now wrong": 0, "now right": 0, "not scorable now": gone}}))
+    return out

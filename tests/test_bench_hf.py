@@ -237,3 +237,120 @@ def test_bad_input_is_one_line_and_writes_nothing(demo_built: Path, questions_fi
     assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "broken.jsonl", "foreign.jsonl", "mine",
                                                           "other.jsonl"]
+
+
+@pytest.mark.parametrize("family", ["../escaped", "/ABS", "a/b", "x\n---\ny: 1", ".hidden", "tempomed\u202e"])
+def test_a_config_name_that_is_not_a_plain_name_is_refused_and_writes_nothing(demo_built: Path, questions_file: Path,
+                                                                             tmp_path: Path, family: str) -> None:
+    """A config is a folder of the export, named from the question's family and protocol: a name that is a path
+    (`..`, `/`), a line break or a control would write outside `--out`, or a card `datasets` cannot read."""
+    record = json.loads(questions_file.read_text(encoding="utf-8").splitlines()[0])
+    record["metadata"]["family"] = family.replace("/ABS", str(tmp_path / "abs"))
+    hostile = tmp_path / "hostile.jsonl"
+    hostile.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    said = one_line(export(demo_built, hostile, work / "out"))
+    assert str(hostile) in said and "line 1" in said and "config" in said
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["hostile.jsonl", "work"]
+
+
+def test_an_out_that_is_a_link_is_written_through(demo_built: Path, questions_file: Path, tmp_path: Path) -> None:
+    """`--out` a link to a folder: the export goes where the link points, and the link and its folder stay."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    for _ in range(2):  # a new folder, then one this export wrote
+        done = export(demo_built, questions_file, tmp_path / "link")
+        assert done.exit_code == 0, done.output
+        assert (tmp_path / "link").is_symlink() and (real / "README.md").is_file()
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "real"]
+
+
+def test_an_out_holding_the_current_folder_is_one_line(demo_built: Path, questions_file: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The export replaces `--out` whole, which the folder a shell is in (`.`) or one above it cannot be."""
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    for out in (".", "./", ".."):
+        said = one_line(export(demo_built, questions_file, Path(out)))
+        assert f"--out {Path(out)}" in said and "current folder" in said
+    assert [p.name for p in tmp_path.iterdir()] == ["here"] and not any(here.iterdir())
+
+
+def test_what_a_killed_export_left_is_cleared_by_the_next(demo_built: Path, questions_file: Path, folder: Path,
+                                                          tmp_path: Path) -> None:
+    """Killed (kill -9) while writing, an export leaves its unfinished folder beside `--out`; killed between moving
+    the earlier export aside and renaming the new one into place, `--out` is missing. The next export of that
+    `--out` removes the first and puts the second back, so a failed one too leaves `--out` as it was."""
+    import shutil
+
+    dead = 2**22 + 1  # above any pid_max: no process has it
+    out = tmp_path / "out"
+    shutil.copytree(folder, tmp_path / f".out.old-{dead}")
+    (tmp_path / f".out.part-{dead}").mkdir()
+    (tmp_path / f".out.part-{dead}" / "README.md").write_text("half")
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("{not json\n")
+    assert "line 1" in one_line(export(demo_built, broken, out))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.jsonl", "out"]
+    assert {p.relative_to(out) for p in out.rglob("*")} == {p.relative_to(folder) for p in folder.rglob("*")}
+
+
+def test_a_folder_of_empty_folders_is_named_as_it_is(demo_built: Path, questions_file: Path, tmp_path: Path) -> None:
+    (tmp_path / "out" / "sub").mkdir(parents=True)
+    said = one_line(export(demo_built, questions_file, tmp_path / "out"))
+    assert "other files (sub)" in said
+
+
+def test_the_card_body_shows_a_hostile_caption_as_text_and_its_yaml_keeps_it_exactly() -> None:
+    """A release's caption holds its file's name, which can hold any character but `/`: in the card's tables it is
+    text on one row (no line break of any kind, no HTML, no bidi control reordering the row), in the YAML exact."""
+    import yaml
+
+    from chronokg.bench.hf_card import Export, Release, card
+
+    caption = "evil\r\n---\n| a |\u2028<script>alert(1)<\\script>&amp;\u202e\x1b[31m`x`\x85.jsonl"
+    text = card(Export(Path("out"), {"tempomed-seed": 1}, {"snap-1": [Release("tempomed:x@2026-05-12", "tempomed",
+                                                                              caption, "v1", "2026-05-12")]},
+                       ["tempomed"], {"tempomed-seed": 10}))
+    head, body = text[4:].split("\n---\n", 1)
+    meta = yaml.safe_load(head)
+    assert meta["chronokg"]["snapshots"][0]["releases"][0]["caption"] == caption
+    row = next(line for line in body.split("\n") if line.startswith("| tempomed:x@2026-05-12 |"))
+    assert row.endswith(" |") and row.count(" | ") == 4  # one row of five cells
+    assert "<script>" not in body and "&lt;script&gt;" in row and "&amp;amp;" in row
+    assert not any(c in body for c in "\r\u2028\x85\u202e\x1b")
+    assert "\\u202e" in row
+
+
+def test_a_question_given_twice_is_one_line_naming_both(demo_built: Path, questions_file: Path,
+                                                        tmp_path: Path) -> None:
+    """A row is named by its id (inspect_ai refuses a dataset whose sample ids repeat): two files concatenated that
+    share a question are refused, not exported with the question twice in one config (a question of both TempoMed
+    protocols has one id, a row of each config)."""
+    lines = questions_file.read_text(encoding="utf-8").splitlines()
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text("\n".join([*lines[:3], lines[1]]) + "\n", encoding="utf-8")
+    said = one_line(export(demo_built, twice, tmp_path / "out"))
+    assert str(twice) in said and "line 4" in said and "line 2" in said and json.loads(lines[1])["id"] in said
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_malformed_date_is_one_line_and_a_generator_without_options_is_the_family(
+        demo_built: Path, questions_file: Path, tmp_path: Path) -> None:
+    record = json.loads(questions_file.read_text(encoding="utf-8").splitlines()[0])
+    record["metadata"]["target_date"] = None  # the question date falls back to the answer key's date parameter
+    record["metadata"]["answer_key"]["params"]["date"] = "2010-99-99"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    said = one_line(export(demo_built, bad, tmp_path / "out"))
+    assert str(bad) in said and "line 1" in said and "month must be in 1..12" in said
+    assert not (tmp_path / "out").exists()
+    record = json.loads(questions_file.read_text(encoding="utf-8").splitlines()[0])
+    record["metadata"]["generator"]["options"] = "seed"  # not an object: no protocol, as a generator giving none
+    bad.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    done = export(demo_built, bad, tmp_path / "out")
+    assert done.exit_code == 0, done.output
+    assert [p.name for p in (tmp_path / "out").iterdir() if p.is_dir()] == [record["metadata"]["family"]]

@@ -42,3 +42,28 @@ def test_query_commands_take_the_query_app_and_the_rest_the_whole_app() -> None:
         assert app_for(args) is not app, args
     for args in ([], ["--help"], ["--store", "query"], ["stats"], ["--show-completion"], ["ingest", "query"]):
         assert app_for(args) is app, args
+
+
+def test_eval_commands_print_their_help_in_the_layout_of_query_and_ingest_commands() -> None:
+    """Every command under `eval` (its `runs` group's too) prints rich's boxed help, as `query NAME` and
+    `ingest SOURCE` do, its help texts whole (`[default: …]` is text, not markup); the groups' own help stays
+    plain, as those groups' does."""
+    def shown(*path: str) -> str:
+        args = [*path, "--help"]
+        result = CliRunner().invoke(app_for(args), args, prog_name="chronokg", env=ENV)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    for path in (["query", "as-of"], ["ingest", "tempomed"]):
+        assert "╭─ Options" in shown(*path), path
+    commands = [p for p in command_paths() if p[:1] == ("eval",) and p not in (("eval",), ("eval", "runs"))]
+    assert len(commands) >= 9
+    for path in commands:
+        assert "╭─ Options" in shown(*path), path
+    def flat(text: str) -> str:
+        return " ".join(text.replace("│", " ").split())
+
+    assert "[default: as known now]" in flat(shown("eval", "rescore"))
+    assert "[default: as --model-a]" in flat(shown("eval", "compare"))
+    for group in (("eval",), ("eval", "runs"), ("query",), ("ingest",)):
+        assert "╭─" not in shown(*group) and "Commands:" in shown(*group), group

@@ -254,3 +254,29 @@ def test_the_report_gives_the_split_its_own_table(evaluated: dict[str, Any]) -> 
     assert rows["post"].startswith("0.000 (n ")
     stale = series[0].values["tempomed.cutoff"].groups["post"]["stale"]
     assert f"stale: {stale}" in details("tempomed.cutoff", series)[0]
+
+
+@pytest.mark.slow  # every shared record generated
+def test_the_oracle_gets_no_cutoff_from_items_whose_gold_the_graph_disagrees_with(shared_data: Path,
+                                                                                 tmp_path: Path) -> None:
+    """Under the seed's protocol the historical item of a same-year pair is keyed B while the graph says the update
+    is in force all that year (`key_differs_from_graph`): the oracle, answering from the graph, misses all of them
+    (18 in 2020 on the shared sample), which once read as a clear drop after 2019 (z 4.6). Those items carry no
+    dated gold, so the oracle's answers give no cutoff."""
+    with KgliteStore(tmp_path / "s.kgl", durable="off") as s:
+        tempomed.load(s, [shared_data / "tempomed-bench"])
+        questions = generate("tempomed", s, snapshot.current(s), {"perturbations": ["reorder_only"]})[0]
+    profile = profile_for("tempomed")
+    samples = []
+    for q in questions:
+        label = next((c.label for c in q.choices if c.text == q.answer_key.answer), None)  # the oracle's answer
+        correct, score, fields = profile.score(q, label, "seed")
+        samples.append(SampleRecord(question_id=q.id, model="baseline/oracle", family="tempomed", answer=label,
+                                    correct=correct, score=score, fields=fields))
+    quirky = [s for s, q in zip(samples, questions, strict=True)
+              if "key_differs_from_graph" in q.metadata.get("quirks", [])]
+    assert quirky and all(not s.correct for s in quirky)  # the oracle misses each
+    assert all(s.fields["gold_from"] is None for s in quirky)
+    assert all(s.correct for s in samples if s not in quirky)
+    found = cutoff.from_answers(samples)
+    assert found.date is None and "does not drop" in found.source, found

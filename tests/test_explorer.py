@@ -271,13 +271,16 @@ def exercise(page: Any, explored: dict[str, Any], *, verify_questions: bool) -> 
     assert page.evaluate("document.activeElement.dataset.pmid") == pmid
     page.keyboard.press("Enter")
     page.wait_for_selector("#chain li")
-    versions = cli_json(store, "query", "trajectory", "--guideline", pmid)
-    chain = page.eval_on_selector_all("#chain > li", "xs => xs.map(x => x.dataset.pmid)")
-    assert chain == [v["pmid"] for v in versions]
-    for v, text in zip(versions, page.eval_on_selector_all("#chain > li", "xs => xs.map(x => x.innerText)"),
-                       strict=True):
-        assert str(v["year"]) in text and all(o in text for o in v["organizations"])
-    pairs_cli = cli_json(store, "query", "change-pairs", "--guideline", pmid)
+    versions = cli_json(store, "query", "trajectory-versions", "--guideline", pmid)
+    row = next(r for r in listing if r["current_pmid"] == pmid)
+    chain = page.eval_on_selector_all("#chain li[data-pmid]", "xs => xs.map(x => x.dataset.pmid)")
+    assert sorted(chain) == sorted(v["pmid"] for v in versions) == sorted(row["versions"])
+    texts = dict(zip(chain, page.eval_on_selector_all("#chain li[data-pmid]", "xs => xs.map(x => x.innerText)"),
+                     strict=True))
+    for v in versions:
+        assert str(v["year"]) in texts[v["pmid"]] and all(o in texts[v["pmid"]] for o in v["organizations"])
+    pairs_cli = cli_json(store, "query", "trajectory-pairs", "--guideline", pmid)
+    assert len(pairs_cli) == row["pairs"]
     shown_pairs = page.eval_on_selector_all("#pairs .pair", "xs => xs.map(x => [x.dataset.decision, x.innerText])")
     assert [d for d, _ in shown_pairs] == [c["decision_id"] for c in pairs_cli]
     for c, (_, text) in zip(pairs_cli, shown_pairs, strict=True):

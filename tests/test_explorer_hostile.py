@@ -65,7 +65,7 @@ def hostile_export(store_path: Path) -> tuple[dict[str, Any], dict[str, Any], di
         per[f"{name}|{scope + '|' if scope else ''}{hostile(ident)}"] = poison(rows)
     data = {**poison(data), "per": per}
     first = data["trajectory-list"][0]["current_pmid"]
-    pair = per[f"change-pairs|{first}"][0]
+    pair = per[f"trajectory-pairs|{first}"][0]
     key = f"cp:{pair['decision_id']}:{pair['prior_pmid']}>{pair['current_pmid']}"
     qid = hostile("tm-question-1")
     data["questions"] = {key: [{"question": qid, "pair": key, "kind": "generated", "variant": HOSTILE[0],
@@ -130,8 +130,8 @@ def test_hostile_strings_in_every_field_render_as_text_in_chromium(served: tuple
             box.locator("summary").click()
             box.locator(".qmore table").wait_for()
             detail = tab.text_content("#detail")
-            pairs = data["per"][f"change-pairs|{picked['pmid']}"]
-            versions = data["per"][f"trajectory|{picked['pmid']}"]
+            pairs = data["per"][f"trajectory-pairs|{picked['pmid']}"]
+            versions = data["per"][f"trajectory-versions|{picked['pmid']}"]
             texts = [c["prior_recommendation"] for c in pairs] + [c["current_recommendation"] for c in pairs]
             for value in (*texts, *[v["caption"] for v in versions], *[HOSTILE[i] for i in (2, 3, 4, 6, 7)]):
                 assert value in detail, value[:80]

@@ -86,7 +86,7 @@ def assert_same_as_cypher(path: Path, cols: dict[str, Any] | None) -> None:
         assert arr.dtype == cols[key].dtype, key
         assert np.array_equal(arr, cols[key]), key
     with np.load(interval_index.sidecar(path)) as data:  # and it is what was written, stamped for the file
-        assert tuple(data["stamp"].tolist()) == interval_index.fingerprint(path)
+        assert tuple(data["stamp"].tolist()) == interval_index.stamp_of(path)
         assert np.array_equal(data["ids_blob"], expected["ids_blob"])
 
 

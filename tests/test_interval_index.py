@@ -217,6 +217,41 @@ def test_a_rewritten_sidecar_under_a_copied_stamp_is_never_used(tmp_path: Path) 
         assert catalog.changed_between(reader, start, end) == rows
 
 
+def test_a_stale_sidecar_stamped_again_by_hand_is_never_used(tmp_path: Path) -> None:
+    """A sidecar of an older checkpoint whose stamp is rewritten to name the file now (its arrays and digest left
+    as they were) is not the current one: the seal over digest and stamp no longer holds, and the reader answers
+    from its Cypher. Nor is a sidecar stamped for a file of another checkpoint's content."""
+    import shutil
+
+    import numpy as np
+
+    path = tmp_path / "store.kgl"
+    with KgliteStore(path) as store:
+        write_batch(store, synthetic(31, 40))
+    side = interval_index.sidecar(path)
+    stale = tmp_path / "stale.npz"
+    shutil.copy2(side, stale)
+    older = tmp_path / "older.kgl"
+    shutil.copy2(path, older)
+    with KgliteStore(path) as store:
+        write_batch(store, synthetic(32, 40))
+    start, end = D(2000, 1, 1), D(2030, 1, 1)
+    with KgliteStore(path, read_only=True) as reader:
+        rows = by_cypher(reader, start, end)
+    with np.load(stale) as data:
+        restamped = {k: data[k] for k in data.files}
+    restamped["stamp"] = np.array(interval_index.stamp_of(path), dtype=np.int64)
+    with side.open("wb") as fh:
+        np.savez(fh, **restamped)
+    for quick in (False, True):
+        with KgliteStore(path, read_only=True, quick_open=quick) as reader:
+            assert reader.intervals() is None
+            assert catalog.changed_between(reader, start, end) == rows
+    now = interval_index.stamp_of(path)
+    assert now is not None and interval_index.stamp_of(older) is not None
+    assert now[3] != interval_index.stamp_of(older)[3]  # the checkpoints' content identities differ
+
+
 def test_writers_and_stores_in_memory_answer_from_cypher(tmp_path: Path) -> None:
     path = tmp_path / "store.kgl"
     with KgliteStore(path) as store:

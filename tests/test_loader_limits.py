@@ -181,3 +181,38 @@ def test_tempomed_refuses_a_key_of_an_mcq_record_it_would_pass_over(shared_data:
         tempomed.load(store, [path])
     assert str(refused.value.record).startswith("2 (idx ") and f"unknown key {key!r}" in refused.value.detail
     assert not (tmp_path / "s.kgl").exists()
+
+
+@pytest.mark.parametrize("where", ["value", "key"])
+def test_a_lone_surrogate_escape_is_one_line_naming_the_record(shared_data: Path, tmp_path: Path, where: str) -> None:
+    """JSON may escape half of a UTF-16 pair (`"\\ud800"`): Python reads it as a string no UTF-8 file or store can
+    hold, so it is refused where it is read, not met as an encoding traceback when the loader hashes or writes it."""
+    source = next((shared_data / "tempomed-bench").glob("*.jsonl"))
+    blocks = [json.loads(b) for b in re.split(r"\n\s*\n", source.read_text().strip())][:3]
+    if where == "value":
+        blocks[1]["Question"] = "\ud800 half a pair"
+    else:
+        blocks[1]["Answer"]["Choice_\udfff"] = "x"
+    path = tmp_path / source.name
+    path.write_text("\n\n".join(json.dumps(b, indent=1) for b in blocks) + "\n")  # ensure_ascii: the escape
+    with pytest.raises(InputError) as refused, KgliteStore(tmp_path / "s.kgl") as store:
+        tempomed.load(store, [path])
+    assert str(refused.value.record).startswith("2 (line ") and "lone UTF-16 surrogate" in refused.value.detail
+    assert not (tmp_path / "s.kgl").exists()
+
+
+def test_a_lone_surrogate_is_refused_by_every_json_reader(tmp_path: Path) -> None:
+    from chronokg.ingest.common import read_json, read_json_blocks, read_jsonl
+
+    path = tmp_path / "records.json"
+    path.write_text('{"a": "\\ud83d\\ude00 a whole pair"}\n\n{"a": ["ok", "\\uDC00"]}\n')
+    with pytest.raises(InputError, match=r"records.json, record 2 \(line 3\): field 'a\[1\]' holds a lone UTF-16 "
+                                         r"surrogate \(\\udc00\)"):
+        list(read_json_blocks(path))
+    with pytest.raises(InputError, match=r"record line 3: .*surrogate"):
+        list(read_jsonl(path))
+    path.write_text('[{"a": "\\ud83d\\ude00"}, {"b": "\\ud83d"}]')
+    with pytest.raises(InputError, match=r"records.json, record 2: field 'b' holds a lone UTF-16 surrogate"):
+        read_json(path)
+    path.write_text('{"a": "\\ud83d\\ude00 \\u00e9"}')
+    assert read_json(path) == {"a": "\U0001f600 \u00e9"}

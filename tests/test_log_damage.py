@@ -38,13 +38,19 @@ CRASHED_WRITER = textwrap.dedent("""
     from chronokg.graph.model import Fact, Source
     from chronokg.graph.writer import write_batch
     path = sys.argv[1]
+    with KgliteStore(path):
+        pass  # a first checkpoint, kept as the older copy of the store
+    if len(sys.argv) > 3:
+        import shutil
+        shutil.copy2(path, sys.argv[3])
     with KgliteStore(path) as store:
-        store.run("CREATE (:Entity {id: 'base', caption: 'checkpointed'})")
+        store.write(iter([("CREATE (:Entity {id: 'base', caption: 'checkpointed'})", {})]))
+    name = sys.argv[4] if len(sys.argv) > 4 else "late"
     store = KgliteStore(path)
     for i in range(int(sys.argv[2])):  # one commit, so one frame of the log, each
         batch = GraphBatch()
         batch.source(Source(id="late", kind="test", caption="commits after the checkpoint"))
-        batch.fact(Fact(subject=f"late{i}", predicate="p", value=i, valid_from=dt.date(2001, 1, 1),
+        batch.fact(Fact(subject=f"{name}{i}", predicate="p", value=i, valid_from=dt.date(2001, 1, 1),
                         source_id="late", source_kind="test"))
         write_batch(store, batch)
     os._exit(0)  # killed before its checkpoint: the facts are only in the log
@@ -114,6 +120,29 @@ def bad_checkpoint(store: Path, log: bytes) -> None:
     store.write_bytes(b"this is not a store")
 
 
+EXTRAS: dict[str, bytes] = {}  # filled by the `crashed` fixture: another store's log, an older checkpoint
+
+
+def foreign_log(store: Path, log: bytes) -> None:
+    Path(f"{store}-wal").write_bytes(EXTRAS["foreign log"])
+
+
+def older_checkpoint(store: Path, log: bytes) -> None:
+    store.write_bytes(EXTRAS["older checkpoint"])
+
+
+def both(*damages: Damage) -> Damage:
+    def damage(store: Path, log: bytes) -> None:
+        for d in damages:
+            d(store, log)
+    return damage
+
+
+def reused_pid() -> str:
+    """An owner file naming a process that runs but holds no lease (this test's own: a pid reused)."""
+    return f"pid={os.getpid()}\nsince=2026-01-01T00:00:00Z\n"
+
+
 DAMAGE: dict[str, Damage] = {
     "no log": log_of(lambda log: None),
     "empty log (0 bytes)": log_of(lambda log: b""),
@@ -136,6 +165,11 @@ DAMAGE: dict[str, Damage] = {
     "missing lock owner file": owner(None),
     "stale lock (owner process gone)": owner(lambda: f"pid={dead_pid()}\nsince=2026-01-01T00:00:00Z\n"),
     "damaged checkpoint": bad_checkpoint,
+    "foreign log (another store's commits)": foreign_log,
+    "older checkpoint (restored beside a newer log)": older_checkpoint,
+    "reused PID (the owner file names a live process)": owner(reused_pid),
+    "reused PID, last commit damaged": both(owner(reused_pid),
+                                            log_of(lambda log: flip(log, frames(log)[-1] + FRAME_HEAD + 3))),
 }
 LIVE = "live lock (another writer holds it)"
 
@@ -177,10 +211,15 @@ def observed(store: Path, done: subprocess.CompletedProcess[str], before: dict[s
 def crashed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes]:
     """A store whose log holds three commits no checkpoint took in, each a fact 'lateN'."""
     store = tmp_path_factory.mktemp("crashed") / "s.kgl"
-    subprocess.run([sys.executable, "-c", CRASHED_WRITER, str(store), str(COMMITS)], check=True, cwd=REPO,
-                   timeout=300, env=ENV)
+    older = tmp_path_factory.mktemp("older") / "s.kgl"
+    subprocess.run([sys.executable, "-c", CRASHED_WRITER, str(store), str(COMMITS), str(older)], check=True,
+                   cwd=REPO, timeout=300, env=ENV)
     log = Path(f"{store}-wal").read_bytes()
     assert len(frames(log)) == COMMITS and late_facts(store) == 0
+    other = tmp_path_factory.mktemp("other") / "s.kgl"  # another store, crashed the same way with fewer commits
+    subprocess.run([sys.executable, "-c", CRASHED_WRITER, str(other), str(COMMITS - 1), str(other) + ".older",
+                    "other"], check=True, cwd=REPO, timeout=300, env=ENV)
+    EXTRAS.update({"foreign log": Path(f"{other}-wal").read_bytes(), "older checkpoint": older.read_bytes()})
     return store, log
 
 
@@ -211,7 +250,7 @@ def test_store_check_predicts_what_the_next_writer_does(crashed: tuple[Path, byt
         rows.append(row(kind, found, did))
         assert (found.writer, found.commits) == did, (kind, found, done.stderr)
         assert found.ok == (done.returncode == 0), kind
-        if found.log == "damaged" and found.checkpoint == "ok":
+        if found.log in {"damaged", "foreign", "out-of-sequence"} and found.checkpoint == "ok":
             assert "chronokg store check --repair" in done.stderr, done.stderr
         if found.log in {"newer", "older-unsupported"}:  # no repair: the kglite that wrote it opens it
             assert "written by another kglite" in done.stderr and "--repair" not in done.stderr, done.stderr
@@ -317,3 +356,25 @@ def test_the_scan_tells_a_torn_append_from_damage_that_hides_commits() -> None:
         found = scan_bytes(hidden + tail, readable)
         assert (found.state, found.commits) == ("damaged", 3), tail
         assert f"an intact commit follows it (at byte {len(log) + 4 + (1 << 22) + 17})" in (found.problem or "")
+
+
+@pytest.mark.parametrize("kind", ["foreign log (another store's commits)",
+                                  "older checkpoint (restored beside a newer log)"])
+def test_repair_keeps_a_log_of_another_checkpoint_aside(crashed: tuple[Path, bytes], tmp_path: Path,
+                                                        kind: str) -> None:
+    """A log that does not continue the checkpoint on disk is kept aside whole and none of it replayed: the
+    store is its checkpoint as it is, and the next writer opens it."""
+    store = copy_of(crashed, tmp_path)
+    DAMAGE[kind](store, crashed[1])
+    unbound = Path(f"{store}-wal").read_bytes()
+    found = recover.check(store)
+    assert (found.writer, found.log) == ("refuse", "foreign" if kind.startswith("foreign") else "out-of-sequence")
+    assert "--repair" in found.advice
+    query = subprocess.run([sys.executable, "-m", "chronokg.cli", "--store", f"kglite://{store}", "stats"],
+                           capture_output=True, text=True, cwd=REPO, timeout=300, env=ENV)
+    assert query.returncode == 0 and "cannot be replayed" in query.stderr, query.stderr
+    repaired = recover.repair(store)
+    assert repaired.ok and repaired.log == "empty" and late_facts(store) == 0
+    (kept,) = tmp_path.glob("s.kgl-wal.unbound-*")
+    assert kept.read_bytes() == unbound
+    assert ingest(store).returncode == 0 and recover.check(store).ok

@@ -203,16 +203,17 @@ def test_the_demo_shows_the_loop(demo_command: DemoRun) -> None:
     out = " ".join(demo_command.output.split())
     for text in ("--since", "new or changed since", "bench verify", "paired comparison", "releases list"):
         assert text in out, text
-    steps = re.findall(r"step (\d+) \$ chronokg", out)
-    assert steps == [str(n) for n in range(1, 13)]
+    steps = re.findall(r"step (\d+): ", out)
+    assert steps == [str(n) for n in range(1, 12)]
     verdicts = re.findall(r"answer keys re-run: (\d+) answers changed, (\d+) evidence only", out)
     assert verdicts[0] == ("0", "0")  # the showcase verifies questions just generated: nothing changed
     # the loop's: the newer guideline is new evidence for the old keys; their answers, asked at dates before it,
     # stand
     assert len(verdicts) == 2 and verdicts[1][0] == "0" and int(verdicts[1][1]) > 0
     assert (demo_command.folder / "demo-loop" / "q2.jsonl").stat().st_size > 0
-    # the re-scoring says what it wrote: as many flips as its flips.json holds (verify found no answer changed)
-    said = re.search(r"(\d+) samples re-scored, (\d+) verdicts flipped", out)
+    # the loop's re-scoring says what it wrote: as many flips as its flips.json holds (verify found no answer
+    # changed: TempoMed's releases never rewrite a decision; the corpus's later release, before the loop, does)
+    said = re.search(r"(\d+) samples re-scored, (\d+) verdicts flipped", out[out.index("the research loop"):])
     assert said is not None
     rescored = next((demo_command.folder / "demo-loop" / "rescored").glob("run-*"))
     flips = json.loads((rescored / "flips.json").read_text(encoding="utf-8"))

@@ -26,7 +26,10 @@ NASTY = ['Treat [x] then [/x] and [bold]not bold[/bold]', 'a \\ backslash, </scr
 LONG = " ".join(f"w{n:05d}[/i]" for n in range(1, 10_000 // 11 + 1))
 TITLE = "Fever [/x] guideline [bold]\\ </script>"
 ORG = "Society [x] of [/y] /*DATA*/"
-MODEL = 'nasty[x][/x][bold]"q"'
+# bidirectional controls (an override, an embedding, the isolates, their ends): raw, they reverse the rest of a line
+BIDI = "Reverse \u202eSIHT\u202c then \u202bembed\u202c and \u2067isolate\u2069 \u2066x\u2069 \u2068y\u2069 end"
+MODEL = 'nasty[x][/x][bold]"q"\u202edne'
+RAW_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
 
 
 def _inputs(folder: Path) -> Path:
@@ -39,7 +42,7 @@ def _inputs(folder: Path) -> Path:
     trajectory["Organization"] = [ORG]
     (where / "trajectory_90000003.json").write_text(json.dumps(trajectory))
     diffs = json.loads((FIXTURES / "90000003_90000002_extracted_diffs.json").read_text())
-    texts = [*NASTY, LONG]
+    texts = [*NASTY, BIDI, LONG]
     for n, diff in enumerate(diffs):
         diff["current_recommendation"] = texts[n % len(texts)]
         diff["prior_recommendation"] = texts[(n + 1) % len(texts)]
@@ -100,17 +103,22 @@ def commands(w: dict[str, object]) -> list[tuple[list[str], list[str]]]:
         (["query", "recommended-on", "--date", "2018-06-01", "--guideline", "90000002"], [*NASTY]),
         (["query", "trajectory", "--guideline", "90000003"], [TITLE]),
         (["query", "timeline", "--subject", str(w["decision"])], []),
-        (["query", "changed-between", "--from", "2010", "--to", "2024"], [*NASTY, LONG]),
+        (["query", "changed-between", "--from", "2010", "--to", "2024"], [*NASTY, LONG, shown(BIDI)]),
         (["stats"], []),
         (["releases", "list"], [str(w["source"])]),
         (["bench", "list"], []),
         (["bench", "verify", q], []),
         (["bench", "export", "--format", "hf", q, "--out", str(Path(q).parent / "hf [x] [bold]")],
          [str(Path(q).parent / "hf [x] [bold]")]),
-        (["eval", "runs", "list"], [MODEL]),
-        (["eval", "metrics", run], [MODEL]),
-        (["eval", "compare", run, run, "--iterations", "5"], [MODEL]),
+        (["eval", "runs", "list"], [shown(MODEL)]),
+        (["eval", "metrics", run], [shown(MODEL)]),
+        (["eval", "compare", run, run, "--iterations", "5"], [shown(MODEL)]),
     ]
+
+
+def shown(value: str) -> str:
+    """How a terminal shows `value`: its bidirectional controls written out (`\\u202e`), never sent."""
+    return RAW_BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", value)
 
 
 @pytest.mark.parametrize("columns", [80, 200])
@@ -127,6 +135,7 @@ def test_stored_text_is_shown_verbatim_and_fits(world: dict[str, object], column
                 assert piece in out, (args, piece)
         wide = [line for line in out.splitlines() if cell_len(line) > columns]
         assert not wide, (args, columns, wide[:3])
+        assert not RAW_BIDI.search(out), (args, out[:2000])
         if not terminal:
             assert not BOX.search(out), (args, out[:2000])
 
@@ -245,3 +254,50 @@ def test_a_control_sequence_or_one_unbroken_word_stays_text_within_the_width(ter
     assert "\x1b" not in out and "\\x1b[31mred [bold]" in out and "1234567" in out.split()
     assert max(cell_len(line) for line in out.splitlines()) <= 80
     assert word in re.sub(r"[\s\u2500-\u257f]", "", out)
+
+
+JSON_COMMANDS = [["query", "changed-between", "--from", "2010", "--to", "2024", "-f", "json"],
+                 ["query", "recommended-on", "--date", "2022-06-01", "--guideline", "90000003", "-f", "json"],
+                 ["eval", "runs", "list", "-f", "json"], ["bench", "verify", "{q}", "-f", "json"],
+                 ["eval", "compare", "{run}", "{run}", "--iterations", "5", "-f", "json"]]
+
+
+def test_json_output_escapes_bidirectional_controls_and_reads_back_the_same(world: dict[str, object]) -> None:
+    """JSON for scripts holds every stored character, but a bidirectional control as its `\\uXXXX` escape:
+    the same value read back, never a raw control in a terminal that shows it."""
+    store = world["store"]
+    assert isinstance(store, Path)
+    outs = []
+    for args in JSON_COMMANDS:
+        out = invoke(store, [a.format(q=world["questions"], run=world["run"]) for a in args], 80, False)
+        assert not RAW_BIDI.search(out), (args, out[:2000])
+        outs.append(out)
+    assert "\\u202eSIHT\\u202c" in outs[0] and BIDI in json.dumps(json.loads(outs[0]), ensure_ascii=False)
+    assert [r["models"] for r in json.loads(outs[2])] == [[MODEL]]
+
+
+def test_a_bidi_control_is_shown_escaped_in_a_table() -> None:
+    import io
+
+    from rich.console import Console
+
+    from chronokg.cli.render import say, table
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=80, force_terminal=True, color_system=None)
+    table(console, ["text"], [[BIDI]], title="t \u202e")
+    say(console, "line ", BIDI)
+    out = buffer.getvalue()
+    assert not RAW_BIDI.search(out) and "\\u202eSIHT\\u202c" in out and "\\u2067isolate\\u2069" in out
+
+
+def test_an_error_naming_a_path_with_a_line_break_or_bidi_control_is_one_line(tmp_path: Path) -> None:
+    """A file name may hold a line break or a bidi override (U+202E, which makes a terminal show the rest of the
+    line backwards): an error naming it stays one line, read in order, the characters shown as their codes."""
+    name = tmp_path / "a\nb\u202eld.jsonl\u2066"
+    done = CliRunner().invoke(app, ["--store", f"kglite://{tmp_path}/s.kgl", "ingest", "tempomed", str(name)])
+    assert done.exit_code == 2, done.output
+    lines = done.output.strip("\n").split("\n")
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    assert "\u202e" not in done.output and "\u2066" not in done.output
+    assert "a\\nb\\u202eld.jsonl\\u2066" in lines[0]

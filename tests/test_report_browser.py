@@ -54,3 +54,35 @@ def test_the_report_fits_1280_px_in_chromium(demo_run: Path, browser: Any, tmp_p
         page.locator(f"#{i['id']}").screenshot(path=str(shots / f"{i['id']}.png"))
     assert (shots / "report-1280.png").stat().st_size > 10_000
     page.close()
+
+
+def test_a_rescored_run_beside_its_origin_fits_every_table_in_chromium(browser: Any, tmp_path: Path) -> None:
+    """The demo's run and the same run re-scored by `eval rescore` as known before the demo's release, eight model
+    columns: every table within the page's width (none scrolls sideways inside its own box), the provenance said."""
+    import datetime as dt
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.report_helpers import rescored_pair
+
+    with ThreadPoolExecutor(1) as pool:  # the run's event loop on a thread of its own, beside Playwright's
+        origin, rescored = pool.submit(rescored_pair, tmp_path, MODELS, dt.date(2026, 1, 1)).result()
+    long_names = {m: f"an-organisation-with-a-long-name/{m.split('/')[1]}-" + "x" * 120 + " [bold]</td>$x$"
+                  for m in MODELS}
+    other = renamed(origin, tmp_path / "long", long_names, run_id="run-" + "y" * 200)
+    report = build_report([origin, rescored, other], tmp_path / "out")
+    page = browser.new_page(viewport={"width": WIDTH, "height": 900})
+    page.goto(report.html.as_uri())
+    page.wait_for_load_state("load")
+    tables = page.evaluate("[...document.querySelectorAll('table')].map(t => ({scroll: t.scrollWidth,"
+                           " client: t.clientWidth, right: t.getBoundingClientRect().right,"
+                           " page: document.body.getBoundingClientRect().right,"
+                           " head: t.querySelector('th').textContent}))")
+    assert len(tables) > 10
+    wide = [t for t in tables if t["scroll"] > t["client"] or t["right"] > t["page"] + 0.5]
+    assert not wide, wide
+    text = page.inner_text("body")
+    assert "re-scored as known at 2026-01-01" in text and "not scorable now" in text
+    shots = Path(os.environ.get("CHRONOKG_REPORT_SHOTS", tmp_path / "shots"))
+    shots.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(shots / "rescored-1280.png"), full_page=True)
+    page.close()

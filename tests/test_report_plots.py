@@ -200,8 +200,9 @@ def test_progress_hears_every_step(demo_run: Path, tmp_path: Path) -> None:
 
     heard = Recorder()
     report = build_report([demo_run], tmp_path / "out", progress=heard)
-    assert [s[0] for s in heard.steps] == ["reading the runs", "computing the metrics", "drawing the plots",
-                                          "rendering the plots (PNG and SVG)", "writing the report"]
+    assert [s[0] for s in heard.steps] == ["reading the run folders", "computing the metrics of each model column",
+                                          "drawing the plots of each metric", "rendering the plots as PNG and SVG",
+                                          "writing the report's files"]
     assert all(total == done for _, total, done in heard.steps), heard.steps
     assert heard.steps[1][1] == len(MODELS) and heard.steps[3][1] == len(report.plots)
 

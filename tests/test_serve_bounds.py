@@ -144,7 +144,7 @@ def test_over_mcp_every_probe_is_a_tool_error(served: tuple[Path, str], tmp_path
             assert result.structured_content is not None
             check(result.structured_content["error"], tool, words)
         ok = await client.call_tool("facts_as_of", {"date": "2016-06-01", "limit": 2})
-        assert not ok.is_error and len(ok.structured_content["rows"]) == 2
+        assert not ok.is_error and len(json.loads(ok.content[0].text)["rows"]) == 2
 
     async def over_stdio() -> None:
         with (tmp_path / "stderr.txt").open("w") as errlog:

@@ -18,7 +18,8 @@ from chronokg.graph.kglite_store import KgliteStore
 from chronokg.serve import ToolHost
 from chronokg.serve.fair import CALLER, Scheduler
 from chronokg.serve.gate import Gate, caller_key
-from chronokg.serve.workers import HEAVY_NICE, cpu_s, read_pids
+from chronokg.serve.tools import ToolResult
+from chronokg.serve.workers import HEAVY_NICE, WorkerPool, cpu_s, read_pids
 from tests.serve_helpers import CARTESIAN
 
 pytestmark = pytest.mark.slow  # heavy reads run to their time limit
@@ -271,3 +272,71 @@ def test_two_unknown_heavy_callers_share_one_heavy_slot_and_cheap_reads_keep_the
     callers = [caller for caller, _ in pool.scheduler.order]
     assert sorted(callers[:2]) == ["g", "h"] and callers[2] == "c" and len(callers) == 4
     assert pool.scheduler.heavy_running == 0
+
+
+def _burn(name: str, args: Any) -> ToolResult:  # pragma: no cover - runs in a forked worker
+    """A read that works in its worker itself, as a catalog read does (no forked child): `burn:SECONDS` of CPU."""
+    end = time.process_time() + float(name.split(":")[1])
+    while time.process_time() < end:
+        pass
+    return ToolResult(tool=name)
+
+
+@pytest.mark.slow  # seconds of CPU in forked workers
+def test_a_read_in_its_worker_outgrowing_its_slice_with_the_heavy_lane_full_is_stopped_too() -> None:
+    """One worker, one heavy slot. g's read works its slice and takes the heavy lane; h's (a caller not yet known
+    as heavy) then outgrows its slice in the light lane. It has no forked child to kill (a catalog read runs in
+    its worker): its worker is killed and replaced, h's read queued again in the heavy lane, and a cheap read
+    sent meanwhile finishes first. Before, h's read held the light worker to its end and the cheap read waited."""
+    pool = WorkerPool(_burn, 1, call_timeout_s=120, fork_lock=threading.Lock(), slice_s=0.2, heavy_slots=1)
+    done: list[str] = []
+    results: dict[str, ToolResult] = {}
+
+    def call(label: str, seconds: float) -> None:
+        results[label] = pool.call(f"burn:{seconds}", ToolResult(tool="x"), caller=label)
+        done.append(label)
+
+    threads = {label: threading.Thread(target=call, args=(label, s)) for label, s in
+               (("g", 4.0), ("h", 4.0), ("c", 0.01))}
+    try:
+        threads["g"].start()
+        _wait_for(lambda: pool.scheduler.heavy_running == 1, "g in the heavy lane")
+        threads["h"].start()
+        _wait_for(lambda: pool.scheduler.preempted == 1, "h outgrew its slice with the heavy lane full")
+        threads["c"].start()
+        for t in threads.values():
+            t.join(120)
+    finally:
+        pool.close()
+    assert all(r.ok for r in results.values()), results
+    assert done[0] == "c", done
+    assert pool.restarts >= 1  # h's worker, killed to stop its read
+
+
+def test_a_caller_known_light_goes_ahead_of_callers_not_known_yet_one_read_at_a_time() -> None:
+    """c's last read stayed within its slice: its next read goes before five callers not known yet (each of which
+    may hold a worker for a slice of CPU, seconds of wall time on a busy machine), one read at a time; a read that
+    works its slice makes its caller unknown again."""
+    s = Scheduler(heavy_slots=1, slice_s=1.0)
+    s.submit("c")
+    short = s.pick(0.0)
+    assert short is not None
+    s.start(short, 0, 0.0)
+    s.finish(short, 0.1)
+    assert s.is_light("c", 0.2)
+    for k in range(5):
+        s.submit(f"new{k}")
+    s.submit("c")
+    s.submit("c")
+    assert _drain(s, 3) == ["c6", "new01", "new12"]  # c first; its second read waits its turn while the first runs
+    long = next(t for t in s.running.values() if t.caller == "c")
+    assert s.outgrow(0.9, {0: 1.5, 1: 0.1, 2: 0.1}) == [long] and not s.is_light("c", 0.9)
+    s.finish(long, 1.0)
+    assert not s.is_light("c", 1.1) and s.is_heavy("c", 1.1)
+    fifo = Scheduler(heavy_slots=1, slice_s=1.0, mode="fifo")
+    fifo.submit("c")
+    t = fifo.pick(0.0)
+    assert t is not None
+    fifo.start(t, 0, 0.0)
+    fifo.finish(t, 0.1)
+    assert not fifo.is_light("c", 0.2)  # first come, first served knows nobody

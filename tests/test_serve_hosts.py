@@ -215,3 +215,33 @@ def test_a_page_at_another_name_resolving_to_loopback_cannot_read(server: str) -
     for origin in (server, f"http://chronokg.lab.example:{port}"):
         assert [results[origin][n][0] for n in ("cypher", "explore", "timeline")] == [200, 200, 200], origin
         assert json.loads(results[origin]["timeline"][1])["rows"]
+
+
+# --- MCP over streamable HTTP: the same names, by the same gate -------------------------------------------------
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def test_mcp_over_http_answers_to_the_same_names_as_the_http_server(served: tuple[Path, str]) -> None:
+    """`serve mcp --transport http` takes `--allowed-host` and refuses another port's Host or Origin, as
+    `serve http` does: the gate's one policy, with its 421 and 403 bodies."""
+    with serve(served[0], "mcp", "--transport", "http", "--workers", "1", "--allowed-host", "chronokg.lab.example",
+               "--allowed-host", "tunnel.example:1") as url, httpx.Client(base_url=url, timeout=60) as http:
+        port = urlsplit(url).port
+        assert port is not None
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", "chronokg.lab.example", "tunnel.example:1"):
+            answer = http.post("/mcp", json=INIT, headers={**MCP_HEADERS, "host": host})
+            assert answer.status_code == 200 and "serverInfo" in answer.text, (host, answer.text)
+        for host in (f"127.0.0.1:{port + 1}", f"localhost:{port + 1}", f"[::1]:{port + 1}", f"evil.example:{port}",
+                     "tunnel.example:2"):
+            answer = http.post("/mcp", json=INIT, headers={**MCP_HEADERS, "host": host})
+            assert answer.status_code == 421, (host, answer.text)
+            assert answer.json()["error"]["type"] == "misdirected" and "--allowed-host" in answer.text
+        for origin in (f"http://127.0.0.1:{port + 1}", f"http://localhost:{port + 1}", "null",
+                       f"http://evil.example:{port}"):
+            answer = http.post("/mcp", json=INIT, headers={**MCP_HEADERS, "origin": origin})
+            assert answer.status_code == 403 and answer.json()["error"]["type"] == "cross_origin", origin
+        answer = http.post("/mcp", json=INIT, headers={**MCP_HEADERS, "origin": "http://chronokg.lab.example"})
+        assert answer.status_code == 200

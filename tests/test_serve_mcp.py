@@ -47,7 +47,8 @@ async def exercise(client: Client, store: Path, secret: Path) -> None:
         answer = await client.call_tool("facts_as_of", args)
         assert not answer.is_error
         assert json.loads(answer.content[0].text)["rows"] == host.call_tool("facts_as_of", args).rows
-        assert answer.structured_content["rows"][0]["object"] == "ban-ki-moon"
+        assert json.loads(answer.content[0].text)["rows"][0]["object"] == "ban-ki-moon"
+        assert answer.structured_content["returned_rows"] == 1 and "rows" not in answer.structured_content
     for query in hostile(secret):
         result = await client.call_tool("cypher", {"query": query, "params": {"label": "Entity"}})
         assert result.is_error, query

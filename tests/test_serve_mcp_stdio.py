@@ -20,7 +20,7 @@ from chronokg.graph.kglite_store import KgliteStore
 from chronokg.serve import ToolHost
 from chronokg.serve.mcp_stdio import unreadable
 from tests.helpers import REPO
-from tests.serve_helpers import server_env
+from tests.serve_helpers import CARTESIAN, server_env
 from tests.test_serve_mcp import stdio_params
 
 pytestmark = pytest.mark.slow  # server processes
@@ -65,7 +65,7 @@ def test_every_request_written_before_end_of_input_is_answered_20_times_of_20(se
         assert sorted(r["id"] for r in replies) == list(range(n + 1)), (replies, err)
         by_id = {r["id"]: r for r in replies}
         for i, rows in expected.items():
-            assert by_id[i]["result"]["structuredContent"]["rows"] == rows
+            assert json.loads(by_id[i]["result"]["content"][0]["text"])["rows"] == rows
         assert all(len(by_id[i]["result"]["tools"]) > 1 for i in range(1, n + 1) if i % 3 == 2)
 
 
@@ -118,5 +118,42 @@ def test_official_client_gets_every_concurrent_answer(served: tuple[Path, str]) 
     with ToolHost(KgliteStore(path, read_only=True), close_store=True) as host:
         for i, result in sorted(got.items()):
             args = call(i * 3)["params"]["arguments"]
-            assert result.structured_content["rows"] == host.call_tool("facts_as_of", args).rows
+            assert json.loads(result.content[0].text)["rows"] == host.call_tool("facts_as_of", args).rows
     assert sorted(got) == list(range(12))
+
+
+def test_a_request_with_an_id_json_rpc_does_not_allow_gets_invalid_request_with_id_null(
+        served: tuple[Path, str]) -> None:
+    """null, 1.5, an object, a list and true are no request ids: each gets -32600 with id null (an answer, not
+    silence), and the requests after them are answered."""
+    path, _ = served
+    bad = [{"jsonrpc": "2.0", "id": value, "method": "tools/list"} for value in (None, 1.5, {"a": 1}, [1], True)]
+    lines = [json.dumps(INITIALIZE), json.dumps(INITIALIZED), *map(json.dumps, bad), json.dumps(call(2)),
+             json.dumps({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})]
+    code, replies, err = through_pipes(path, lines)
+    assert code == 0, err
+    errors = [r for r in replies if "error" in r]
+    assert [(r["id"], r["error"]["code"]) for r in errors] == [(None, -32600)] * 5, replies
+    assert all("id" in r["error"]["message"] for r in errors)
+    assert sorted(r["id"] for r in replies if "result" in r) == [0, 2]  # a notification is never answered
+
+
+def test_a_second_request_with_an_id_still_in_flight_is_refused_with_that_id(served: tuple[Path, str]) -> None:
+    """Two requests sharing an id (MCP: an id is used once per session): the first is answered as usual, the
+    second, while the first is in flight, gets -32600 with that id; an id reused after its answer is a new
+    request."""
+    path, _ = served
+    first = {"jsonrpc": "2.0", "id": 4, "method": "tools/call",  # runs to the time limit: still in flight
+             "params": {"name": "cypher", "arguments": {"query": CARTESIAN}}}
+    lines = [json.dumps(INITIALIZE), json.dumps(INITIALIZED), json.dumps(first), json.dumps(call(7) | {"id": 4}),
+             json.dumps(call(5))]
+    code, replies, err = through_pipes(path, lines)
+    assert code == 0, err
+    fours = [r for r in replies if r["id"] == 4]
+    assert len(fours) == 2, replies
+    assert sum("result" in r for r in fours) == 1 and sum("error" in r for r in fours) == 1
+    refused = next(r for r in fours if "error" in r)
+    assert refused["error"]["code"] == -32600 and "4" in refused["error"]["message"]
+    answered = next(r for r in fours if "result" in r)
+    assert answered["result"]["structuredContent"]["tool"] == "cypher"
+    assert sorted(r["id"] for r in replies if "result" in r) == [0, 4, 5]

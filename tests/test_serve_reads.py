@@ -206,6 +206,7 @@ def test_over_streamable_http_an_mcp_caller_is_the_gates_key(served_store: Kglit
     import uvicorn
 
     from chronokg.serve.clients import McpTools
+    from chronokg.serve.hosts import HostPolicy
     from chronokg.serve.launch import bind
     from chronokg.serve.mcp_server import streamable_http_app
 
@@ -215,7 +216,8 @@ def test_over_streamable_http_an_mcp_caller_is_the_gates_key(served_store: Kglit
     pool = host.workers
     assert pool is not None
     sock = bind("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(streamable_http_app(host, bind="127.0.0.1", tokens=tokens),
+    hosts = HostPolicy.for_bind("127.0.0.1", sock.getsockname()[1])
+    server = uvicorn.Server(uvicorn.Config(streamable_http_app(host, bind="127.0.0.1", hosts=hosts, tokens=tokens),
                                            log_level="warning", loop="asyncio", lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

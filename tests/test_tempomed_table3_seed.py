@@ -281,3 +281,67 @@ def test_chronokg_reads_table3_items_by_its_own_rule(items: list[Question]) -> N
     assert profile.extract(q, "##Answer: A\n##Answer: UNKNOWN", "chronokg") == "UNKNOWN"  # the last one
     assert profile.extract(q, "##Answer: A\n##Answer: UNKNOWN", "seed") == "A"  # the seed's: the first
     assert profile.extract(q, "I do not know the answer.", "chronokg") == "INVALID"
+
+
+class Failing:
+    """A model client whose request fails for the questions in `fail` (as after its retries) and answers A else."""
+
+    def __init__(self, spec: str, fail: set[str]) -> None:
+        self.spec = spec
+        self.fail = fail
+
+    async def generate(self, request: ModelRequest) -> Completion:
+        if request.metadata.get("question_id") in self.fail:
+            raise ChronoKGError("the server closed the connection")
+        return Completion(spec=self.spec, choices=[CompletionChoice(index=0, text="##Explanation: x\n##Answer: A")])
+
+
+def test_a_failed_request_counts_invalid_in_the_denominator_as_the_seed_counts_it(
+        loaded: KgliteStore, items: list[Question], tmp_path: Path) -> None:
+    """`evaluate_one_item` catches the failure: model_answer "INVALID: <exception>", prediction INVALID, a row of
+    its scope, wrong. Four up-to-date items, one request failing: n 4, accuracy 3/4 (never n 3, accuracy 1)."""
+    from chronokg.eval.log import SampleLog
+
+    up = [q for q in items if q.metadata["target"] == "up_to_date"][:4]
+    assert all(q.target == "A" for q in up)
+    options = runner.RunOptions(protocol="seed", cache=False, concurrency=2, write=False)
+    log = SampleLog(tmp_path / "samples.jsonl")
+    try:
+        tally = asyncio.run(runner.execute(log, [(q, "m", 0) for q in up], {"m": Failing("m", {up[1].id})},
+                                           options))  # type: ignore[dict-item]
+    finally:
+        log.close()
+    records = list(latest(tmp_path / "samples.jsonl").values())
+    assert tally.failed == 1 and len(records) == 4 and all(r.ok for r in records)
+    broken = next(r for r in records if r.question_id == up[1].id)
+    assert broken.output == "INVALID: ChronoKGError: the server closed the connection"
+    assert (broken.answer, broken.correct, broken.fields["group"]) == ("INVALID", False, "invalid")
+    assert broken.fields["request_error"] == "ChronoKGError: the server closed the connection"
+    g = TABLE3_SEED.compute(records, "m").groups
+    assert g["none · original_current_guideline"] == {"accuracy": 0.75, "n": 4, "correct": 3}
+    assert g["none · original_current_guideline · counts"]["invalid"] == 1
+    info = RunInfo(run_id="run-t3-failed", models=[{"spec": "m"}], questions=[], protocol="seed", samples=1)
+    write_predictions(loaded, info, up, records)
+    assert TABLE3_SEED.from_graph(loaded, "run-t3-failed", "m").model_dump() == TABLE3_SEED.compute(
+        records, "m").model_dump()
+    _, row = profile_for("tempomed").seed_result(up[1], broken) or ("", {})
+    assert (row["prediction"], row["prediction_group"], row["correct"]) == ("INVALID", "invalid", False)
+    assert row["model_answer"].startswith("INVALID: ") and row["tool_trace"] == [
+        {"error": "ChronoKGError: the server closed the connection"}]
+
+
+def test_the_canonical_input_is_the_question_alone(items: list[Question], tmp_path: Path) -> None:
+    """`input` as inspect's `multiple_choice()` wants it (its own answer format): no option lines and none of the
+    seed's answer-format lines; the seed's exact prompt stays in `metadata.prompt` and is what the runner sends."""
+    from chronokg.bench.question import read_jsonl
+
+    path = tmp_path / "t3.jsonl"
+    write_jsonl(path, items[:4])
+    for q, line in zip(items[:4], path.read_text(encoding="utf-8").splitlines(), strict=True):
+        record = json.loads(line)
+        text = record["input"]
+        assert "##Answer" not in text and "##Explanation" not in text and "exact format" not in text, text
+        assert "UNKNOWN" not in text and "\nA. " not in text
+        assert text.startswith("Question:\n") and q.metadata["question"] in text
+        assert record["metadata"]["prompt"] == q.input  # the seed's prompt, byte for byte, for the runner
+    assert [q.input for q in read_jsonl(path)] == [q.input for q in items[:4]]

@@ -17,8 +17,10 @@ pyarrow). pyarrow and PyYAML (both installed with `datasets`) are imported insid
 from __future__ import annotations
 
 import datetime as dt
+import glob
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +38,9 @@ OWN_FILES = frozenset({"README.md", "croissant.json"})
 # that the store lacks; a date of the question's own that is no date is a ValueError.
 DatedBy = Callable[[Question], tuple[Mapping[str, dt.date | None], Sequence[str]]]
 DatesOf = Callable[[GraphStore, Sequence[Question]], DatedBy]
+# A config is a folder of the export and a name in the card's YAML: words joined by single `.`, `_` or `-`, so a
+# family or protocol read from a questions file can never be a path (`..`, `/`), a line break or a control.
+CONFIG_NAME = re.compile(r"[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*")
 
 
 @dataclass
@@ -52,7 +57,8 @@ def read_canonical(path: Path) -> list[Item]:
     naming the file and its line."""
     from chronokg.ingest.common import read_jsonl
 
-    items = []
+    items: list[Item] = []
+    seen: dict[tuple[str, str], int] = {}
     for n, record in read_jsonl(path):
         where = f"line {n}"
         if sorted(record) != sorted(CANONICAL):
@@ -67,13 +73,18 @@ def read_canonical(path: Path) -> list[Item]:
             question = Question.from_canonical(record)
         except (KeyError, ValueError) as exc:
             raise InputError(path, where, f"not a chronokg question: {str(exc).splitlines()[0]}") from None
+        first = seen.setdefault((config_name(question), record["id"]), n)
+        if first != n:  # inspect_ai refuses a dataset whose sample ids repeat (one config is one dataset)
+            raise InputError(path, where, f"question {record['id']} is also line {first}, of the same config: a row "
+                                          "is named by its id")
         items.append(Item(n, record, question))
     return items
 
 
 def config_name(question: Question) -> str:
     """`family-protocol`; the family alone where the generator recorded no protocol."""
-    protocol = (question.generator.get("options") or {}).get("protocol")
+    options = question.generator.get("options")
+    protocol = options.get("protocol") if isinstance(options, dict) else None
     return f"{question.family}-{protocol}" if protocol else question.family
 
 
@@ -129,32 +140,73 @@ def rows(store: GraphStore, path: Path, items: Sequence[Item], dates: DatesOf) -
     out: dict[str, list[dict[str, Any]]] = {}
     for item in items:
         q = item.question
-        when, missing = date_of(q)
+        try:
+            when, missing = date_of(q)
+        except ValueError as exc:  # a date of the question's own (metadata, answer key) that is no date
+            raise InputError(path, f"line {item.line}", f"question {q.id}: {exc}") from None
         if missing:
             raise InputError(path, f"line {item.line}", f"question {q.id} tests fact {missing[0]}, which "
                                                         f"{store.uri} does not hold: export from the store the "
                                                         "questions were generated from")
+        config = config_name(q)
+        if len(config) > 100 or not CONFIG_NAME.fullmatch(config):
+            raise InputError(path, f"line {item.line}", f"question {q.id}'s family and protocol make the config name "
+                                                        f"{config[:100]!r}, which is not letters and digits joined "
+                                                        "by single '.', '_' or '-': it names a folder of the export")
         row = {k: item.record[k] for k in CANONICAL}
         row["metadata"] = json.dumps(item.record["metadata"], ensure_ascii=False)
         row["variant"] = q.variant
         row.update({d: when[d] for d in DATES})
-        out.setdefault(config_name(q), []).append(row)
+        out.setdefault(config, []).append(row)
     return out
 
 
-def check_out(out: Path) -> None:
-    """`--out` must be a new or empty folder, or one this export wrote before (it is then replaced whole)."""
+def check_out(out: Path) -> Path:
+    """`--out` must be a new or empty folder, or one this export wrote before (it is then replaced whole); a link
+    is followed. Gives the folder to write."""
     if out.exists() and not out.is_dir():
         raise ChronoKGError(f"--out {out} is a file: --format hf writes a folder")
-    if not out.is_dir() or not any(out.iterdir()):
-        return
-    readme = out / "README.md"
+    target = out.resolve() if out.is_symlink() else out
+    here = Path.cwd().resolve()
+    if target.resolve() in (here, *here.parents):
+        raise ChronoKGError(f"--out {out} is the current folder or holds it: the export replaces --out whole, so "
+                            "give a folder inside it")
+    if not target.is_dir() or not any(target.iterdir()):
+        return target
+    readme = target / "README.md"
     ours = readme.is_file() and "\nchronokg:\n" in readme.read_text(encoding="utf-8", errors="replace")
-    strangers = [p.name for p in sorted(out.iterdir()) if p.name not in OWN_FILES
+    strangers = [p.name for p in sorted(target.iterdir()) if p.name not in OWN_FILES
                  and not (p.is_dir() and {c.name for c in p.iterdir()} <= {f"{SPLIT}.parquet"})]
     if not ours or strangers:
-        raise ChronoKGError(f"--out {out} is a folder holding other files ({', '.join(strangers[:3]) or 'README.md'}"
-                            "): give a new or empty folder, or one written by bench export --format hf")
+        shown = strangers or sorted(p.name for p in target.iterdir())
+        raise ChronoKGError(f"--out {out} is a folder holding other files ({', '.join(shown[:3])}): give a new or "
+                            "empty folder, or one written by bench export --format hf")
+    return target
+
+
+def clear_killed(out: Path) -> None:
+    """What an export of `out` killed by its process's end left beside it: its unfinished folder is removed, and an
+    earlier export it had moved aside is put back where `out` is missing (else removed)."""
+    if not out.parent.is_dir():
+        return
+    for left in sorted(out.parent.glob(f".{glob.escape(out.name)}.*-*")):
+        kind, _, pid = left.name[len(out.name) + 2:].partition("-")
+        if kind not in ("part", "old") or not pid.isdigit() or _alive(int(pid)):
+            continue
+        if kind == "old" and not out.exists() and not out.is_symlink():
+            left.rename(out)
+        else:
+            shutil.rmtree(left, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # another user's process, or no pid at all: left alone
+        return True
+    return True
 
 
 def _table(rows: list[dict[str, Any]]) -> Any:
@@ -195,7 +247,8 @@ def export_hf(store: GraphStore, path: Path, out: Path, dates: DatesOf) -> Expor
     except ImportError as exc:
         raise ChronoKGError(f"--format hf needs pyarrow and PyYAML ({exc.name} is missing): "
                             "pip install 'chronokg[integrations]'") from None
-    check_out(out)
+    clear_killed(check_out(out))
+    folder = check_out(out)  # again: an earlier export may have been put back
     items = read_canonical(path)
     snapshots = _releases(store, path, items)
     configs = rows(store, path, items, dates)
@@ -203,20 +256,20 @@ def export_hf(store: GraphStore, path: Path, out: Path, dates: DatesOf) -> Expor
     tables = {name: _table(r) for name, r in sorted(configs.items())}
     export = Export(out, {k: len(v) for k, v in sorted(configs.items())}, snapshots, families,
                     {k: int(t.nbytes) for k, t in tables.items()})
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.part-{os.getpid()}"
-    old = out.parent / f".{out.name}.old-{os.getpid()}"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = folder.parent / f".{folder.name}.part-{os.getpid()}"
+    old = folder.parent / f".{folder.name}.old-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         tmp.mkdir()
         files = _write(tmp, export, tables)
-        if out.exists():
-            out.rename(old)
-        tmp.rename(out)
+        if folder.exists():
+            folder.rename(old)
+        tmp.rename(folder)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
-        if old.exists() and not out.exists():
-            old.rename(out)
+        if old.exists() and not folder.exists():
+            old.rename(folder)
         raise
     shutil.rmtree(old, ignore_errors=True)
     export.files = [out / f.relative_to(tmp) for f in files]

@@ -10,6 +10,8 @@ here is said to be unknown rather than guessed. Nothing in either file depends o
 
 from __future__ import annotations
 
+import html
+import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,7 +177,12 @@ def front_matter(export: Export) -> dict[str, Any]:
 
 
 def _cell(value: Any) -> str:
-    return "" if value is None else str(value).replace("|", "\\|").replace("\n", " ")
+    """Stored text as one Markdown table cell: every line break a space, HTML and `|` escaped, and a control or
+    format character (a bidi override, an escape) shown as its code, so it cannot break or reorder the row."""
+    if value is None:
+        return ""
+    text = " ".join(html.escape(str(value), quote=False).splitlines()).replace("|", "\\|")
+    return "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) in ("Cc", "Cf") else c for c in text)
 
 
 def card(export: Export) -> str:
@@ -195,7 +202,8 @@ def card(export: Export) -> str:
     lines += ["", "## Columns", "", "| column | meaning |", "|---|---|"]
     lines += [f"| {name} | {_cell(text)} |" for name, text in COLUMN_MEANINGS.items()]
     lines += ["", "## Sources and licences", "", "| source | licence | releases |", "|---|---|---|"]
-    lines += [f"| {s['kind']} | {_cell(s['licence'])} | {', '.join(s['releases'])} |" for s in sources(export)]
+    lines += [f"| {_cell(s['kind'])} | {_cell(s['licence'])} | {_cell(', '.join(s['releases']))} |"
+              for s in sources(export)]
     for sid, releases in sorted(export.snapshots.items()):
         lines += ["", f"## Snapshot {sid}", "", "| release | kind | version | release date | caption |",
                   "|---|---|---|---|---|"]

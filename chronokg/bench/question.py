@@ -147,7 +147,8 @@ def without_options(prompt: str, choices: list[Choice]) -> str:
 # template (its own "ANSWER: $LETTER" instruction, options as A-E) each one is a second, conflicting format.
 _FORMAT_LINES = re.compile(
     r"#*\s*Please answer with the following format:?"  # TempoMed's format block and its two lines
-    r"|#*\s*(?:Answer|Explanation)\s*:\s*\[.*\]"
+    r"|Return your final answer in this exact format:?"  # TempoMed's Table 3 (RAG) format block
+    r"|#*\s*(?:Answer|Explanation)\s*:\s*(?:\[.*\]|<.*>)"
     r"|Answer ONLY with .*|Answer with exactly one letter.*"  # ConflictMedQA, MI-CXR
     r"|Please answer true/false\.?"  # ChroKnow's legal statements
     r"|Answer:",  # a completion cue (BenchAge)

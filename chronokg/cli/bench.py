@@ -19,7 +19,7 @@ import typer
 from chronokg.cli.common import console, err, guarded, opened, said_beside
 from chronokg.cli.lazy import Command
 from chronokg.cli.queries import option_parameter, split_lists
-from chronokg.cli.render import say
+from chronokg.cli.render import json_text, say
 
 
 def family_command(name: str) -> Command:
@@ -218,7 +218,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             with opened(read_only=True) as store:
                 report = verify_questions(store, questions)
             if fmt == "json":
-                print(json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=2))
+                print(json_text(report.model_dump(mode="json")))
             else:
                 say(console, report.summary())
                 emit(console, report.changed, Format.table, title="questions whose evidence changed",

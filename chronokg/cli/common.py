@@ -92,12 +92,13 @@ class Groups:
 
 
 def parse_day(value: str) -> dt.date:
+    """A day the way the tool servers take it too (`chronokg.graph.dates.parse_day`)."""
+    from chronokg.graph.dates import parse_day as day_from_text  # not at import: `chronokg --help` loads no graph
+
     try:
-        return dt.date.fromisoformat(value)
-    except ValueError:
-        if value.isdigit() and len(value) == 4:
-            return dt.date(int(value), 1, 1)
-        raise typer.BadParameter(f"{value!r} is not a date (YYYY-MM-DD or YYYY)") from None
+        return day_from_text(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
 DateOpt = Annotated[dt.date, typer.Option(parser=parse_day, metavar="DATE", help="YYYY-MM-DD (or YYYY)")]
@@ -179,7 +180,8 @@ def fail_line(message: str) -> None:
     """The one way the CLI reports an error: `error: ...` on stderr, one line, in red."""
     from chronokg.cli.render import esc
 
-    err.print(f"[bold red]error:[/] {esc(message)}", soft_wrap=True)  # a message may hold [brackets]
+    one = message.replace("\r", "\\r").replace("\n", "\\n")  # a line break of a path or value it names, as text
+    err.print(f"[bold red]error:[/] {esc(one)}", soft_wrap=True)  # a message may hold [brackets]
 
 
 def os_error_message(exc: OSError) -> str:

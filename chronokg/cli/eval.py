@@ -9,22 +9,23 @@ from typing import Annotated, Any
 import typer
 
 from chronokg.cli.common import console, err, guarded, opened
-from chronokg.cli.render import say, table
+from chronokg.cli.lazy import RichHelpGroup
+from chronokg.cli.render import json_text, say, table
 
 eval_app = typer.Typer(help="Evaluate models on generated benchmarks: run, score, metrics, reports.",
-                       no_args_is_help=True)
+                       no_args_is_help=True, cls=RichHelpGroup)
 
 
 def register(app: typer.Typer) -> None:
     from chronokg.cli.eval_compare import register_compare
-    from chronokg.cli.eval_export import register_export
+    from chronokg.cli.eval_outputs import register_outputs
     from chronokg.cli.eval_rescore import register_rescore
     from chronokg.cli.lifecycle import register_runs
 
+    register_outputs(eval_app)
     register_runs(eval_app)
     register_compare(eval_app)
     register_rescore(eval_app)
-    register_export(eval_app)
     app.add_typer(eval_app, name="eval")
 
 
@@ -338,7 +339,6 @@ def metrics_command(
                                                   "instead of its samples")] = False,
 ) -> None:
     """Every metric of a run, per model (the seeds' metrics, and chronokg's own)."""
-    import json
 
     from chronokg.metrics.runs import metrics, run_samples
 
@@ -356,7 +356,7 @@ def metrics_command(
         else:
             values = metrics(samples, model, info=info)
         if fmt == "json":
-            print(json.dumps([v.model_dump(mode="json") for v in values], ensure_ascii=False, indent=2))
+            print(json_text([v.model_dump(mode="json") for v in values]))
             return
         _metrics_table(values)
     guarded(body)
@@ -427,26 +427,4 @@ def score_command(
         _metrics_table(metrics(samples, info=info))
         if write:
             _write(folder, info, load_questions([questions], None))
-    guarded(body)
-
-
-@eval_app.command("report")
-def report_command(
-    runs: Annotated[list[Path], typer.Argument(help="Run folders (several: side by side)")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for report.md, report.html, metrics.json "
-                                                          "and plots/")],
-    model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Only these models")] = None,
-    title: Annotated[str, typer.Option(help="The report's title")] = "chronokg evaluation report",
-) -> None:
-    """A report of one or more runs: every metric as a table, the families' plots (PNG and SVG), one
-    self-contained HTML page (needs the reports extra: matplotlib)."""
-    from chronokg.cli.progress import progress_bar
-    from chronokg.reports import build_report
-
-    def body() -> None:
-        with progress_bar(console) as bar:  # a bar per step: reading, metrics, drawing, rendering, writing
-            report = build_report(runs, out, model, title, bar)
-        say(console, ("wrote", "green"), f" {report.markdown}, {report.html} and {len(report.plots)} plots "
-                     f"(PNG and SVG) in {out / 'plots'}: {len(report.metrics)} metrics, "
-                     f"{len(report.series)} model columns")
     guarded(body)

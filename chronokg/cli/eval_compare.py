@@ -26,7 +26,7 @@ def register_compare(eval_app: typer.Typer) -> None:
         """Paired comparison on the questions both runs answered (runs, models or releases side by side), per
         family: accuracy with McNemar's test, then every metric of the family with a paired permutation test and a
         paired bootstrap 95 % interval of the difference; each row counts the questions behind each value."""
-        from chronokg.cli.progress import progress_anywhere
+        from chronokg.cli.progress import progress_bar
         from chronokg.cli.render import Format, emit
         from chronokg.errors import ChronoKGError
         from chronokg.eval.cutoff import of_run
@@ -51,7 +51,7 @@ def register_compare(eval_app: typer.Typer) -> None:
                     raise ChronoKGError(f"{flag} {m}: no answers of it in {run} (its models: {', '.join(held)})")
             cut_a, cut_b = of_run(info_a, a), of_run(info_b, b)
             rows = []
-            with progress_anywhere(err) as progress:  # on stderr: stdout keeps the comparison alone
+            with progress_bar(err, lines=err) as progress:  # on stderr: stdout keeps the comparison alone
                 for ma, mb in pairs:
                     rows.append((ma, mb, compare_runs(a, b, ma, mb, iterations, (cut_a[ma], cut_b[mb])
                                                       if ma in cut_a and mb in cut_b else None, progress)))

@@ -2,26 +2,36 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from chronokg.cli.common import FormatOpt, console, guarded, opened
 from chronokg.cli.render import Format, emit, say
 
+if TYPE_CHECKING:
+    from chronokg.progress import Progress
+
 RunsOpt = Annotated[list[Path] | None, typer.Option(
     "--runs", help="A run folder whose report (as `chronokg eval report` builds it) the Runs view shows beside "
                    "the stored runs (repeat: side by side)")]
 
 
-def run_report(folders: list[Path] | None) -> str | None:
-    """The report of `--runs` folders as HTML elements, or None without any (needs the reports extra)."""
+# What `eval report --out` writes beside its tables: the page offers no such files, so it does not point to them.
+FILES_NOTE = re.compile(r"\s*Every value is also in metrics\.json; every plot is in plots/ as PNG and SVG\.")
+
+
+def run_report(folders: list[Path] | None, progress: Progress | None = None) -> str | None:
+    """The report of `--runs` folders as HTML elements, or None without any (needs the reports extra); the
+    sentence naming the files `eval report --out` writes is left out (the page shows their tables and plots);
+    `progress` hears its steps."""
     if not folders:
         return None
     from chronokg.reports import report_body
 
-    return report_body(folders)
+    return FILES_NOTE.sub("", report_body(folders, progress=progress))
 
 
 def register(app: typer.Typer, export_app: typer.Typer) -> None:

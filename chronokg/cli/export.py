@@ -11,6 +11,7 @@ import typer
 
 from chronokg.cli.common import console, guarded, opened, state
 from chronokg.cli.render import say
+from chronokg.controls import visible
 
 
 def register(export_app: typer.Typer) -> None:
@@ -29,7 +30,7 @@ def register(export_app: typer.Typer) -> None:
             say(console, ("wrote", "green"), f" {len(result.nodes)} node files ({nodes} nodes) and "
                           f"{len(result.relationships)} relationship files to {out}")
             say(console, f"import (from {out}, Neo4j stopped):")
-            console.print(shlex.join(result.command(database)), soft_wrap=True, markup=False)
+            console.print(visible(shlex.join(result.command(database))), soft_wrap=True, markup=False, highlight=False)
         guarded(body)
 
     @export_app.command("lm-eval")

@@ -55,3 +55,30 @@ def lazy_group(provider: Provider) -> type[TyperGroup]:
                 raise
 
     return LazyGroup
+
+
+class RichHelpGroup(TyperGroup):
+    """A group whose commands print their help in rich's boxed layout, as every `query` and `ingest` command does
+    (those are built apart from the root, whose own plain help keeps `chronokg --help` fast; a group added to the
+    root takes the root's plain help); the group's own help stays plain, as those groups'."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        found = super().get_command(ctx, cmd_name)
+        rich_help(found)
+        return found
+
+
+def rich_help(command: Any) -> None:
+    """Rich's layout for `command` (a group: each of its commands), its help texts escaped once: rich reads
+    `[default: …]` in a help text as markup and would drop it."""
+    from rich.markup import escape
+
+    if isinstance(command, TyperGroup):
+        for inner in command.commands.values():
+            rich_help(inner)
+    elif command is not None and command.rich_markup_mode is None:
+        command.rich_markup_mode = "rich"
+        command.help = escape(command.help) if command.help else command.help
+        for param in command.params:
+            if getattr(param, "help", None):
+                param.help = escape(param.help)

@@ -13,7 +13,7 @@ import typer
 from pydantic import BaseModel
 
 from chronokg.cli.common import FormatOpt, console, guarded
-from chronokg.cli.render import Format, emit, say, table, text
+from chronokg.cli.render import Format, emit, json_text, say, table, text
 
 if TYPE_CHECKING:
     from chronokg.settings import Settings
@@ -64,7 +64,7 @@ def check(
         finally:
             await client.aclose()
         if fmt is Format.json:
-            print(result.model_dump_json(indent=2))
+            print(json_text(result.model_dump(mode="json")))
             return
         rows: list[list[Any]] = [["server model", result.server_model or "—", "as the server reports it"],
                                  ["latency", f"{result.latency_s * 1000:.0f} ms", "one short chat request"]]

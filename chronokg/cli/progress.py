@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -51,8 +53,62 @@ class RichProgress:
             self._progress.advance(self._task, n)
 
 
+class LineProgress:
+    """Progress where no bar is drawn (a pipe, a log): a line when a step starts, then one every `every` seconds
+    while it runs, from its advances or, when none comes (a model loading inside its first batch), from a
+    heartbeat; each line says the step, how far it is and the seconds since the command's work began. So a long
+    step is never silent."""
+
+    def __init__(self, console: Console, every: float = 10.0) -> None:
+        self._console = console
+        self._every = every
+        self._lock = threading.Lock()
+        self._description = ""
+        self._total = self._done = 0
+        self._began = self._last = time.monotonic()
+        self._stop = threading.Event()
+        self._beat = threading.Thread(target=self._heartbeat, name="progress-lines", daemon=True)
+
+    def __enter__(self) -> LineProgress:
+        self._beat.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._beat.join()
+
+    def start(self, total: int, description: str) -> None:
+        with self._lock:
+            self._description, self._total, self._done = description, total, 0
+            self._line()
+
+    def advance(self, n: int) -> None:
+        with self._lock:
+            self._done += n
+            if time.monotonic() - self._last >= self._every:
+                self._line()
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(self._every / 2):
+            with self._lock:
+                if self._description and time.monotonic() - self._last >= self._every:
+                    self._line()
+
+    def _line(self) -> None:
+        self._last = now = time.monotonic()
+        done = f"{self._done:,} of {self._total:,}" if self._total else f"{self._done:,} so far" if self._done \
+            else "started"
+        say(self._console, f"{self._description}: {done} ({now - self._began:.0f} s)")
+
+
 @contextmanager
-def progress_bar(console: Console) -> Iterator[RichProgress]:
+def progress_bar(console: Console, lines: Console | None = None) -> Iterator[RichProgress | LineProgress]:
+    """A bar on a terminal (gone when done); where `console` is no terminal, nothing, or with `lines` given,
+    progress lines on that console (`LineProgress`: stderr, so stdout keeps the command's answer alone)."""
+    if lines is not None and not console.is_terminal:
+        with LineProgress(lines) as steps:
+            yield steps
+        return
     with Bar(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=console, transient=True,
@@ -84,7 +140,7 @@ class RunProgress:
     def record(self, record: Any) -> None:
         self._done += 1
         self._ok += bool(record.correct)
-        self._failed += 0 if record.error is None else 1
+        self._failed += 0 if record.error is None and not record.fields.get("request_error") else 1
         self._tokens += record.prompt_tokens + record.completion_tokens
         if self._task is not None:
             stats = f"{self._tokens:,} tokens · {self._failed:,} failed · {self._ok / self._done:.1%} correct"
@@ -117,44 +173,3 @@ def run_progress(console: Console) -> Iterator[RunProgress]:
         finally:
             logger.removeHandler(handler)
             logger.propagate = propagate
-
-
-class ProgressLines:
-    """Progress for a pipe or a log, where a bar draws nothing: a line when a phase starts, then one at most every
-    `every_s` seconds while it runs (`<phase>: <done> of <total> (<percent>), <seconds> s`), so a long silent
-    wait shows it is alive without flooding the log."""
-
-    def __init__(self, console: Console, every_s: float = 10.0) -> None:
-        self._console, self._every = console, every_s
-        self._total = self._done = 0
-        self._description = ""
-        self._started = self._shown = 0.0
-
-    def start(self, total: int, description: str) -> None:
-        import time
-
-        self._total, self._done, self._description = total, 0, description
-        self._started = self._shown = time.monotonic()
-        say(self._console, f"{description}: {total:,} to do" if total else f"{description}…")
-
-    def advance(self, n: int) -> None:
-        import time
-
-        self._done += n
-        now = time.monotonic()
-        if now - self._shown >= self._every:
-            self._shown = now
-            share = f" ({self._done / self._total:.0%})" if self._total else ""
-            of = f" of {self._total:,}" if self._total else ""
-            say(self._console, f"{self._description}: {self._done:,}{of}{share}, {now - self._started:.0f} s")
-
-
-@contextmanager
-def progress_anywhere(console: Console) -> Iterator[RichProgress | ProgressLines]:
-    """A bar on a terminal (`progress_bar`), occasional lines in a pipe or a log (`ProgressLines`); give it the
-    error console, so stdout keeps the command's output alone."""
-    if console.is_terminal:
-        with progress_bar(console) as bar:
-            yield bar
-        return
-    yield ProgressLines(console)

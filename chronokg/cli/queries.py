@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from chronokg.cli.common import FormatOpt, console, guarded, opened, parse_day
 from chronokg.cli.lazy import Command, lazy_group
-from chronokg.cli.render import Format, emit, say
+from chronokg.cli.render import Format, emit, json_text, say
 
 
 def _base(annotation: Any) -> tuple[Any, bool]:
@@ -164,7 +164,7 @@ def register(query_app: typer.Typer) -> None:
             questions = read_batch(file)
             with opened(read_only=True) as store:
                 for out in answer(store, questions):
-                    typer.echo(json.dumps(out, ensure_ascii=False))
+                    typer.echo(json_text(out, indent=None))
         guarded(body)
 
     @query_app.command("list")
@@ -208,7 +208,7 @@ def query_cypher(
                                            if v is not None})
         with opened(read_only=True) as s:
             result = guarded_read(s, cypher, params, limits)
-        print(json.dumps(result.rows, default=str, ensure_ascii=False, indent=2))
+        print(json_text(result.rows))
         if result.truncated:
             total = f" of {result.total_rows:,}" if result.total_rows else ""
             say(err, ("note:", "yellow"), f" showing the first {len(result.rows):,}{total} rows (--max-rows); add "

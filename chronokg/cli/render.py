@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from chronokg.controls import json_safe, visible
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
     from rich.console import Console
@@ -31,15 +33,20 @@ class Format(StrEnum):
     json = "json"
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _NUMBER = re.compile(r"^[-+−]?[\d,._]*\d[\d,._]*(%|[eE][-+]?\d+)?$")
 GAP = 2  # spaces between the columns of a plain table
 PROSE = 30  # the least room a column of sentences gets before a less important column is shown beside it
 
 
 def _visible(value: str) -> str:
-    """Control characters (an escape sequence in stored text) shown as `\\xNN`, never sent to the terminal."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value.replace("\t", " "))
+    """Control characters (an escape sequence in stored text) shown as `\\xNN`, bidirectional controls as
+    `\\u202e`: never sent to the terminal."""
+    return visible(value)
+
+
+def json_text(payload: Any, indent: int | None = 2) -> str:
+    """`payload` as JSON for stdout: non-ASCII text kept readable, C1 and bidirectional controls as `\\uXXXX`."""
+    return json_safe(json.dumps(payload, ensure_ascii=False, indent=indent, default=str))
 
 
 def esc(value: Any) -> str:
@@ -285,8 +292,7 @@ def emit(console: Console, rows: Sequence[BaseModel], fmt: Format, title: str | 
          columns: Sequence[str] | None = None, priority: Sequence[str] | None = None) -> None:
     """Model rows as a table (`columns`: which fields, in order) or, for scripts, one JSON array on stdout."""
     if fmt is Format.json:
-        payload = [r.model_dump(mode="json") for r in rows]
-        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        print(json_text([r.model_dump(mode="json") for r in rows]))
         return
     if not rows:
         say(console, ("no rows", "yellow"), f" for {title}" if title else "")
@@ -300,7 +306,7 @@ def dicts(console: Console, rows: Sequence[dict[str, Any]], fmt: Format, title: 
           priority: Sequence[str] | None = None) -> None:
     """Plain dict rows (a store's answer) as a table or one JSON array, like `emit`."""
     if fmt is Format.json:
-        print(json.dumps(list(rows), ensure_ascii=False, indent=2, default=str))
+        print(json_text(list(rows)))
         return
     if not rows:
         say(console, ("none", "yellow"), f" ({title})")
@@ -317,8 +323,12 @@ def load_summary(console: Console, summary: LoadSummary) -> None:
     columns += ["created", "updated", "unchanged"] if report is not None else ["added"]
     added = summary.added
     rows: list[list[Any]] = []
+    untouched = 0  # labels and types the store holds that this load neither read nor changed (others' derivations)
     for key in sorted({*summary.staged, *summary.after}):
         cells: list[Any] = [key, summary.staged.get(key, 0), summary.before.get(key, 0), summary.after.get(key, 0)]
+        if not cells[1] and cells[2] == cells[3]:
+            untouched += 1
+            continue
         if report is None:
             cells.append(f"{added.get(key, 0):+d}")
         elif key in report.edges_created or key in report.edges_updated:
@@ -329,6 +339,10 @@ def load_summary(console: Console, summary: LoadSummary) -> None:
         rows.append(cells)
     table(console, columns, rows,
           title=f"{summary.source_kind}: {summary.records} records from {files} file{'s' if files != 1 else ''}")
+    if untouched:
+        what = "label or type" if untouched == 1 else "labels and types"
+        say(console, f"left out: {untouched} {what} the store holds that this input has none of and this load left "
+                     "unchanged (chronokg stats counts them)")
     if report is not None and report.events:
         words = {"retracted": "facts retracted by this release", "reopened": "facts asserted again",
                  "known_earlier": "facts now known from an earlier release"}

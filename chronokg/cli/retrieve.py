@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,7 +15,7 @@ import typer
 from pydantic import BaseModel
 
 from chronokg.cli.common import FormatOpt, OptDateOpt, console, err, guarded, opened, state
-from chronokg.cli.render import Format, emit, say
+from chronokg.cli.render import Format, emit, json_text, say
 
 KindOpt = Annotated[str, typer.Option("--kind", help="auto (flat below 50,000 passages, else ivf), flat or ivf")]
 
@@ -92,7 +91,7 @@ def search(
                     await p.aclose()
             hits = asyncio.run(go())
         if fmt is Format.json:
-            print(json.dumps([h.model_dump(mode="json") for h in hits], ensure_ascii=False, indent=2))
+            print(json_text([h.model_dump(mode="json") for h in hits]))
             return
         emit(console, [HitRow(rank=h.rank, score=None if h.score is None else round(h.score, 4), text=h.text,
                               source=h.source or h.title, valid_from=h.valid_from, valid_to=h.valid_to, url=h.url,
@@ -184,7 +183,7 @@ def refresh(
         with opened() as store:
             summary = r.refresh(store, qids, pids or TEMPORAL_PROPERTIES, client, today)
         if fmt is Format.json:
-            print(summary.model_dump_json(indent=2))
+            print(json_text(summary.model_dump(mode="json")))
             return
         say(console, f"{summary.items} items, {len(summary.new_revisions)} new revisions, {summary.added} facts "
                       f"added and {summary.retracted} retracted (known from {summary.retrieved}); "
@@ -263,7 +262,7 @@ def _update(index: Path | None, rebuild: bool, kind: str) -> None:
     from chronokg.cli.progress import progress_bar
 
     folder = _folder(index)
-    with opened(read_only=True) as store, progress_bar(err) as bar:  # on stderr: stdout keeps the report alone
+    with opened(read_only=True) as store, progress_bar(err, lines=err) as bar:  # stderr: stdout keeps the report
         report = update_index(store, folder, rebuild=rebuild, kind=kind, progress=bar)  # type: ignore[arg-type]
     emit(console, [ReportRow.model_validate(report.model_dump())], Format.table, title=str(folder))
 

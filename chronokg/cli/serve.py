@@ -108,7 +108,12 @@ def http(
     """Every tool as POST /tools/NAME, GET /tools (OpenAI schemas), /health and the OpenAPI page (/docs); the
     explorer at / (docs/explorer.md)."""
     def body() -> None:
-        report = run_report(runs)  # built before the port opens: a bad folder stops here, in one line
+        from chronokg.cli.progress import LineProgress
+
+        report = None
+        if runs:  # built before the port opens (a bad folder stops here, in one line), its steps said on stderr
+            with LineProgress(err) as steps:
+                report = run_report(runs, steps)
 
         def make_app(tools: Any, tokens: list[str], hosts: Any) -> Any:
             from chronokg.serve.http import create_app
@@ -118,7 +123,8 @@ def http(
 
         _serve_network(host, port, workers, token_file, max_rows, timeout, make_app, lambda url, tools, n, tokens:
                        f"chronokg tools: serving {url} ({len(tools.tools())} tools, {n} read workers, "
-                       f"{_auth(tokens)}); docs at {url}/docs", allowed_hosts=allowed_host)
+                       f"{_auth(tokens)}); the explorer at {url}/, the API docs at {url}/docs",
+                       allowed_hosts=allowed_host)
     guarded(body)
 
 
@@ -134,6 +140,7 @@ def mcp(
     token_file: TokenFileOpt = None,
     max_rows: RowsOpt = None,
     timeout: TimeoutOpt = None,
+    allowed_host: AllowedHostOpt = None,
 ) -> None:
     """The tools over MCP: stdio (default) or streamable HTTP at /mcp."""
     def stdio() -> None:
@@ -150,11 +157,9 @@ def mcp(
             anyio.run(run_stdio, tools)
 
     def make_app(tools: Any, tokens: list[str], hosts: Any) -> Any:
-        """`hosts` is not used: the MCP SDK refuses other names on loopback itself, the token guards beyond."""
         from chronokg.serve.mcp_server import streamable_http_app
 
-        del hosts
-        return streamable_http_app(tools, bind=host, tokens=tokens, rate=rate, burst=burst,
+        return streamable_http_app(tools, bind=host, hosts=hosts, tokens=tokens, rate=rate, burst=burst,
                                    max_body_bytes=max_body_kb * 1024)
 
     if transport is Transport.stdio:
@@ -162,4 +167,5 @@ def mcp(
         return
     guarded(lambda: _serve_network(host, port, workers, token_file, max_rows, timeout, make_app, lambda url, tools, n,
                                    tokens: f"chronokg tools: MCP at {url}/mcp ({len(tools.tools())} tools, {n} read "
-                                           f"workers, {_auth(tokens)})", lifespan="on"))
+                                           f"workers, {_auth(tokens)})", lifespan="on",
+                                   allowed_hosts=allowed_host))

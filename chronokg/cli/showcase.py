@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 from pydantic import BaseModel
 from rich.console import Console
 from rich.panel import Panel
 
+from chronokg.cli.demo_release import FROZEN, frozen_note, show_later_release
 from chronokg.cli.render import Format, emit, heading, load_summary, panel, say, text
 from chronokg.demo.corpus import load_demo
 from chronokg.demo.sources import load_sources
@@ -54,21 +57,21 @@ def run_showcase(store: GraphStore, console: Console) -> None:
         emit(console, rows, Format.table, title=f"known at {known or 'now'}",
              columns=["object_caption", "valid_from", "valid_to", "known_from", "known_to"])
 
-    show_benchmark(store, console, show)
-    show_families(store, console, show)
-    # The research loop (chronokg/demo/loop.py) is shown here: one call, after the benchmarks, before the tools.
-    show_tools(store, console, show)
+    with tempfile.TemporaryDirectory(prefix="chronokg-demo-") as tmp:
+        run = show_benchmark(store, console, show, Path(tmp))
+        show_families(store, console, show)
+        # The research loop (chronokg/demo/loop.py) is shown here: one call, after the benchmarks, before the tools.
+        show_tools(store, console, show)
 
-    show("stats()", "Counts per label and relationship type.")
-    emit(console, [r for r in catalog.stats(store) if r.kind != "source"], Format.table,
-         columns=["kind", "name", "count"])
+        show("stats()", "Counts per label and relationship type.")
+        emit(console, [r for r in catalog.stats(store) if r.kind != "source"], Format.table,
+             columns=["kind", "name", "count"])
+        show_later_release(console, show, run, Path(tmp))
 
 
-def show_benchmark(store: GraphStore, console: Console, show: Callable[[str, str], None]) -> None:
-    """Generate a TempoMed-style benchmark from the demo's change pairs, verify it, and evaluate baselines."""
-    import tempfile
-    from pathlib import Path
-
+def show_benchmark(store: GraphStore, console: Console, show: Callable[[str, str], None], tmp: Path) -> Path:
+    """Generate a TempoMed-style benchmark from the demo's change pairs, verify it, and evaluate baselines; the
+    run's folder (in `tmp`) is returned for the later release's re-scoring."""
     from chronokg.bench import snapshot
     from chronokg.bench.family import generate
     from chronokg.bench.question import write_jsonl
@@ -90,14 +93,12 @@ def show_benchmark(store: GraphStore, console: Console, show: Callable[[str, str
 
     show("eval run (reference baselines)", "An oracle, a model that knows only today, and a model frozen at "
                                            "2012: the metrics show the signature of each.")
-    with tempfile.TemporaryDirectory() as tmp:
-        qfile = Path(tmp) / "demo.jsonl"
-        write_jsonl(qfile, questions)
-        models = [runner.ModelEntry(spec=m) for m in ("baseline/oracle", "baseline/latest-only",
-                                                       "baseline/frozen:2012")]
-        folder, info = runner.prepare(Path(tmp) / "runs", [qfile], models, runner.RunOptions(protocol="chronokg"))
-        runner.run(folder, info, runner.load_questions([qfile], None), store)
-        samples = [r for r in latest(folder / "samples.jsonl").values() if r.ok]
+    qfile = tmp / "demo.jsonl"
+    write_jsonl(qfile, questions)
+    models = [runner.ModelEntry(spec=m) for m in ("baseline/oracle", "baseline/latest-only", FROZEN)]
+    folder, info = runner.prepare(tmp / "runs", [qfile], models, runner.RunOptions(protocol="chronokg"))
+    runner.run(folder, info, runner.load_questions([qfile], None), store)
+    samples = [r for r in latest(folder / "samples.jsonl").values() if r.ok]
     rows = []
     for m in models:
         acc = ACCURACY.compute(samples, m.spec).groups
@@ -108,6 +109,8 @@ def show_benchmark(store: GraphStore, console: Console, show: Callable[[str, str
                             historical=acc["historical"]["accuracy"], probes=acc["probe"]["accuracy"],
                             cutoff_estimate=years.get("cutoff_estimate"), most_common_pattern=top))
     emit(console, rows, Format.table)
+    say(console, (frozen_note(samples), "dim"))
+    return folder
 
 
 def show_families(store: GraphStore, console: Console, show: Callable[[str, str], None]) -> None:

@@ -3,7 +3,10 @@
 The corpus is small and self-authored (see corpus.json, "about"): a few real
 guideline evolutions (CPR, hypertension, aspirin for primary prevention) and
 office-holder facts, including one bitemporal correction, so every catalog
-query has something to show.
+query has something to show. A later release of it (corpus-release-2.json) adds
+a newer guideline that supersedes a recommendation the first release holds as
+still in force: that fact is retracted as of the later release and restated as
+ended, so a run scored on the first release can be re-scored against the later one.
 """
 
 from __future__ import annotations
@@ -14,11 +17,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from chronokg.graph.dates import parse_date
+from chronokg.errors import InputError
+from chronokg.graph import schema
+from chronokg.graph.dates import Precision, parse_date, year_start
 from chronokg.graph.model import Fact, Source
 from chronokg.graph.store import GraphStore
 from chronokg.ingest.common import LoadSummary, apply
-from chronokg.ingest.tempomed import GuidelineBuilder
+from chronokg.ingest.tempomed import RECOMMENDATION, GuidelineBuilder
 from chronokg.progress import Progress
 
 KIND = "chronokg-demo"
@@ -132,4 +137,68 @@ def load_demo(store: GraphStore, progress: Progress | None = None) -> LoadSummar
     return apply(store, builder.batch, KIND, [corpus_file()], records, progress)
 
 
-__all__ = ["Corpus", "load_demo", "read_corpus"]
+class LaterVersionIn(_Strict):
+    decision: str
+    guideline: str
+    recommendation: str
+    change: str
+
+
+class LaterRelease(_Strict):
+    about: str
+    source: SourceIn
+    guidelines: list[GuidelineIn]
+    supersessions: list[SupersessionIn]
+    versions: list[LaterVersionIn]
+
+
+def later_file() -> Path:
+    return Path(str(resources.files("chronokg.demo").joinpath("corpus-release-2.json")))
+
+
+def read_later() -> LaterRelease:
+    return LaterRelease.model_validate_json(later_file().read_text(encoding="utf-8"))
+
+
+def load_later_release(store: GraphStore, progress: Progress | None = None) -> LoadSummary:
+    """The corpus's later release, over a store holding the first (`load_demo`): its guidelines, supersessions
+    and, per newer version of a decision, the decision's last version retracted as still in force and restated as
+    ended by the newer one, the newer version in force from its year, and the change pair between them."""
+    corpus, path, later = read_corpus(), later_file(), read_later()
+    first = Source(kind=KIND, **corpus.source.model_dump())
+    src = Source(kind=KIND, **later.source.model_dump())
+    builder = GuidelineBuilder(src.release_date or dt.date.today())
+    builder.batch.source(src)
+    years = {g.id: g.year for g in [*corpus.guidelines, *later.guidelines]}
+    for g in later.guidelines:
+        builder.guideline(g.id, g.year, src, caption=g.caption, topic=g.topic, organizations=[g.organization])
+    for s in later.supersessions:
+        builder.supersession(s.current, years[s.current], s.prior, src)
+    decisions = {d.id: d for d in corpus.decisions}
+    for n, v in enumerate(later.versions, start=1):
+        builder.batch.at(path, f"versions[{n}]")
+        d = decisions.get(v.decision)
+        if d is None or v.guideline not in years:
+            raise InputError(path, f"versions[{n}]", f"no decision {v.decision!r} or guideline {v.guideline!r} "
+                                                     "in the corpus")
+        last = max(d.versions, key=lambda x: years[x.guideline])
+        start = years[last.guideline]
+        held = Fact(subject=d.id, predicate=RECOMMENDATION, value=last.recommendation, valid_from=year_start(start),
+                    precision=Precision.YEAR, known_from=first.release_date, source_id=first.id, source_kind=KIND,
+                    attrs={"guideline_id": last.guideline, "clinical_focus": d.caption})
+        props = held.node_properties()
+        fid = str(props.pop("id"))
+        props.update(known_to=src.release_date, retracted_by=src.id)  # no longer believed still in force
+        builder.batch.node(schema.FACT, fid, **props)
+        ended = builder.recommendation(decision=d.id, guideline=last.guideline, text=last.recommendation,
+                                       start=start, end=years[v.guideline], src=src, clinical_focus=d.caption)
+        newer = builder.recommendation(decision=d.id, guideline=v.guideline, text=v.recommendation,
+                                       start=years[v.guideline], end=None, src=src, clinical_focus=d.caption)
+        builder.change_pair(decision=d.id, current=v.guideline, prior=last.guideline, current_fact=newer,
+                            prior_fact=ended, summary=v.change, src=src, clinical_focus=d.caption,
+                            category=d.category)
+    records = len(later.guidelines) + len(later.versions)
+    return apply(store, builder.batch, KIND, [path], records, progress)
+
+
+__all__ = ["Corpus", "later_file", "load_demo", "load_later_release", "read_corpus", "read_later"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -20,6 +20,9 @@ from pydantic import BaseModel, Field, ValidationError
 from chronokg.errors import InputError
 
 Unit = tuple[str, str, int]  # (question id, model spec, sample index)
+# How a re-scored sample's `error` starts when its answer key gives no answer now: no metric counts it, and it is
+# no failure of the model.
+NOT_SCORABLE = "not scorable"
 
 
 class SampleRecord(BaseModel):
@@ -54,6 +57,22 @@ class SampleRecord(BaseModel):
     def ok(self) -> bool:
         return self.error is None
 
+    @property
+    def not_scorable(self) -> bool:
+        """A re-scored sample whose answer key gives no answer now (`eval rescore`): not a model failure."""
+        return self.error is not None and self.error.startswith(NOT_SCORABLE)
+
+
+def left_out(records: Iterable[SampleRecord]) -> tuple[int, int]:
+    """(failed requests, samples not scorable now) among `records`: what no metric counts, by why."""
+    failed = not_scorable = 0
+    for r in records:
+        if r.not_scorable:
+            not_scorable += 1
+        elif not r.ok:
+            failed += 1
+    return failed, not_scorable
+
 
 class RunInfo(BaseModel):
     """`run.json`: the models and their settings, the question files and their hashes, the store snapshot."""
@@ -78,6 +97,8 @@ class RunInfo(BaseModel):
     rescored_from: str | None = Field(default=None, description="The run whose answers this one re-scored "
                                                                 "(`eval rescore`)")
     known_at: str | None = Field(default=None, description="Re-scored as the releases known on this day said it")
+    flips: dict[str, int] | None = Field(default=None, description="A re-scored run's flipped verdicts, counted by "
+                                                                  "kind (e.g. now wrong, now right, not scorable)")
 
 
 def repair(path: Path) -> int:

@@ -134,6 +134,12 @@ class Profile:
         """The id of the fact the chosen option states, if any (linked from the prediction in the graph)."""
         return None
 
+    def failed(self, question: Question, protocol: str, error: str) -> Outcome | None:
+        """What a request that failed (after its retries) counts as: None (the default) leaves a failed sample, which
+        no metric counts and a resumed run asks again; a protocol whose seed scores a failed request (its own
+        counting) returns that scored outcome, with `request_error` in its fields."""
+        return None
+
     async def answer(self, client: ModelClient, question: Question, protocol: str, sample: int) -> Outcome:
         request = self.request(question, protocol, sample)
         start = time.perf_counter()

@@ -155,9 +155,10 @@ class Tally:
 
     def add(self, record: SampleRecord) -> None:
         self.done += 1
-        if record.error:
+        error = record.error or record.fields.get("request_error")
+        if error:
             self.failed += 1
-            self.errors[record.error.split(":", 1)[0]] += 1
+            self.errors[str(error).split(":", 1)[0]] += 1
         elif record.correct:
             self.correct += 1
         self.prompt_tokens += record.prompt_tokens
@@ -216,7 +217,9 @@ async def execute(log: SampleLog, units: Sequence[tuple[Question, str, int]], cl
                 outcome.fields = {**outcome.fields, **profiles[question.family].context_fields(question, outcome.steps)}
                 record = _record(question, spec, sample, outcome, None)
             except (ChronoKGError, OSError, TimeoutError, ValueError) as exc:
-                record = _record(question, spec, sample, None, f"{type(exc).__name__}: {exc}")
+                error = f"{type(exc).__name__}: {exc}"
+                counted = profiles[question.family].failed(question, options.protocol, error)
+                record = _record(question, spec, sample, counted, None if counted is not None else error)
                 if isinstance(exc, RetriesExhausted):  # the retries happened: record them, as for a success
                     record.retries = exc.attempts - 1
             finally:
@@ -408,7 +411,7 @@ def run(folder: Path, info: RunInfo, questions: Sequence[Question], store: Any =
     path = folder / "samples.jsonl"
     log = SampleLog(path)  # repairs a torn last line first
     try:
-        done = {unit for unit, rec in latest(path).items() if rec.ok}
+        done = {unit for unit, rec in latest(path).items() if rec.ok and not rec.fields.get("request_error")}
         units = pending(questions, [m.spec for m in models], options, done)
         if on_start is not None:
             on_start(len(units), len(done))
@@ -419,11 +422,13 @@ def run(folder: Path, info: RunInfo, questions: Sequence[Question], store: Any =
         log.close()
     records = latest(path)
     ok = [r for r in records.values() if r.ok]
+    counted = sum(1 for r in ok if r.fields.get("request_error"))  # failed requests the protocol scores
     info.totals = {
-        "samples": len(ok), "failed": len(records) - len(ok), "correct": sum(1 for r in ok if r.correct),
+        "samples": len(ok), "failed": len(records) - len(ok) + counted, "correct": sum(1 for r in ok if r.correct),
         "prompt_tokens": sum(r.prompt_tokens for r in ok), "completion_tokens": sum(r.completion_tokens for r in ok),
     }
-    info.status = "complete" if len(ok) == len(records) and len(records) >= len(units) + len(done) else "incomplete"
+    info.status = "complete" if len(ok) == len(records) and not counted and len(records) >= len(units) + len(done) \
+        else "incomplete"
     info.cutoffs = {spec: c.model_dump(mode="json")
                     for spec, c in cutoff.resolve(info.models, ok, options.cutoffs).items()}
     info.finished = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

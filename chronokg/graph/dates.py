@@ -47,6 +47,17 @@ def parse_date(text: str | int | dt.date) -> tuple[dt.date, Precision]:
     return dt.date(year, 1, 1), Precision.YEAR
 
 
+def parse_day(text: str) -> dt.date:
+    """A day as a person or an agent names it, on the command line and to the tool servers alike: ISO 8601
+    (`2016-06-01`) or a bare year (`2016`, its first day). Raises ValueError naming the forms."""
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        if text.isdigit() and len(text) == 4:
+            return dt.date(int(text), 1, 1)
+        raise ValueError(f"{text[:40]!r} is not a date (YYYY-MM-DD or YYYY)") from None
+
+
 def as_date(text: str | int | dt.date) -> dt.date:
     """The first day of the period a date string names."""
     return parse_date(text)[0]

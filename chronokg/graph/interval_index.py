@@ -3,10 +3,12 @@
 Why: `changed_between` over a whole store is a scan of every version in Cypher (seconds at a
 million facts); over sorted numpy columns it is a few vectorised passes. The index is a
 sidecar (`<store>.kgl.intervals.npz`) written after each checkpoint of a writer, stamped with
-the checkpoint file's identity (inode, size, mtime) and an XXH3 hash of its own arrays (`digest`);
-a reader uses it only when the stamp matches the file it loaded and the arrays their digest, so
-a stale, missing or rewritten sidecar (an older store, a writer killed between its checkpoint and
-the sidecar, arrays replaced under a copied stamp) is never used: the query falls back to its Cypher.
+the checkpoint file's inode, size, mtime and content identity (`graph.checkpoint.identity`), with an
+XXH3 hash of its own arrays (`digest`) and a seal over digest and stamp together (`seal`); a reader
+uses it only when the stamp matches the file it loaded, the arrays their digest and the seal both, so a
+stale, missing or rewritten sidecar (an older store, a writer killed between its checkpoint and the
+sidecar, arrays replaced under a copied stamp, a stamp rewritten by hand) is never used: the query
+falls back to its Cypher.
 
 Each row is one fact known now (`known_to IS NULL`): subject, predicate and value
 (`coalesce(object_id, toString(value))`, computed by the engine so the text is the Cypher's)
@@ -25,14 +27,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from chronokg.graph import checkpoint
 from chronokg.graph.interval_reads import NO_END, NO_START, IntervalIndex
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-FORMAT = 3  # 3: the arrays' digest beside the stamp
-UNSTAMPED = frozenset({"stamp", "digest"})  # members that are not the index's arrays
+FORMAT = 4  # 3: the arrays' digest beside the stamp; 4: the checkpoint's identity in the stamp, and the seal
+UNSTAMPED = frozenset({"stamp", "digest", "seal"})  # members that are not the index's arrays
 SUFFIX = ".intervals.npz"
 FACTS = (
     "MATCH (f:Fact) WHERE f.known_to IS NULL AND f.subject_id IS NOT NULL AND f.predicate IS NOT NULL "
@@ -44,6 +47,7 @@ CAPTIONS = "MATCH (e:Entity) RETURN e.id AS id, e.caption AS c"
 LITERAL_KINDS = (str, int, float, bool)
 
 Fingerprint = tuple[int, int, int]
+Stamp = tuple[int, int, int, int]  # a checkpoint file's fingerprint and its content identity
 
 
 def sidecar(path: str | Path) -> Path:
@@ -51,12 +55,28 @@ def sidecar(path: str | Path) -> Path:
 
 
 def fingerprint(path: str | Path) -> Fingerprint | None:
-    """Which checkpoint file is at `path` now: (inode, size, mtime ns); a save renames a new file in."""
+    """Which file is at `path` now: (inode, size, mtime ns); a save renames a new file in."""
     try:
         st = os.stat(path)
     except OSError:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def stamp_of(path: str | Path) -> Stamp | None:
+    """Which checkpoint is at `path` now: its fingerprint and its content identity (`checkpoint.identity`)."""
+    found, ident = fingerprint(path), checkpoint.identity(path)
+    return None if found is None or ident is None else (*found, ident)
+
+
+def seal(digest_: Any, stamp: Stamp) -> Any:
+    """An XXH3 hash of the arrays' digest and the stamp together: a stamp changed without it is refused."""
+    import numpy as np
+    import xxhash
+
+    h = xxhash.xxh3_64(np.ascontiguousarray(digest_, dtype=np.uint64).tobytes())
+    h.update(np.array(stamp, dtype=np.int64).tobytes())
+    return np.array([h.intdigest()], dtype=np.uint64)
 
 
 def _days(values: Any, missing: int) -> npt.NDArray[np.int32] | None:
@@ -261,7 +281,7 @@ def _fact_rows(graph: Any, column: Column, ids: Sequence[str], order: Any, s_nam
     return out
 
 
-def write(path: str | Path, cols: dict[str, Any] | None, stamp: Fingerprint | None) -> None:
+def write(path: str | Path, cols: dict[str, Any] | None, stamp: Stamp | None) -> None:
     """Write the sidecar of the checkpoint `stamp` whole (temp name, then rename); with nothing to write,
     remove any sidecar there (it describes an older checkpoint)."""
     import numpy as np
@@ -274,7 +294,9 @@ def write(path: str | Path, cols: dict[str, Any] | None, stamp: Fingerprint | No
     fd, tmp = tempfile.mkstemp(prefix=f"{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, stamp=np.array(stamp, dtype=np.int64), digest=digest(cols), **cols)
+            arrays_digest = digest(cols)
+            np.savez(fh, stamp=np.array(stamp, dtype=np.int64), digest=arrays_digest,
+                     seal=seal(arrays_digest, stamp), **cols)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -298,7 +320,7 @@ def write_unstamped(path: str | Path, cols: dict[str, Any]) -> Path:
     return Path(tmp)
 
 
-def stamp_and_publish(path: str | Path, tmp: Path, stamp: Fingerprint | None) -> None:
+def stamp_and_publish(path: str | Path, tmp: Path, stamp: Stamp | None) -> None:
     """Add the stamp of the checkpoint now at `path` to `tmp` (from `write_unstamped`) and rename it in; on
     any failure neither it nor an older sidecar stays."""
     import io
@@ -308,10 +330,13 @@ def stamp_and_publish(path: str | Path, tmp: Path, stamp: Fingerprint | None) ->
     try:
         if stamp is None:
             raise OSError(f"no checkpoint at {path}")
-        buf = io.BytesIO()
-        np.lib.format.write_array(buf, np.array(stamp, dtype=np.int64))
+        with zipfile.ZipFile(tmp, "r") as z:
+            arrays_digest = np.lib.format.read_array(io.BytesIO(z.read("digest.npy")))
         with zipfile.ZipFile(tmp, "a") as z:
-            z.writestr("stamp.npy", buf.getvalue())
+            for name, value in (("stamp", np.array(stamp, dtype=np.int64)), ("seal", seal(arrays_digest, stamp))):
+                buf = io.BytesIO()
+                np.lib.format.write_array(buf, value)
+                z.writestr(f"{name}.npy", buf.getvalue())
         os.replace(tmp, sidecar(path))
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -322,12 +347,12 @@ def stamp_and_publish(path: str | Path, tmp: Path, stamp: Fingerprint | None) ->
 def refresh(graph: Any, path: str | Path) -> None:
     """After `graph` was saved as the checkpoint at `path`: the matching sidecar (or none, if it fails)."""
     try:
-        write(path, build_columns(graph), fingerprint(path))
+        write(path, build_columns(graph), stamp_of(path))
     except Exception:
         sidecar(path).unlink(missing_ok=True)  # never leave one that might pass for this checkpoint
 
 
-def carry(path: str | Path, old: Fingerprint | None) -> None:
+def carry(path: str | Path, old: Stamp | None) -> None:
     """After a checkpoint that changed no fact and no caption (e.g. a run's predictions): the sidecar of
     checkpoint `old` now describes the new file too, so it is re-stamped instead of rebuilt (a full read
     of every fact: seconds and a gigabyte at a million facts). Without a current one there is none."""
@@ -336,18 +361,18 @@ def carry(path: str | Path, old: Fingerprint | None) -> None:
         if cols is None:
             sidecar(path).unlink(missing_ok=True)
             return
-        write(path, cols, fingerprint(path))
+        write(path, cols, stamp_of(path))
     except Exception:
         sidecar(path).unlink(missing_ok=True)  # never leave one that might pass for this checkpoint
 
 
-def load(path: str | Path, stamp: Fingerprint | None) -> IntervalIndex | None:
+def load(path: str | Path, stamp: Stamp | None) -> IntervalIndex | None:
     """The sidecar of the checkpoint `stamp` (as the reader loaded it), or None (missing, stale, damaged)."""
     cols = arrays(path, stamp)
     return None if cols is None else IntervalIndex(cols)
 
 
-def arrays(path: str | Path, stamp: Fingerprint | None) -> dict[str, Any] | None:
+def arrays(path: str | Path, stamp: Stamp | None) -> dict[str, Any] | None:
     """The sidecar's arrays when it is the one of checkpoint `stamp` and its arrays are the ones its digest
     names, else None (missing, stale, damaged, rewritten)."""
     import numpy as np
@@ -360,6 +385,8 @@ def arrays(path: str | Path, stamp: Fingerprint | None) -> dict[str, Any] | None
         with np.load(sidecar(path), allow_pickle=False) as data:
             if tuple(int(x) for x in data["stamp"]) != stamp or int(data["format"][0]) != FORMAT:
                 return None
+            if not np.array_equal(data["seal"], seal(data["digest"], stamp)):
+                return None  # the stamp is not the one the arrays were sealed with
             cols = {k: data[k] for k in data.files if k not in UNSTAMPED}
             if not np.array_equal(data["digest"], digest(cols)):
                 return None

@@ -17,17 +17,24 @@ import functools
 import mmap
 import os
 import re
+import shutil
 import tempfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+
+from chronokg.errors import StoreError
+from chronokg.graph import log_binding
 
 WAL_HEADER = 5  # bytes of an empty write-ahead log
 WAL_MAGIC = b"KWAL"
 FRAME_HEAD = 8  # length and CRC-32, before each frame's payload
+UNBOUND = frozenset({"foreign", "out-of-sequence"})  # a log that does not continue the checkpoint on disk
 SCAN_BUDGET = 256 << 20  # bytes checksummed looking for intact frames after damage; past it, assume there are
-LogState = Literal["absent", "empty", "short", "commits", "torn", "damaged", "older-unsupported", "newer"]
+REPLAY_PREFIX = "chronokg-replay-"  # a drop's scratch folder in the temp folder: `<prefix><pid>-…`
+LogState = Literal["absent", "empty", "short", "commits", "torn", "damaged", "older-unsupported", "newer", "foreign",
+                   "out-of-sequence"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +47,8 @@ class LogScan:
     commits: int = 0  # intact frames a writer replays
     intact_end: int = 0  # where they end (bytes)
     problem: str | None = None
+    first_at: int = 0  # where the first and the last intact frame start (0: none)
+    last_at: int = 0
 
 
 def scan_log(path: Path, readable: tuple[int, int]) -> LogScan:
@@ -52,7 +61,13 @@ def scan_log(path: Path, readable: tuple[int, int]) -> LogScan:
     if size == 0:
         return LogScan("empty")
     with wal.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        return scan_bytes(data, readable)
+        scan = scan_bytes(data, readable)
+        if scan.state not in {"commits", "torn"} or not scan.commits:
+            return scan
+        unbound = log_binding.problem(path, data, scan.first_at, scan.last_at, scan.commits)
+    if unbound is None:
+        return scan
+    return LogScan(unbound[0], scan.size, scan.version, scan.commits, scan.intact_end, unbound[1])
 
 
 def scan_bytes(data: bytes | mmap.mmap, readable: tuple[int, int]) -> LogScan:
@@ -77,7 +92,7 @@ def scan_bytes(data: bytes | mmap.mmap, readable: tuple[int, int]) -> LogScan:
     if version < lo:
         return LogScan("damaged", size, version, problem=f"the log's header names format version {version}, which "
                                                          "no kglite wrote")
-    off, commits = WAL_HEADER, 0
+    off, commits, last_at = WAL_HEADER, 0, 0
     while size - off >= FRAME_HEAD:
         length = int.from_bytes(data[off:off + 4], "little")
         if length == 0 or off + FRAME_HEAD + length > size:
@@ -87,9 +102,10 @@ def scan_bytes(data: bytes | mmap.mmap, readable: tuple[int, int]) -> LogScan:
             return LogScan("damaged", size, version, commits, off,
                            f"commit {commits + 1} (the frame at byte {off}) is whole but fails its checksum: a "
                            f"writer would replay the {commits} commit(s) before it and drop it and all after it")
-        commits, off = commits + 1, off + FRAME_HEAD + length
+        commits, last_at, off = commits + 1, off, off + FRAME_HEAD + length
+    first_at = WAL_HEADER if commits else 0
     if off == size:
-        return LogScan("commits" if commits else "empty", size, version, commits, off)
+        return LogScan("commits" if commits else "empty", size, version, commits, off, None, first_at, last_at)
     later = _intact_frame_after(data, off + 1)
     if later is not None:
         follows = (f"an intact commit follows it (at byte {later})" if later > off + 1 else
@@ -99,10 +115,10 @@ def scan_bytes(data: bytes | mmap.mmap, readable: tuple[int, int]) -> LogScan:
                        "commit(s) before it and drop the rest")
     if not any(data[off:size]):  # space the file system gave the log and nothing wrote: kglite drops it
         return LogScan("commits" if commits else "empty", size, version, commits, off,
-                       f"{size - off} zero byte(s) after the last commit, which hold nothing")
+                       f"{size - off} zero byte(s) after the last commit, which hold nothing", first_at, last_at)
     return LogScan("torn", size, version, commits, off,
                    f"the last {size - off} byte(s) are not a whole frame: a commit cut off mid-append, never "
-                   "acknowledged")
+                   "acknowledged", first_at, last_at)
 
 
 def _intact_frame_after(data: bytes | mmap.mmap, start: int) -> int | None:
@@ -163,6 +179,10 @@ def writer_refusal(path: Path) -> str | None:
     if scan.state in {"newer", "older-unsupported"}:
         return (f"{path}-wal, the store's write-ahead log, was written by another kglite ({scan.problem}); nothing "
                 "was changed and readers still see the last checkpoint (`chronokg store check` says more)")
+    if scan.state in UNBOUND and lease_holder(path) is None:
+        return (f"{path}-wal, the store's write-ahead log, is not this checkpoint's ({scan.state}: {scan.problem}); "
+                "nothing was changed and readers still see the last checkpoint: run `chronokg store check "
+                "--repair` to keep the log aside and open the checkpoint as it is (docs/integrity.md)")
     if scan.state != "damaged" or scan.intact_end == 0 or lease_holder(path) is not None:
         return None
     return (f"{path}-wal, the store's write-ahead log, holds a damaged commit ({scan.problem}); nothing was "
@@ -173,7 +193,8 @@ def writer_refusal(path: Path) -> str | None:
 def remove_leftovers(path: Path) -> list[str]:
     """Remove the temporary files of writers that died at `path` (a killed save or bulk load, a killed
     repair): `<store>.tmp.<pid>.<n>` (kglite's save), `<store>.intervals.npz.<pid>.*.tmp` (the interval
-    sidecar) and `.<store>-wal.<pid>.*` (a repair's new log), each only when its process is gone. Called by
+    sidecar), `.<store>-wal.<pid>.*` (a repair's new log) and a drop's scratch folder in the temp folder
+    (`chronokg-replay-<pid>-*`), each only when its process is gone. Called by
     a writer holding the lease, so no live writer owns them. Returns the names removed."""
     removed = []
     name = re.escape(path.name)
@@ -184,28 +205,81 @@ def remove_leftovers(path: Path) -> list[str]:
             if found and int(found.group(1)) != os.getpid() and not process_alive(int(found.group(1))):
                 leftover.unlink(missing_ok=True)
                 removed.append(leftover.name)
+    scratch = Path(tempfile.gettempdir())
+    for folder in scratch.glob(f"{REPLAY_PREFIX}*"):  # a drop's replay killed before it removed its scratch store
+        found = re.match(rf"{re.escape(REPLAY_PREFIX)}(\d+)-", folder.name)
+        if found and folder.is_dir() and int(found.group(1)) != os.getpid() and not process_alive(int(found.group(1))):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder.name)
     return sorted(removed)
 
 
-def lease_owner(path: Path) -> tuple[int, bool] | None:
-    """The process named by the lease owner file beside the store at `path` and whether it still runs, or None
-    when no process holds it (no file, unreadable, released, no pid)."""
+def lease_taken(path: Path) -> bool:
+    """Whether a process holds the writer lease of the store at `path` now: kglite's lease is an exclusive
+    `flock` on `<store>.lock`, which the operating system releases when its holder dies. Asked by trying to
+    take it without waiting and letting it go at once; a missing lock file is a free lease (nothing is
+    created)."""
+    import fcntl
+
+    try:
+        fd = os.open(str(path) + ".lock", os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def lease_owner(path: Path) -> tuple[int | None, bool] | None:
+    """The process the lease owner file names (None: unnamed) and whether the lease is held now, or None when
+    it is free and no file names an owner (no file, unreadable, released, no pid). A pid is only a name: the
+    lease itself is the lock (`lease_taken`), so a named process that runs but holds no lock (its pid reused)
+    holds nothing."""
+    held = lease_taken(path)
     owner = Path(str(path) + ".lock-owner")
     try:
         text = owner.read_text(errors="replace") if owner.is_file() else ""
     except OSError:
-        return None
+        text = ""
     fields = dict(line.partition("=")[::2] for line in text.splitlines())
     pid = fields.get("pid", "")
-    if "released" in fields or not pid.isdigit():
+    named = int(pid) if pid.isdigit() and "released" not in fields else None
+    if named is None and not held:
         return None
-    return int(pid), process_alive(int(pid))
+    return named, held
 
 
 def lease_holder(path: Path) -> str | None:
     """Who holds the writer lease of the store at `path` now ("process 123"), or None."""
     owner = lease_owner(path)
-    return f"process {owner[0]}" if owner is not None and owner[1] else None
+    if owner is None or not owner[1]:
+        return None
+    return f"process {owner[0]}" if owner[0] is not None else "another process"
+
+
+LOCK_FILES = (".lock", ".lock-owner")
+
+
+def existing_lock_files(path: Path) -> set[str]:
+    return {suffix for suffix in LOCK_FILES if Path(str(path) + suffix).exists()}
+
+
+def remove_lock_files(path: Path, existed: set[str]) -> None:
+    """After a writer failed to open the store at `path`: remove the lease files its attempt created (those in
+    `existed` were there before it), unless a process holds the lease now."""
+    if lease_taken(path):
+        return
+    for suffix in LOCK_FILES:
+        if suffix not in existed:
+            Path(str(path) + suffix).unlink(missing_ok=True)
 
 
 def unreplayed_log(path: Path) -> str | None:
@@ -228,7 +302,7 @@ def unreplayed_log(path: Path) -> str | None:
     if lease_holder(path) is not None:
         return None  # a writer is at work: its commits become visible at its checkpoint
     scan = scan_log(path, readable_versions())  # after a crash only: a log holds commits
-    if scan.state in {"damaged", "newer", "older-unsupported"}:
+    if scan.state in {"damaged", "newer", "older-unsupported", *UNBOUND}:
         return (f"{wal} cannot be replayed ({scan.problem}); readers see the last checkpoint, and no writer opens "
                 "the store until it is dealt with: run `chronokg store check`")
     return (f"{path} has writes in its log that were never checkpointed (a writer stopped without closing); "
@@ -243,3 +317,27 @@ def process_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def holder_words(exc: Any) -> str:
+    """Who holds the writer lease, in words ("process 123 (since 2026-11-23T11:36:00Z)")."""
+    info = getattr(exc, "holder", None) or {}
+    if info.get("self"):
+        return "an earlier handle in this process that was never closed"
+    who = f"process {info['pid']}" if info.get("pid") else "another process"
+    return who + (f" (since {info['since']})" if info.get("since") else "")
+
+
+def open_logged(path: str, level: Literal["full", "normal", "off"]) -> Any:
+    """`kglite.open`, with a log whose header is damaged (which no writer can open) said in one line."""
+    import kglite
+
+    try:
+        return kglite.open(path, durable=level)
+    except OSError as exc:
+        if "write-ahead log" not in str(exc):
+            raise
+        reason = str(exc).split(": ", 1)[-1].split(". ")[0]
+        raise StoreError(f"{path}-wal, the store's write-ahead log, cannot be read ({reason}); the last checkpoint "
+                         "is intact and readers still see it: run `chronokg store check` to see what the store "
+                         "holds, then `chronokg store check --repair` to recover (docs/integrity.md)") from None

@@ -13,7 +13,7 @@ from typing import Any, Literal, cast
 import kglite
 
 from chronokg.errors import QueryLimitExceeded, QueryRefused, StoreBusy, StoreError
-from chronokg.graph import interval_index, interval_reads, schema
+from chronokg.graph import interval_index, interval_reads, kglite_files, log_binding, schema
 from chronokg.graph.guard import KGLITE_READ_OPERATORS
 from chronokg.graph.kglite_files import WAL_HEADER, remove_leftovers, unreplayed_log, writer_refusal
 from chronokg.graph.read_limits import LimitedResult, ReadLimits
@@ -80,17 +80,20 @@ class KgliteStore(GraphStore):
         # A reader's property indexes are built at its first Cypher read, not at open (`ensure_indexes`): answers
         # from the interval sidecar need none, and building them was most of opening (3.6 s at 1M facts).
         self._deferred = read_only
-        self._stamp: interval_index.Fingerprint | None = None  # the checkpoint a reader loaded
+        self._stamp: interval_index.Stamp | None = None  # the checkpoint a reader loaded
         self._intervals: interval_reads.IntervalIndex | bool | None = False  # False: not looked for yet
         # A writer's checkpoint rebuilds the interval sidecar only when a fact or a caption may have changed;
         # otherwise (a run's predictions, a benchmark's questions) the sidecar of `_base` is re-stamped.
         self._facts_touched = False
-        self._base: interval_index.Fingerprint | None = None
+        self._base: interval_index.Stamp | None = None
         self._ready: Path | None = None  # a bulk load's sidecar, built from its own columns, not yet stamped
+        self._bound = True  # the log's first commit since the checkpoint is recorded (`graph.log_binding`)
         self.notices: list[str] = []
         # kglite announces advisory query warnings on stderr; callers get clean output.
         kglite.set_query_warning_policy("silent")
         self._declared: dict[str, set[str]] = {}
+        self._g: Any = None
+        lock_files = kglite_files.existing_lock_files(Path(self._path))
         try:
             if read_only:
                 self._g = self._load()
@@ -102,10 +105,14 @@ class KgliteStore(GraphStore):
                 self._dirty = self._new
                 self._g = self._open_waiting(durable, lock_timeout, on_wait)
                 remove_leftovers(Path(self._path))  # temp files of killed saves and loads: the lease is ours now
-                self._base = interval_index.fingerprint(self._path)
+                self._bound = log_binding.on_open(self._path, logged=durable != "off")
+                self._base = interval_index.stamp_of(self._path)
                 self._facts_touched = self._dirty  # new, or commits replayed from the log
         except (kglite.KgError, ValueError) as exc:
             raise StoreError(f"cannot open embedded store {self._path}: {exc}") from exc
+        finally:
+            if self._g is None and not read_only and self._path != MEMORY:
+                kglite_files.remove_lock_files(Path(self._path), lock_files)  # a failed open leaves none it made
         if read_only:
             for label, decl in ((self._g.schema_definition() or {}).get("nodes", {})).items():
                 self._declared.setdefault(label, set()).update(decl.get("optional", []))
@@ -120,11 +127,11 @@ class KgliteStore(GraphStore):
             if not Path(self._path).is_file():
                 raise StoreError(f"no store at {self._path}: load data first (chronokg ingest …) or create an "
                                  "empty one with chronokg init")
-            before = interval_index.fingerprint(self._path)
+            before = interval_index.stamp_of(self._path)
             # Mapped: the file's columns are read in place, not decoded onto the heap (0.08 s at 1M facts, not
             # 0.45 s); a writer's save renames a new file in, so the mapped one never changes under a reader.
             graph = kglite.load(self._path, storage="mapped", defer_index_rebuild=True)
-            after = interval_index.fingerprint(self._path)
+            after = interval_index.stamp_of(self._path)
             self._stamp = before if before == after else None  # replaced meanwhile: trust no sidecar
             notice = unreplayed_log(Path(self._path))
             if notice:
@@ -139,7 +146,7 @@ class KgliteStore(GraphStore):
             try:
                 return self._open(durable)
             except kglite.WriterLeaseHeldError as exc:
-                holder = _holder(exc)
+                holder = kglite_files.holder_words(exc)
                 now = time.monotonic()
                 if now >= deadline:
                     waited = f" after waiting {lock_timeout:g} s" if lock_timeout > 0 else ""
@@ -162,10 +169,10 @@ class KgliteStore(GraphStore):
         if durable == "off" and replay:
             # The log may hold commits a crash left unreplayed; kglite refuses to open it without a
             # log. Replay and checkpoint it first, then reopen as asked.
-            replaying = _open_logged(self._path, "normal")
+            replaying = kglite_files.open_logged(self._path, "normal")
             replaying.save()
             replaying.close()
-        graph = _open_logged(self._path, level)
+        graph = kglite_files.open_logged(self._path, level)
         if replay and durable != "off":
             self._dirty = True  # replayed commits: checkpoint them at close so readers see them
         return graph
@@ -296,6 +303,8 @@ class KgliteStore(GraphStore):
             raise StoreError(f"commit failed on {self.uri}, nothing was changed: {exc}") from exc
         self._dirty = self._committed = True
         self._facts_touched = self._facts_touched or touches
+        if not self._bound and self._lease is None:
+            self._bound = log_binding.after_commit(self._path)
 
     def _sidecar(self, graph: Any) -> None:
         """After `graph` was saved as the checkpoint: its interval sidecar, rebuilt or carried over."""
@@ -303,7 +312,7 @@ class KgliteStore(GraphStore):
             interval_index.refresh(graph, self._path)
         else:
             interval_index.carry(self._path, self._base)
-        self._base = interval_index.fingerprint(self._path)
+        self._base = interval_index.stamp_of(self._path)
         self._facts_touched = False
 
     def declare_properties(self, label: str, keys: Sequence[str]) -> None:
@@ -349,6 +358,7 @@ class KgliteStore(GraphStore):
             raise StoreError(f"{self.uri} is open read-only: writes go through a writer (chronokg ingest, init)")
         if self._dirty and self._durable != "off" and self._path != MEMORY and self._lease is None:
             self._g.save()  # fold the log in: a checkpoint saved over a log that runs ahead of it is refused
+            log_binding.after_checkpoint(self._path, writing=True)
             self._dirty = False
         self._drop_ready()
         graph = self._g.copy()
@@ -358,6 +368,7 @@ class KgliteStore(GraphStore):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", kglite.MappedFallbackWarning)
                     graph.save(self._path)
+                self._bound = log_binding.after_checkpoint(self._path, writing=False)  # later writes: unlogged
         except BaseException:
             self._drop_ready()
             raise
@@ -367,8 +378,8 @@ class KgliteStore(GraphStore):
                 self._facts_touched = True  # a bulk load: facts, most often
                 self._sidecar(graph)
             else:
-                interval_index.stamp_and_publish(self._path, ready, interval_index.fingerprint(self._path))
-                self._base = interval_index.fingerprint(self._path)
+                interval_index.stamp_and_publish(self._path, ready, interval_index.stamp_of(self._path))
+                self._base = interval_index.stamp_of(self._path)
                 self._facts_touched = False
         if self._lease is None and self._path != MEMORY:
             self._lease = self._g
@@ -412,6 +423,7 @@ class KgliteStore(GraphStore):
         """Write a checkpoint (the log already holds every committed write)."""
         if self._path != MEMORY and not self._read_only:
             self._g.save()
+            self._bound = log_binding.after_checkpoint(self._path, writing=self._lease is None)
             self._dirty = False
             self._sidecar(self._g)
 
@@ -428,12 +440,16 @@ class KgliteStore(GraphStore):
                     warnings.simplefilter("ignore", kglite.MappedFallbackWarning)
                     graph.save(self._path)
                 self._sidecar(graph)
+            log_binding.after_checkpoint(self._path, writing=False)
             del lease
             return
+        if not self._dirty:  # before the handle goes, with it the lease
+            log_binding.after_checkpoint(self._path, writing=False)
         if self._dirty and not self._facts_touched:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", kglite.MappedFallbackWarning)
                 graph.close()
+            log_binding.after_checkpoint(self._path, writing=False)
             interval_index.carry(self._path, self._base)
         elif self._dirty:
             try:  # read before close (the graph is gone after it): what the checkpoint will hold
@@ -445,8 +461,9 @@ class KgliteStore(GraphStore):
                 # kglite notes columns it keeps on the heap on a mapped load: storage detail, the data is intact.
                 warnings.simplefilter("ignore", kglite.MappedFallbackWarning)
                 graph.close()
+            log_binding.after_checkpoint(self._path, writing=False)
             try:
-                interval_index.write(self._path, cols, interval_index.fingerprint(self._path))
+                interval_index.write(self._path, cols, interval_index.stamp_of(self._path))
             except OSError:
                 interval_index.sidecar(self._path).unlink(missing_ok=True)
         # else: dropping the handle releases the lease without rewriting the file
@@ -460,7 +477,7 @@ class KgliteStore(GraphStore):
         if exc is not None and self._new and not self._committed:
             # A first load that failed: the store stays as it was, which is not there at all.
             self._g = self._lease = None
-            for suffix in ("", "-wal", ".lock", ".lock-owner"):
+            for suffix in ("", "-wal", log_binding.SUFFIX, ".lock", ".lock-owner"):
                 Path(self._path + suffix).unlink(missing_ok=True)
             return
         self.close()
@@ -484,25 +501,3 @@ class KgliteStore(GraphStore):
         """The underlying kglite graph, indexes built, for engine-specific tooling (benchmarks, debugging)."""
         self.ensure_indexes()
         return self._g
-
-
-def _holder(exc: Any) -> str:
-    """Who holds the writer lease, in words ("process 123 (since 2026-11-23T11:36:00Z)")."""
-    info = getattr(exc, "holder", None) or {}
-    if info.get("self"):
-        return "an earlier handle in this process that was never closed"
-    who = f"process {info['pid']}" if info.get("pid") else "another process"
-    return who + (f" (since {info['since']})" if info.get("since") else "")
-
-
-def _open_logged(path: str, level: Literal["full", "normal", "off"]) -> Any:
-    """`kglite.open`, with a log whose header is damaged (which no writer can open) said in one line."""
-    try:
-        return kglite.open(path, durable=level)
-    except OSError as exc:
-        if "write-ahead log" not in str(exc):
-            raise
-        reason = str(exc).split(": ", 1)[-1].split(". ")[0]
-        raise StoreError(f"{path}-wal, the store's write-ahead log, cannot be read ({reason}); the last checkpoint "
-                         "is intact and readers still see it: run `chronokg store check` to see what the store "
-                         "holds, then `chronokg store check --repair` to recover (docs/integrity.md)") from None

@@ -41,6 +41,7 @@ class Removal(BaseModel):
     updated: dict[str, int] = Field(default_factory=dict)
     restored: dict[str, int] = Field(default_factory=dict)  # "label key": values rolled back to an older release's
     kept: list[str] = Field(default_factory=list)  # "label id key": values it changed that could not be restored
+    note: str | None = None  # how it was done, when not the usual way (a release undone in place, not replayed)
 
     def lines(self) -> list[str]:
         out = [f"{self.what}: removed " + (", ".join(f"{n:,} {label}" for label, n in sorted(self.removed.items()))
@@ -54,6 +55,8 @@ class Removal(BaseModel):
         if self.kept:
             out.append(f"  kept as they are (a later release changed them again; --force): {len(self.kept):,} "
                        f"values: {', '.join(self.kept[:5])}" + (" …" if len(self.kept) > 5 else ""))
+        if self.note:
+            out.append(f"  {self.note}")
         return out
 
 

@@ -1,15 +1,16 @@
 """`chronokg store check`: what an embedded store's files hold, what the next writer will do with them, and
 the recovery of a damaged write-ahead log.
 
-An embedded store is its last checkpoint (`store.kgl`) plus a write-ahead log (`store.kgl-wal`) of commits
-made since. The check predicts the writer (`kglite_files`: the log read frame by frame, as kglite reads it):
-it starts a new log, replays the log's commits, replays them and sets a torn last append aside, waits for a
-live writer, or refuses (a damaged header, a log of another kglite, a damaged commit, an unreadable
-checkpoint). A damaged commit is never dropped silently: the writer refuses it, and `repair` recovers it
-without losing a committed byte: the damaged log is first copied aside unchanged
-(`store.kgl-wal.damaged-<UTC time>`, never deleted), then a log with this kglite's header and every intact
-commit before the damage replaces it (written to a temporary name, renamed when whole), and a writer opens
-the store, replays them and checkpoints. What cannot be replayed stays in the kept copy.
+An embedded store is its last checkpoint (`store.kgl`) plus a write-ahead log (`store.kgl-wal`) of commits made
+since. The check predicts the writer (`kglite_files`: the log read frame by frame, as kglite reads it): it starts
+a new log, replays the log's commits, replays them and sets a torn last append aside, waits for a live writer, or
+refuses (a damaged header, a log of another kglite, a damaged commit, a log that does not continue the checkpoint
+on disk (`graph.log_binding`), an unreadable checkpoint). A damaged commit is never dropped silently: the writer
+refuses it, and `repair` recovers it without losing a committed byte: the damaged log is first copied aside
+unchanged (`store.kgl-wal.damaged-<UTC time>`, never deleted), then a log with this kglite's header and every
+intact commit before the damage replaces it (written to a temporary name, renamed when whole), and a writer opens
+the store, replays them and checkpoints. What cannot be replayed stays in the kept copy. A log that does not
+continue the checkpoint is kept aside whole (`store.kgl-wal.unbound-<UTC time>`) and none of it replayed.
 """
 
 from __future__ import annotations
@@ -27,20 +28,22 @@ from pydantic import BaseModel
 
 from chronokg.errors import StoreBusy, StoreError
 from chronokg.graph.kglite_files import (
+    UNBOUND,
     WAL_HEADER,
     WAL_MAGIC,
     LogState,
     lease_holder,
     lease_owner,
+    process_alive,
     readable_versions,
     scan_bytes,
     scan_log,
 )
 from chronokg.graph.kglite_store import KgliteStore
 
-ASIDE = (".damaged-", ".torn-", ".quarantine-")  # copies of log bytes kept beside a store (ours and kglite's)
+ASIDE = (".damaged-", ".unbound-", ".torn-", ".quarantine-")  # copies of log bytes kept beside a store
 WriterAction = Literal["open", "replay", "replay-discard", "wait", "refuse"]
-REFUSED: frozenset[LogState] = frozenset({"damaged", "newer", "older-unsupported"})
+REFUSED: frozenset[LogState] = frozenset({"damaged", "newer", "older-unsupported", "foreign", "out-of-sequence"})
 
 
 class StoreCheck(BaseModel):
@@ -72,12 +75,18 @@ def fresh_header() -> bytes:
 
 
 def lease_state(store: Path) -> str:
-    """The writer lease as the owner file beside the store tells it (kglite takes over a dead owner's)."""
+    """The writer lease: kglite's lock on `<store>.lock` (held or not), named by the owner file beside it. A
+    lock nobody holds whose owner file still names a process is stale, whether that process is gone or its pid
+    now belongs to another process (the next writer takes it over)."""
     owner = lease_owner(store)
     if owner is None:
         return "free"
-    pid, alive = owner
-    return f"held by process {pid}" if alive else f"stale (process {pid} is gone)"
+    pid, held = owner
+    if held:
+        return f"held by process {pid}" if pid is not None else "held by another process"
+    if pid is not None and process_alive(pid):
+        return f"stale (process {pid} runs but holds no lock: its pid was reused)"
+    return f"stale (process {pid} is gone)"
 
 
 def _writer(checkpoint: str, lease: str, log: LogState) -> WriterAction:
@@ -97,6 +106,10 @@ def _advice(store: Path, writer: WriterAction, found: StoreCheck) -> str:
         return (f"the next writer refuses: {found.log_problem}. `chronokg store check --repair` keeps the damaged "
                 f"log aside ({wal}.damaged-…), replays every intact commit in it and checkpoints; readers see "
                 "the last checkpoint meanwhile")
+    if found.log in UNBOUND:
+        return (f"the next writer refuses: {found.log_problem}. `chronokg store check --repair` keeps the log aside "
+                f"({wal}.unbound-…), replays none of it and opens the checkpoint as it is; readers see the "
+                "checkpoint meanwhile")
     if writer == "refuse":
         return f"the next writer refuses: {found.log_problem}"
     if writer == "wait":
@@ -145,7 +158,7 @@ def repair(path: str | Path) -> StoreCheck:
     found = check(path)
     if found.checkpoint != "ok" or found.log in {"newer", "older-unsupported"}:
         raise StoreError(f"{found.path}: {found.advice}")
-    if found.log != "damaged":
+    if found.log not in {"damaged", *UNBOUND}:
         return found
     store = Path(found.path)
     holder = lease_holder(store)
@@ -153,15 +166,18 @@ def repair(path: str | Path) -> StoreCheck:
         raise StoreBusy(f"{store} is held by {holder}: stop that writer before repairing its log")
     wal = Path(f"{store}-wal")
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    kept = wal.with_name(f"{wal.name}.damaged-{stamp}")
-    shutil.copy2(wal, kept)  # the damaged log, byte for byte, before anything else happens
+    unbound = found.log in UNBOUND
+    kept = wal.with_name(f"{wal.name}.{'unbound' if unbound else 'damaged'}-{stamp}")
+    shutil.copy2(wal, kept)  # the log, byte for byte, before anything else happens
     data = wal.read_bytes()
     header = fresh_header()
     lo, hi = readable_versions()
     if not data.startswith(WAL_MAGIC) or not lo <= data[4] <= hi:
         data = header + data[WAL_HEADER:]  # a damaged header: this kglite's, over the same frames
     scan = scan_bytes(data, (lo, hi))
-    if scan.state == "damaged":
+    if unbound:
+        data = header  # another checkpoint's commits: none is replayed here, all stay in the kept copy
+    elif scan.state == "damaged":
         data = data[:scan.intact_end]  # the commits before the damage; the rest stays in the kept copy
     fd, temp = tempfile.mkstemp(prefix=f".{wal.name}.{os.getpid()}.", dir=store.parent)
     try:

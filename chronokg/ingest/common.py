@@ -20,7 +20,7 @@ from chronokg.graph.dates import implausible_release
 from chronokg.graph.model import Source
 from chronokg.graph.store import GraphStore
 from chronokg.graph.writer import WriteReport, write_batch
-from chronokg.ingest.limits import DEFAULT_MAX_TEXT, check_texts
+from chronokg.ingest.limits import DEFAULT_MAX_TEXT, check_texts, check_unicode, escapes_surrogate
 from chronokg.progress import Progress
 
 # Input text fields: stripped, and empty counts as missing.
@@ -109,7 +109,8 @@ def loads(text: str, path: Path, record: str | int | None, max_text: int = DEFAU
     """`json.loads` that turns every way text can be bad JSON (or a string over `max_text`) into an InputError
     naming the record."""
     try:
-        return check_texts(check_depth(json.loads(text), path, record), path, record, max_text, len(text))
+        obj = check_texts(check_depth(json.loads(text), path, record), path, record, max_text, len(text))
+        return check_unicode(obj, path, record) if escapes_surrogate(text) else obj
     except json.JSONDecodeError as exc:
         raise InputError(path, record, f"broken JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from exc
     except RecursionError:
@@ -139,6 +140,9 @@ def read_json(path: Path, max_text: int = DEFAULT_MAX_TEXT) -> Any:
     if isinstance(data, list) and len(text) > max_text:  # a list of records: name the record
         for n, item in enumerate(data, start=1):
             check_texts(item, path, n, max_text)
+    if escapes_surrogate(text):
+        for n, item in enumerate(data if isinstance(data, list) else [data], start=1):  # a list: name the record
+            check_unicode(item, path, n if isinstance(data, list) else None)
     return check_texts(data, path, None, max_text, len(text))
 
 
@@ -169,6 +173,8 @@ def read_json_blocks(path: Path, max_text: int = DEFAULT_MAX_TEXT) -> Iterator[t
             raise InputError(path, f"{n} (line {line})", f"JSON nested more than {MAX_DEPTH} levels deep") from None
         check_depth(obj, path, f"{n} (line {line})")
         check_texts(obj, path, f"{n} (line {line})", max_text, pos - start)
+        if escapes_surrogate(text, start, pos):
+            check_unicode(obj, path, f"{n} (line {line})")
         if not isinstance(obj, dict):
             raise InputError(path, f"{n} (line {line})", f"expected a JSON object, got {type(obj).__name__}")
         yield n, line, obj

@@ -6,12 +6,14 @@ and page that shows it. Each loader declares its limit as `MAX_TEXT` in its modu
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 from chronokg.errors import InputError
 
 DEFAULT_MAX_TEXT = 100_000  # characters: the readers' limit where a source declares none
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def too_long(where: str, size: int, limit: int) -> str:
@@ -48,4 +50,35 @@ def check_texts(obj: Any, path: Path | str, record: str | int | None, limit: int
                 stack.append((child, name))
         elif isinstance(value, list):
             stack.extend((child, f"{where}[{i}]") for i, child in enumerate(value))
+    return obj
+
+
+def escapes_surrogate(text: str, start: int = 0, end: int | None = None) -> bool:
+    """Whether JSON `text[start:end]` escapes a UTF-16 surrogate (`\\uD800`-`\\uDFFF`): the only way parsed JSON can
+    hold a lone one, so text without such an escape need not be walked by `check_unicode`."""
+    return _SURROGATE_ESCAPE.search(text, start, len(text) if end is None else end) is not None
+
+
+def check_unicode(obj: Any, path: Path | str, record: str | int | None) -> Any:
+    """`obj`, or an InputError naming the first string (value or key) holding a lone UTF-16 surrogate: JSON can
+    escape half a pair (`"\\ud800"`), a string no UTF-8 file or store can hold."""
+    stack: list[tuple[Any, str]] = [(obj, "")]
+    while stack:
+        value, where = stack.pop()
+        named = [(value, where)] if isinstance(value, str) else []
+        if isinstance(value, dict):
+            for key, child in value.items():
+                name = f"{where}.{key}" if where else str(key)
+                named += [(key, name)] if isinstance(key, str) else []
+                stack.append((child, name))
+        elif isinstance(value, list):
+            stack.extend((child, f"{where}[{i}]") for i, child in enumerate(value))
+        for text_value, name in named:
+            try:
+                text_value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                shown = name or "(the record)"  # repr escapes the surrogate
+                shown = shown if len(shown) <= 80 else shown[:79] + "…"
+                raise InputError(path, record, f"field {shown!r} holds a lone UTF-16 surrogate "
+                                               f"(\\u{ord(text_value[exc.start]):04x}), which is not text") from None
     return obj

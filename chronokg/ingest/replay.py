@@ -7,8 +7,10 @@ and their order, so the exact drop is to load the remaining releases again, in t
 store, and make the source's part of the real store equal to it in one transaction (`graph.lifecycle`).
 
 To replay, a load records on each `Source` it created the call that made it (`load_call`: the source's name in
-`SOURCES`, a load sequence number, and the loader's keywords as given, paths absolute). A replayed release must
-come back with the same id (ids are content hashes and dates), so a changed or moved input is refused, naming it.
+`SOURCES`, a load sequence number, and the loader's keywords as given, paths absolute and in the order given)
+and the files the release was read from with a digest of each (`chronokg.ingest.inputs`). The replay loads each
+call's paths in the order given, wherever the drop runs; a changed, moved or added input file is refused before
+anything is replayed, naming the release and the file, and a replayed release must come back with the same id.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import json
+import os
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -24,9 +27,11 @@ from typing import Any
 
 from chronokg.errors import ChronoKGError
 from chronokg.graph import lifecycle, schema
+from chronokg.graph.kglite_files import REPLAY_PREFIX
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.graph.lifecycle import Edge, Ref
 from chronokg.graph.store import GraphStore, Statement
+from chronokg.ingest import inputs
 from chronokg.ingest.options import resolve
 from chronokg.ingest.sources import SOURCES, SourceSpec
 from chronokg.progress import Progress
@@ -56,18 +61,24 @@ def _prepare(spec: SourceSpec, values: dict[str, Any]) -> dict[str, Any]:
 
 def load(store: GraphStore, name: str, values: Mapping[str, Any], progress: Progress | None = None) -> Any:
     """Run source `name`'s loader with `values` (its keywords as the CLI gives them, before `prepare`) and record
-    the call on the Sources it created, so that dropping a release can replay it."""
+    the call, and each release's input files with their digests, on the Sources it created, so that dropping a
+    release can replay it."""
     spec = SOURCES.get(name)
     before = {r["id"] for r in store.run("MATCH (s:Source) RETURN s.id AS id")}
     summary = resolve(spec.loader)(store, **_prepare(spec, dict(values)), progress=progress)
-    new = sorted({r["id"] for r in store.run("MATCH (s:Source) RETURN s.id AS id")} - before)
+    rows = store.run("MATCH (s:Source) RETURN s.id AS id, s.path AS path")
+    new = sorted({str(r["id"]) for r in rows} - before)
     if new:
         seqs = [json.loads(r["c"])["seq"] for r in store.run(
             f"MATCH (s:Source) WHERE s.{LOAD_CALL} IS NOT NULL RETURN s.{LOAD_CALL} AS c")]
         call = _call_text(name, max(seqs, default=0) + 1, {k: _encode(v) for k, v in values.items()})
-        store.declare_properties(schema.SOURCE, [LOAD_CALL])
-        store.write(iter([(f"UNWIND $ids AS i MATCH (s:Source {{id: i}}) SET s.{LOAD_CALL} = $c",
-                           {"ids": new, "c": call})]))
+        paths = {str(r["id"]): r["path"] for r in rows if str(r["id"]) in new}
+        given = [str(p) for p in values.get(_paths_key(spec), [])]
+        found = inputs.of_load(paths, given, [str(p) for p in summary.paths])
+        store.declare_properties(schema.SOURCE, [LOAD_CALL, inputs.INPUTS])
+        store.write(iter([(f"UNWIND $rows AS r MATCH (s:Source {{id: r.id}}) SET s.{LOAD_CALL} = $c, "
+                           f"s.{inputs.INPUTS} = r.inputs",
+                           {"rows": [{"id": i, "inputs": found[i].text()} for i in new], "c": call})]))
     return summary
 
 
@@ -81,39 +92,62 @@ def drop_release(store: GraphStore, source: str, derived: bool = False, force: b
     """Drop `source` exactly: replay the remaining releases of its source and make the store's part of that source
     equal to the replay (see the module docstring). A store whose releases carry no recorded call (loaded before
     calls were recorded) is dropped by undoing in place (`graph.lifecycle.drop_release`); a replay whose inputs are
-    gone or changed is refused, unless `force` (then undone in place too)."""
-    rows = store.run(f"MATCH (s:Source) RETURN s.id AS id, s.kind AS kind, s.path AS path, s.{LOAD_CALL} AS call")
+    gone or changed is refused, unless `force` (then undone in place too). Either way the removal says when it
+    was undone in place."""
+    rows = store.run(f"MATCH (s:Source) RETURN s.id AS id, s.kind AS kind, s.path AS path, s.{LOAD_CALL} AS call, "
+                     f"s.{inputs.INPUTS} AS inputs")
     calls = {str(r["id"]): json.loads(r["call"]) if r["call"] else None for r in rows}
     kinds = {str(r["id"]): r["kind"] for r in rows}
     mine = calls.get(source)
     if mine is None or any(c is None and kinds[i] == kinds[source] for i, c in calls.items()):
-        return lifecycle.drop_release(store, source, derived, force)  # loaded before loads were recorded
+        return _in_place(lifecycle.drop_release(store, source, derived, force),  # loaded before loads were recorded
+                         "a release of its source was loaded without a recorded call, by an older chronokg or not "
+                         "through `ingest`")
     family = {i: c for i, c in calls.items() if c is not None and c["source"] == mine["source"]}
-    paths = {str(r["id"]): r["path"] for r in rows}
+    recorded = {str(r["id"]): _inputs_of(r) for r in rows if str(r["id"]) in family}
     try:
-        with tempfile.TemporaryDirectory(prefix="chronokg-replay-") as tmp:
+        for i in sorted(set(family) - {source}):
+            why = inputs.changed(recorded[i])
+            if why:
+                raise _NotReplayable(f"release {i}: {why}")
+        with tempfile.TemporaryDirectory(prefix=f"{REPLAY_PREFIX}{os.getpid()}-") as tmp:
             scratch = KgliteStore(Path(tmp) / "replay.kgl", durable="off")
             try:
-                _replay(scratch, source, family, paths)
+                _replay(scratch, source, family, recorded)
                 rebuild = _rebuild(store, scratch, source, set(family))
             finally:
                 scratch.close()
     except _NotReplayable as exc:
         if not force:
-            raise ChronoKGError(f"release {source}: {exc}; the drop replays the other releases of its source "
-                                "from their files (pass --force to undo it in place instead, which may leave "
-                                "values the release changed)") from None
-        return lifecycle.drop_release(store, source, derived, force)
+            raise ChronoKGError(f"release {source}: {exc}; the drop replays the other releases of its source from "
+                                "their files (pass --force to undo it in place instead, which may leave values the "
+                                "release changed)") from None
+        return _in_place(lifecycle.drop_release(store, source, derived, force), str(exc))
     return lifecycle.drop_release(store, source, derived, force, rebuild=rebuild)
+
+
+def _in_place(removal: lifecycle.Removal, why: str) -> lifecycle.Removal:
+    removal.note = f"undone in place, not replayed ({why}): values the release changed may remain"
+    return removal
+
+
+def _inputs_of(row: Mapping[str, Any]) -> inputs.Inputs:
+    """A release's recorded inputs; one loaded before inputs were recorded: its `path`, as the drop resolves it."""
+    found = inputs.Inputs.parse(row["inputs"])
+    if found is not None:
+        return found
+    return inputs.Inputs(roots=[str(inputs.absolute(p)) for p in str(row["path"]).split(inputs.SEPARATOR)]
+                         if row["path"] else [], recorded=False)
 
 
 class _NotReplayable(Exception):
     pass
 
 
-def _replay(scratch: GraphStore, source: str, family: dict[str, dict[str, Any]], paths: dict[str, Any]) -> None:
-    """Load the family's remaining releases into `scratch`, one recorded call at a time in load order; the call
-    that also made `source` loads only its other releases' files."""
+def _replay(scratch: GraphStore, source: str, family: dict[str, dict[str, Any]],
+            recorded: dict[str, inputs.Inputs]) -> None:
+    """Load the family's remaining releases into `scratch`, one recorded call at a time in load order, each with
+    its paths in the order given; the call that also made `source` loads the same paths without its input."""
     by_seq: dict[int, list[str]] = {}
     for i, call in family.items():
         by_seq.setdefault(int(call["seq"]), []).append(i)
@@ -127,17 +161,18 @@ def _replay(scratch: GraphStore, source: str, family: dict[str, dict[str, Any]],
             kept = [i for i in ids if i != source]
             if not kept:
                 continue
-            if any(paths.get(i) is None for i in kept):
-                raise _NotReplayable(f"a release loaded with it ({kept[0]}) records no file of its own")
-            values[_paths_key(spec)] = sorted(
-                {str(Path(str(paths[i])).resolve()) for i in kept})
+            bare = [i for i in sorted(ids) if not recorded[i].roots]
+            if bare:
+                raise _NotReplayable(f"a release loaded with it ({bare[0]}) records no file of its own")
+            key = _paths_key(spec)
+            values[key] = inputs.without(values[key], recorded[source], [recorded[i] for i in kept])
         try:
             load(scratch, spec.name, _typed(spec, values))
         except (ChronoKGError, OSError) as exc:
             raise _NotReplayable(f"replaying {', '.join(sorted(ids))} failed: {exc}") from None
     got = {r["id"] for r in scratch.run("MATCH (s:Source) RETURN s.id AS id")}
     if got != remaining:
-        changed = sorted(remaining - got)
+        changed = sorted(remaining - got) or sorted(got - remaining)
         raise _NotReplayable(f"the input of {', '.join(changed[:3]) or 'a release'} changed or moved since it "
                              "was loaded")
 

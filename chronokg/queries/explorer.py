@@ -97,7 +97,7 @@ TRAJECTORY_LIST = register(QuerySpec(
 
 
 class GuidelineOnly(QueryParams):
-    guideline: str = Field(description="Any version's PMID (or id)")
+    guideline: str = Field(description="The trajectory's current PMID (its row's current_pmid)")
 
 
 class QuestionRow(Row):
@@ -117,10 +117,10 @@ class QuestionRow(Row):
 
 
 def _trajectory_questions(p: GuidelineOnly) -> tuple[str, dict[str, Any]]:
+    # the trajectory's own pairs, reached as `trajectory-list` and `trajectory-pairs` reach them
     head = (
-        "MATCH (:Guideline {id: $guideline})-[:SUPERSEDES*0..32]-(g:Guideline)"
-        "\nWITH DISTINCT g"
-        "\nMATCH (c:ChangePair {current_pmid: g.id})"
+        "MATCH (:Guideline {id: $guideline})<-[:FROM_GUIDELINE]-(:Fact)<-[:CURRENT]-(c:ChangePair)"
+        "\nWITH DISTINCT c"
     )
     cypher = (
         head + "\nMATCH (q:SourceQuestion)-[:ABOUT]->(c)"
@@ -145,9 +145,9 @@ def _by_pair(rows: list[QuestionRow], _: GuidelineOnly) -> list[QuestionRow]:
 
 
 TRAJECTORY_QUESTIONS = register(QuerySpec(
-    "trajectory-questions", "The questions about a trajectory's change pairs: the seed's own and those generated "
-    "into the store, with how many stored runs answered each.", GuidelineOnly, QuestionRow,
-    _trajectory_questions, post=_by_pair, tags=frozenset({"cli", "explorer"}),
+    "trajectory-questions", "The questions about a trajectory's change pairs (those trajectory-pairs lists): the "
+    "seed's own and those generated into the store, with how many stored runs answered each.", GuidelineOnly,
+    QuestionRow, _trajectory_questions, post=_by_pair, tags=frozenset({"cli", "explorer"}),
     columns=("question", "kind", "pair", "variant", "correct", "answers"),
 ))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from chronokg.errors import ChronoKGError, InputError
@@ -28,9 +28,9 @@ from chronokg.reports.document import (
     markdown,
     page,
 )
-from chronokg.reports.plots import Omitted, Plot, all_plots, overview, render, style
+from chronokg.reports.plots import Omitted, Plot, all_plots, drawable, overview, render, style
 from chronokg.reports.series import RunData, Series, build_series, load_run
-from chronokg.reports.tables import Table, details, headline_table, metric_table
+from chronokg.reports.tables import Table, details, fitted, headline_table, metric_table
 
 TITLE = "chronokg evaluation report"
 
@@ -76,23 +76,25 @@ def build_report(folders: Sequence[Path], out: Path, models: Sequence[str] | Non
     progress = progress or QuietProgress()
     runs, series, names, figures, rendered = compose(folders, models, progress)
     blocks = _blocks(title, runs, series, names, figures, rendered)
-    progress.start(3 + 2 * len(rendered), "writing the report")
+    progress.start(3 + 2 * len(rendered), "writing the report's files")
     return _write(out, title, blocks, series, rendered, names, progress)
 
 
-def report_body(folders: Sequence[Path], models: Sequence[str] | None = None, title: str = TITLE) -> str:
+def report_body(folders: Sequence[Path], models: Sequence[str] | None = None, title: str = TITLE,
+                progress: Progress | None = None) -> str:
     """The report of `folders` as HTML elements (its tables and plots, the plots as inline SVG images), written
-    nowhere: what the explorer's Runs view shows for `--runs` (`chronokg serve http`, `chronokg export html`)."""
+    nowhere: what the explorer's Runs view shows for `--runs` (`chronokg serve http`, `chronokg export html`).
+    `progress` hears the steps of `build_report` but the writing."""
     if not folders:
         raise ChronoKGError("give at least one run folder")
-    runs, series, names, figures, rendered = compose(folders, models, QuietProgress())
+    runs, series, names, figures, rendered = compose(folders, models, progress or QuietProgress())
     return body(_blocks(title, runs, series, names, figures, rendered, dated=False))
 
 
 def compose(folders: Sequence[Path], models: Sequence[str] | None, progress: Progress
              ) -> tuple[list[RunData], list[Series], list[str], Figures, dict[str, tuple[bytes, bytes]]]:
     """Everything a report holds, computed and drawn in memory."""
-    progress.start(len(folders), "reading the runs")
+    progress.start(len(folders), "reading the run folders")
     runs = []
     for f in folders:
         runs.append(load_run(f))
@@ -111,7 +113,7 @@ def compose(folders: Sequence[Path], models: Sequence[str] | None, progress: Pro
     with style():
         figures = draw_plots(names, series, progress)
         drawn = [p for made in figures.values() for p in made if isinstance(p, Plot)]
-        progress.start(len(drawn), "rendering the plots (PNG and SVG)")
+        progress.start(len(drawn), "rendering the plots as PNG and SVG")
         rendered = {}
         for p in drawn:
             rendered[p.name] = render(p)
@@ -123,7 +125,10 @@ def draw_plots(names: Sequence[str], series: Sequence[Series], progress: Progres
     """The plots of each metric that has a plot function ("" for the overview), drawn in memory."""
     plots = all_plots()
     having_plots = [m for m in names if m in plots]
-    progress.start(1 + len(having_plots), "drawing the plots")
+    # labels as the fonts can draw them (a name in a script no installed font holds: its escapes), before any
+    # plot measures its text
+    series = [replace(s, label=drawable(s.label), short_label=drawable(s.tick)) for s in series]
+    progress.start(1 + len(having_plots), "drawing the plots of each metric")
     out: Figures = {"": [overview(names, series)]}
     progress.advance(1)
     for metric in having_plots:
@@ -140,15 +145,67 @@ def draw_plots(names: Sequence[str], series: Sequence[Series], progress: Progres
 
 
 def _runs_table(runs: Sequence[RunData]) -> Table:
-    rows = []
+    """A row per run: what it is and what its samples came to. Where each run's files are: `_run_lines`."""
+    rows = [[r.info.run_id, r.info.status, r.info.protocol, ", ".join(str(m.get("spec")) for m in r.info.models),
+             f"{len(r.samples):,}", f"{r.failed:,}", f"{r.not_scorable:,}"] for r in runs]
+    return Table(headers=["run", "status", "protocol", "models", "samples scored", "failed requests",
+                          "not scorable now"], rows=rows, numeric=False)
+
+
+def _run_lines(runs: Sequence[RunData]) -> list[str]:
+    """Each run's folder, question files, times and store snapshot."""
+    out = []
     for r in runs:
         i = r.info
         files = ", ".join(f"{Path(q['path']).name} ({q.get('sha256', '')[:12]})" for q in i.questions)
-        rows.append([i.run_id, str(r.folder), i.status, i.protocol, ", ".join(str(m.get("spec")) for m in i.models),
-                     files, f"{len(r.samples):,}", f"{r.failed:,}", i.started or "—", i.finished or "—",
-                     (i.snapshot or "—")[:16]])
-    return Table(headers=["run", "folder", "status", "protocol", "models", "questions", "samples scored", "failed",
-                          "started", "finished", "snapshot"], rows=rows, numeric=False)
+        out.append(f"{i.run_id}: folder {r.folder}; questions {files or '—'}; started {i.started or '—'}, finished "
+                   f"{i.finished or '—'}; store snapshot {(i.snapshot or '—')[:16]}")
+    return out
+
+
+def flip_counts(run: RunData) -> dict[str, int] | None:
+    """A re-scored run's flipped verdicts by kind: from run.json's `flips`, else counted from its flips.json."""
+    if run.info.flips is not None:
+        return dict(run.info.flips)
+    path = run.folder / "flips.json"
+    if not path.is_file():
+        return None
+    try:
+        flips = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(path, None, f"not a list of flipped verdicts: {str(exc).splitlines()[0]}") from None
+    if not isinstance(flips, list) or not all(isinstance(f, dict) for f in flips):
+        raise InputError(path, None, "not a list of flipped verdicts")
+    kinds = {False: "now wrong", True: "now right", None: "not scorable now"}
+    counts = dict.fromkeys(kinds.values(), 0)
+    for f in flips:
+        counts[kinds.get(f.get("new_correct"), "not scorable now")] += 1
+    return counts
+
+
+def _provenance(runs: Sequence[RunData]) -> list[str]:
+    """A line per re-scored run: which run it re-scored, as known at which day, what flipped, and what its
+    not-scorable samples are."""
+    ids = {r.info.run_id for r in runs}
+    out = []
+    for r in runs:
+        i = r.info
+        if not i.rescored_from:
+            continue
+        origin = i.rescored_from + (" (in this report)" if i.rescored_from in ids else "")
+        when = f"as known at {i.known_at}" if i.known_at else "as known when it was re-scored"
+        line = (f"{i.run_id} is run {origin} re-scored {when}, against store snapshot {(i.snapshot or '—')[:16]}: "
+                "the same answers, scored against the answer keys re-run, no model asked")
+        flips = flip_counts(r)
+        if flips is not None:
+            total = sum(flips.values())
+            line += f"; {total:,} verdicts flipped (" + ", ".join(f"{n:,} {k.replace('_', ' ')}"
+                                                                   for k, n in flips.items()) + ")"
+        if r.not_scorable:
+            line += (f"; {r.not_scorable:,} samples not scorable (their answer key gives no answer among the options "
+                     f"{when}): no metric counts them, and they are no failure of the model")
+        out.append(line + ".")
+    return out
 
 
 def _blocks(title: str, runs: Sequence[RunData], series: Sequence[Series], names: Sequence[str],
@@ -165,9 +222,10 @@ def _blocks(title: str, runs: Sequence[RunData], series: Sequence[Series], names
              "Every value is also in metrics.json; every plot is in plots/ as PNG and SVG."),
         *_left_out(figures),
         Contents(),
-        Heading(2, "Runs"), TableBlock(_runs_table(runs)),
+        Heading(2, "Runs"), *([Para("Re-scored runs: " + " ".join(lines))] if (lines := _provenance(runs)) else []),
+        TableBlock(_runs_table(runs)), Bullets(_run_lines(runs)),
         Bullets([f"{s.label}: model {s.model} of run {s.run}, {len(s.samples):,} scored samples" for s in series]),
-        Heading(2, "Overview"), TableBlock(headline_table(names, series)),
+        Heading(2, "Overview"), *_fitted(headline_table(names, series)),
         *(_figure(p, rendered) for p in figures[""] if isinstance(p, Plot)),
     ]
     family = None
@@ -182,12 +240,23 @@ def _blocks(title: str, runs: Sequence[RunData], series: Sequence[Series], names
             blocks.append(Para(spec.help + better))
         elif metric.endswith(cutoff.SUFFIX):
             blocks.append(Para(f"Answers before and after each model's knowledge cutoff ({cutoff.RULE})."))
-        blocks.append(TableBlock(metric_table(metric, series)))
+        blocks += _fitted(metric_table(metric, series), "No values in these runs: none of their scored answers "
+                                                        "is an item this metric counts.")
         lines = details(metric, series)
         if lines:
             blocks.append(Bullets(lines))
         blocks += [_figure(p, rendered) for p in figures.get(metric, []) if isinstance(p, Plot)]
     return blocks
+
+
+def _fitted(table: Table, none: str = "No values in these runs.") -> list[Block]:
+    """A table as blocks that fit the page (`fitted`), a line naming the columns without a value; `none`, one
+    line, where no column has one."""
+    tables, gone = fitted(table)
+    if not tables:
+        return [Para(none)]
+    return [*(TableBlock(t) for t in tables),
+            *([Para(f"No values for {', '.join(gone)} (left out of the table).")] if gone else [])]
 
 
 def _left_out(figures: Figures) -> list[Block]:

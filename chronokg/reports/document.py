@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from chronokg.controls import visible
 from chronokg.reports.tables import Table
 
 
@@ -65,7 +66,7 @@ _MD_BLOCK_START = re.compile(r"^(\s*)([-+=]|\d+[.)])")  # a list item, a setext 
 def md_text(text: str, *, cell: bool = False) -> str:
     """`text` as Markdown that renders as the text itself, on one line (in a table `cell`, where no line starts a
     list)."""
-    escaped = _MD_SPECIAL.sub(r"\\\1", " ".join(text.splitlines()))
+    escaped = _MD_SPECIAL.sub(r"\\\1", " ".join(visible(text).splitlines()))
     if cell:
         return escaped
     return _MD_BLOCK_START.sub(lambda m: f"{m.group(1)}{m.group(2)[:-1]}\\{m.group(2)[-1]}", escaped, count=1)
@@ -99,9 +100,11 @@ CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; max-width: 1200px;
        margin: 2em auto; padding: 0 1em; color: #222; line-height: 1.45; overflow-wrap: anywhere; }
 h1, h2, h3 { line-height: 1.2; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; margin-top: 2em; }
-table { border-collapse: collapse; margin: .8em 0; font-size: 0.85em; display: block; max-width: 100%;
-        overflow-x: auto; }  /* a table wider than the page scrolls inside its own box, never the page */
-td, th { overflow-wrap: break-word; } td.long { overflow-wrap: anywhere; min-width: 12em; }
+table { border-collapse: collapse; margin: .8em 0; font-size: 0.85em; max-width: 100%; }
+/* a table fits the page, never scrolls: at most PER_TABLE value columns each (more give more tables); a header
+   or a cell holding a word too long for a column (a long model name, a path) breaks anywhere, others between
+   words */
+th, td { overflow-wrap: break-word; } .long { overflow-wrap: anywhere; }
 th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: right; vertical-align: top; }
 th:first-child, td:first-child, table.text th, table.text td { text-align: left; }
 th { background: #f4f6f8; } tr:nth-child(even) td { background: #fafafa; }
@@ -112,16 +115,21 @@ ul { padding-left: 1.3em; } li { margin: .15em 0; }
 
 
 def page(title: str, blocks: Sequence[Block]) -> str:
-    esc = html.escape
+    esc = _esc
     out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">', f"<title>{esc(title)}</title>",
            f"<style>{CSS}</style>", "</head>", "<body>", body(blocks), "</body>", "</html>"]
     return "\n".join(out) + "\n"
 
 
+def _esc(text: str) -> str:
+    """`text` as HTML text, its controls and bidirectional controls shown escaped (`\\u202e`), never acted on."""
+    return html.escape(visible(text))
+
+
 def body(blocks: Sequence[Block]) -> str:
     """The blocks as HTML elements (what `page` puts in <body>; the explorer shows it inside its own page)."""
-    esc = html.escape
+    esc = _esc
     out: list[str] = []
     for b in blocks:
         if isinstance(b, Heading):
@@ -132,7 +140,7 @@ def body(blocks: Sequence[Block]) -> str:
             out.append("<ul>" + "".join(f"<li>{esc(i)}</li>" for i in b.items) + "</ul>")
         elif isinstance(b, TableBlock):
             t = b.table
-            head = "".join(f"<th>{esc(h)}</th>" for h in t.headers)
+            head = "".join(f"<th{_long(h)}>{esc(h)}</th>" for h in t.headers)
             rows = "".join("<tr>" + "".join(f"<td{_long(c)}>{esc(c)}</td>" for c in row) + "</tr>" for row in t.rows)
             kind = "" if t.numeric else ' class="text"'
             out.append(f"<table{kind}><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
@@ -149,4 +157,4 @@ def body(blocks: Sequence[Block]) -> str:
 def _long(cell: str) -> str:
     """A cell holding a word too long for a column (a path, a run id, a long name) may break it anywhere; other
     cells keep their words whole."""
-    return ' class="long"' if any(len(word) > 24 for word in cell.split()) else ""
+    return ' class="long"' if any(len(word) > 32 for word in cell.split()) else ""

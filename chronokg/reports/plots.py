@@ -21,8 +21,10 @@ import pkgutil
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from chronokg.controls import visible
 from chronokg.errors import ChronoKGError
 from chronokg.registry import Registry
 from chronokg.reports.series import Series, short
@@ -67,6 +69,48 @@ STYLE: Any = {  # rcParams (typed Any: matplotlib's stubs want literal keys)
 }
 
 
+# Fonts tried for each glyph in turn (matplotlib falls back glyph by glyph along `font.family`): DejaVu Sans, then
+# the CJK fonts a system commonly has, where installed. A character none of them holds is drawn as its escape
+# (`\\u6a21`), never as a box, and a control character as `\\x1b` (`drawable`).
+FALLBACK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans CJK TC", "Noto Sans CJK KR",
+                  "Source Han Sans", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei", "Droid Sans Fallback",
+                  "Noto Sans", "Noto Sans Symbols", "Noto Sans Symbols 2")
+BASE_FONT = "DejaVu Sans"
+
+
+@cache
+def fonts() -> tuple[list[str], frozenset[int]]:
+    """(the font families a plot uses, the code points they hold together): DejaVu Sans and the installed ones of
+    `FALLBACK_FONTS`."""
+    from matplotlib import font_manager
+    from matplotlib.ft2font import FT2Font
+
+    installed: dict[str, str] = {}
+    for entry in font_manager.fontManager.ttflist:
+        if entry.style == "normal" and entry.weight in (400, "normal", "regular"):
+            installed.setdefault(entry.name, entry.fname)
+    names = [BASE_FONT, *(n for n in FALLBACK_FONTS if n in installed)]
+    held: set[int] = set()
+    for name in names:
+        path = installed.get(name) or font_manager.findfont(name, fallback_to_default=False)
+        held.update(FT2Font(path).get_charmap())
+    return names, frozenset(held)
+
+
+def drawable(text: str) -> str:
+    """`text` as a plot can draw it: controls and bidirectional controls escaped (`visible`), and a character no
+    font of `fonts()` holds written as its code (`\\u6a21`, `\\U0001f600`)."""
+    held = fonts()[1]
+    out = []
+    for ch in visible(text):
+        code = ord(ch)
+        if code in held or ch in " \n":
+            out.append(ch)
+        else:
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+    return "".join(out)
+
+
 def plot(metric: str) -> Callable[[PlotFn], PlotFn]:
     """Declare `fn` as the plots of `metric` (a metric name of `chronokg.metrics`)."""
     def decorate(fn: PlotFn) -> PlotFn:
@@ -102,7 +146,7 @@ def style() -> Iterator[None]:
     need_matplotlib()
     import matplotlib
 
-    with matplotlib.rc_context(STYLE):
+    with matplotlib.rc_context({**STYLE, "font.family": fonts()[0]}):
         yield
 
 
@@ -158,7 +202,11 @@ def lay_out(fig: Figure) -> Any:
     both files are cut to: computed once, where `bbox_inches="tight"` would lay out and draw the figure twice
     more for each format."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
 
+    for t in fig.findobj(Text):  # every label, title and legend entry, before any glyph is looked up
+        if isinstance(t, Text) and t.get_text():
+            t.set_text(drawable(t.get_text()))
     canvas = FigureCanvasAgg(fig)
     fig.draw_without_rendering()  # the layout and every text's extent, no pixels
     box = fig.get_tightbbox(canvas.get_renderer())  # type: ignore[no-untyped-call]
@@ -224,6 +272,20 @@ def kind_of(metric: str) -> tuple[str, bool | None]:
     return "score", None
 
 
+OUTLIER = 4.0  # a value this many times the next largest (in size) gets an axis cut short, not its own scale
+
+
+def scale(xs: Sequence[float]) -> tuple[float, float]:
+    """(low, top) of a plain axis for `xs` (0 always on it): their range, unless one value is `OUTLIER` times the
+    next largest in size, when the axis ends at twice that next one, so one bar does not flatten the others."""
+    low, top = min(0.0, *xs), max(0.0, *xs)
+    sizes = sorted((abs(x) for x in xs), reverse=True)
+    if len(sizes) >= 2 and sizes[1] > 0 and sizes[0] > OUTLIER * sizes[1]:
+        bound = 2 * sizes[1]
+        low, top = max(low, -bound), min(top, bound)
+    return low, (top if top > low else low + 1.0)
+
+
 def overview(metrics: Sequence[str], series: Sequence[Series]) -> Plot | Omitted:
     """Every metric that has one value, a small panel each, a bar per series: the generic plot every family
     gets without code. Accuracies come first, on 0-100 % axes labelled "accuracy"; other shares on their own
@@ -244,12 +306,15 @@ def overview(metrics: Sequence[str], series: Sequence[Series]) -> Plot | Omitted
         values = [(y, s, v.value) for y, s in zip(ys, series, strict=True)
                   if (v := s.get(metric)) is not None and v.value is not None]
         xs = [x for _, _, x in values]
-        ax.barh([y for y, _, _ in values], xs, color=[color(s) for _, s, _ in values], height=0.65)
-        low, top = (0.0, 1.0) if kind != "score" else (min(0.0, *xs), max(0.0, *xs) or 1.0)
+        low, top = (0.0, 1.0) if kind != "score" else scale(xs)
         span = top - low
-        for y, _, x in values:
+        shown_xs = [min(max(x, low), top) for x in xs]  # an outlier's bar ends at the axis, its value printed
+        ax.barh([y for y, _, _ in values], shown_xs, color=[color(s) for _, s, _ in values], height=0.65)
+        for (y, _, x), end in zip(values, shown_xs, strict=True):
             text = f"{x:.0%}" if kind != "score" else f"{x:.3g}"
-            ax.text(x + span * 0.02, y, text, va="center", fontsize=7)
+            cut = end != x
+            ax.text(end + span * 0.02, y, ("▶ " if cut and x > 0 else "◀ " if cut else "") + text, va="center",
+                    fontsize=7, fontweight="bold" if cut else "normal")
         ax.set_xlim(low - (span * 0.05 if low < 0 else 0.0), top + span * 0.3)
         if kind != "score":
             ax.set_xticks([0, 0.5, 1.0])
@@ -266,5 +331,6 @@ def overview(metrics: Sequence[str], series: Sequence[Series]) -> Plot | Omitted
             ax.tick_params(axis="y", labelleft=False)
     return Plot("overview", "Headline values", "Each metric that reduces to one number, one bar per run and "
                 "model: accuracies first (on 0-100 % axes), then other shares (invalid outputs, endorsed pairs: "
-                "not accuracies), then other values (ratios, differences) on axes of their own range. The tables "
-                "below give the groups and intervals.", fig)
+                "not accuracies), then other values (ratios, differences) on axes of their own range; where one value "
+                "is over four times the next largest, its axis ends at twice that one and its bar is cut (▶, its "
+                "value in bold). The tables below give the groups and intervals.", fig)

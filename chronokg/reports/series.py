@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from chronokg.errors import ChronoKGError
 from chronokg.eval.log import RunInfo, SampleRecord
@@ -27,6 +28,7 @@ class Series:
     values: dict[str, MetricValue]
     samples: Sequence[SampleRecord] = field(repr=False)
     short_label: str = ""  # the label as plots show it, set beside the report's other labels (`ticks`)
+    cutoff: dict[str, Any] | None = None  # the model's knowledge cutoff as its run recorded it (date, estimated)
 
     def get(self, metric: str) -> MetricValue | None:
         return self.values.get(metric)
@@ -91,17 +93,20 @@ class RunData:
     folder: Path
     info: RunInfo
     samples: list[SampleRecord]
-    failed: int
+    failed: int  # requests that failed (the model or its server)
+    not_scorable: int = 0  # re-scored samples whose answer key gives no answer now: no failure of the model
 
 
 def load_run(folder: Path) -> RunData:
-    """The run's description and its latest record per unit (failed samples counted, not scored)."""
-    from chronokg.eval.log import latest, read_info
+    """The run's description and its latest record per unit (failed and not-scorable samples counted, not
+    scored)."""
+    from chronokg.eval.log import latest, left_out, read_info
 
     info = read_info(folder)
     records = list(latest(folder / "samples.jsonl").values())
-    ok = [r for r in records if r.ok]
-    return RunData(folder=folder, info=info, samples=ok, failed=len(records) - len(ok))
+    failed, not_scorable = left_out(records)
+    return RunData(folder=folder, info=info, samples=[r for r in records if r.ok], failed=failed,
+                   not_scorable=not_scorable)
 
 
 def build_series(runs: Sequence[RunData], models: Sequence[str] | None = None,
@@ -126,13 +131,13 @@ def build_series(runs: Sequence[RunData], models: Sequence[str] | None = None,
     out = []
     shorts = ticks([model if seen[model] == 1 else f"{model} · {run.info.run_id}" for run, model in wanted])
     if progress is not None:
-        progress.start(len(wanted), "computing the metrics")
+        progress.start(len(wanted), "computing the metrics of each model column")
     for index, (run, model) in enumerate(wanted):
         mine = [s for s in run.samples if s.model == model]
         values = {v.metric: v for v in metrics(mine, [model], info=run.info)} if mine else {}
         label = model if seen[model] == 1 else f"{model} · {run.info.run_id}"
         out.append(Series(label=label, run=run.info.run_id, model=model, index=index, values=values, samples=mine,
-                          short_label=shorts[index]))
+                          short_label=shorts[index], cutoff=run.info.cutoffs.get(model)))
         if progress is not None:
             progress.advance(1)
     return out

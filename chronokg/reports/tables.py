@@ -91,6 +91,39 @@ def metric_table(metric: str, series: Sequence[Series]) -> Table:
                  rows=[[name, *(rows.get(name, MISSING) for _, rows in columns)] for name in names])
 
 
+PER_TABLE = 4  # series columns in one table: a wider one would not fit a page; more series give more tables
+
+
+def empty(cell: str) -> bool:
+    """No value: a dash, or a dash with its count ("— (count 0)")."""
+    return cell == MISSING or cell.startswith(MISSING + " ")
+
+
+def split(table: Table, per: int = PER_TABLE) -> list[Table]:
+    """`table` as tables of at most `per` value columns each (its first column in every one), balanced: 5 columns
+    give 3 + 2, not 4 + 1."""
+    columns = len(table.headers) - 1
+    if columns <= per:
+        return [table]
+    parts = -(-columns // per)
+    size = -(-columns // parts)
+    return [Table(headers=[table.headers[0], *table.headers[1 + k:1 + k + size]],
+                  rows=[[row[0], *row[1 + k:1 + k + size]] for row in table.rows], numeric=table.numeric)
+            for k in range(0, columns, size)]
+
+
+def fitted(whole: Table) -> tuple[list[Table], list[str]]:
+    """`whole` with its value columns that hold no value left out, split to fit a page: (tables, the headers of
+    the columns left out). No tables where no column has a value."""
+    keep = [j for j in range(1, len(whole.headers)) if any(not empty(row[j]) for row in whole.rows)]
+    gone = [whole.headers[j] for j in range(1, len(whole.headers)) if j not in keep]
+    if not keep:
+        return [], gone
+    shown = Table(headers=[whole.headers[0], *(whole.headers[j] for j in keep)],
+                  rows=[[row[0], *(row[j] for j in keep)] for row in whole.rows], numeric=whole.numeric)
+    return split(shown), gone
+
+
 def headline_table(metrics: Sequence[str], series: Sequence[Series]) -> Table:
     """Every metric with a single value, one row each, the series side by side."""
     rows = []

@@ -427,9 +427,13 @@ def build(folder: Path, passages: Iterable[Passage], embedder: Embedder, kind: K
     building = folder.with_name(folder.name + ".building")
     if building.exists():
         shutil.rmtree(building)
+    if progress is not None:
+        progress.start(len(items), "writing the index of the passages (an IVF index trained first)")
     index = from_vectors(building, items, vectors, embedder.name, embedder.dim, kind, store)
     index.save()
     index.close()
+    if progress is not None:
+        progress.advance(len(items))
     replace_folder(building, folder)
     index = PassageIndex.open(folder, read_only=False)
     report = SyncReport(added=len(items), embed_s=embed_s, total_s=time.perf_counter() - started,

@@ -199,9 +199,14 @@ class McpTools(_Closing):
                 return ToolResult(tool=name, ok=False, error=ToolFailure(type="unknown_tool", message=exc.message))
             # anything else came from the transport (a 429 from the rate limit, a 401, a 5xx): not an answer
             raise ToolTransportError(f"MCP tool server: {exc.message}") from exc
-        if isinstance(result.structured_content, dict):
-            return ToolResult.model_validate(result.structured_content)
         text = "".join(getattr(block, "text", "") for block in result.content)
+        if isinstance(result.structured_content, dict):  # the envelope; the rows are in the text, once
+            try:
+                rows = json.loads(text).get("rows", []) if not result.is_error else []
+            except (ValueError, AttributeError):
+                rows = None
+            if isinstance(rows, list):
+                return ToolResult.model_validate({**result.structured_content, "rows": rows})
         return ToolResult(tool=name, ok=False, error=ToolFailure(type="internal", message=text[:2000]))
 
     def _session(self) -> Any:

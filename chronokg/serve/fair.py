@@ -21,7 +21,11 @@ forty-five cheap callers waited behind them (cheap p99 of 20 s). Here:
   lane for tens of seconds);
 * a read that outgrows its slice while the heavy lane is full (a caller not yet known as heavy)
   is stopped and queued again in the heavy lane: it loses one slice of work, once, and the light
-  lane never holds more than a slice of anybody's heavy read.
+  lane never holds more than a slice of anybody's heavy read;
+* a caller whose last read finished within its slice is known light (for `heavy_for_s`): its next
+  read, one at a time, goes ahead of callers not known yet. On a machine short of cores a slice of
+  CPU takes seconds of wall time, and a cheap caller that took its turn after every new heavy
+  caller's first slice waited for all of them (measured: benchmarks/bench_serve_cheap_wait.py).
 
 `Scheduler` is only the bookkeeping (no processes, no clock of its own): `WorkerPool`
 (`chronokg.serve.workers`) holds the lock and the workers. `CALLER` is how the servers
@@ -39,6 +43,7 @@ from typing import Literal
 
 Scheduling = Literal["fair", "fifo"]
 CALLER: ContextVar[str] = ContextVar("chronokg_caller", default="local")
+MAX_CALLERS = 10_000  # callers remembered as light
 CLIENT_HEADER = b"x-chronokg-client"  # an HTTP client's own id (several agents behind one address or token)
 
 
@@ -70,6 +75,7 @@ class Scheduler:
     mode: Scheduling = "fair"
     _queues: dict[str, collections.deque[Ticket]] = field(default_factory=dict)  # in turn order
     _heavy_until: dict[str, float] = field(default_factory=dict)
+    _light_until: dict[str, float] = field(default_factory=dict)  # callers whose last read was short
     _seq: itertools.count[int] = field(default_factory=itertools.count)
     running: dict[int, Ticket] = field(default_factory=dict)  # worker index -> its call
     heavy_running: int = 0
@@ -108,8 +114,11 @@ class Scheduler:
         if self.mode == "fifo":
             ticket = min((q[0] for q in self._queues.values()), key=lambda t: t.seq, default=None)
         else:
+            busy = {t.caller for t in self.running.values()}
             suspect = {t.caller for t in self.running.values() if t.overtime}  # their next reads wait for it
-            ticket = next((q[0] for c, q in self._queues.items() if c not in suspect and (
+            ticket = next((q[0] for c, q in self._queues.items() if c not in busy and not q[0].pinned
+                           and self.is_light(c, now) and not self.is_heavy(c, now)), None)
+            ticket = ticket or next((q[0] for c, q in self._queues.items() if c not in suspect and (
                 not (q[0].pinned or self.is_heavy(c, now)) or self.heavy_running < self.heavy_slots)), None)
         if ticket is None:
             return None
@@ -127,7 +136,22 @@ class Scheduler:
         ticket.worker, ticket.started = worker, now
         self.running[worker] = ticket
 
-    def finish(self, ticket: Ticket) -> None:
+    def is_light(self, caller: str, now: float) -> bool:
+        until = self._light_until.get(caller)
+        if until is not None and until <= now:
+            del self._light_until[caller]
+            return False
+        return until is not None
+
+    def finish(self, ticket: Ticket, now: float | None = None) -> None:
+        """The read is over; given `now`, a read that stayed within its slice marks its caller light."""
+        if now is not None and self.mode == "fair":
+            if ticket.worked or ticket.preempt or ticket.pinned:
+                self._light_until.pop(ticket.caller, None)
+            else:
+                if len(self._light_until) >= MAX_CALLERS and ticket.caller not in self._light_until:
+                    self._light_until.clear()  # forgetting only ever makes a caller unknown again
+                self._light_until[ticket.caller] = now + self.heavy_for_s
         if ticket.worker is not None:
             self.running.pop(ticket.worker, None)
         if ticket.heavy:
@@ -150,6 +174,7 @@ class Scheduler:
             if not ticket.worked and used > self.slice_s:  # it works long: its caller is heavy
                 ticket.worked = True
                 self._heavy_until[ticket.caller] = now + self.heavy_for_s
+                self._light_until.pop(ticket.caller, None)
             if ticket.worked and not (ticket.heavy or ticket.preempt):
                 if ticket.overtime:
                     self.overtime_running -= 1

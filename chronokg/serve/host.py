@@ -42,7 +42,9 @@ from chronokg.serve.tools import (
     ToolFailure,
     ToolResult,
     jsonable,
+    page,
     query_tools,
+    shown,
 )
 from chronokg.serve.workers import WorkerPool
 from chronokg.settings import Settings
@@ -101,7 +103,7 @@ def catalog_tool(query: str) -> Tool:
     if query.startswith(CATALOG_PREFIX):
         query = next((q for q in queries.names() if _catalog_name(q) == query), query)
     if query not in queries:
-        raise ToolError("unknown_tool", f"no query {query!r} (queries: {', '.join(sorted(queries))})")
+        raise ToolError("unknown_tool", f"no query {shown(query)!r} (queries: {', '.join(sorted(queries))})")
     spec = queries.get(query)
     return Tool(_catalog_name(query), spec.help, spec.params, "query", query=query)
 
@@ -177,19 +179,24 @@ class ToolHost:
             return self._tools[name]
         except KeyError:
             known = ", ".join(sorted(self._tools))
-            raise ToolError("unknown_tool", f"no tool {name!r} (tools: {known})") from None
+            raise ToolError("unknown_tool", f"no tool {shown(name)!r} (tools: {known})") from None
 
     # --- calls ---------------------------------------------------------------------------------------
 
     def call_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None,
                   caller: str | None = None) -> ToolResult:
         """Validate and run one call (blocking) for `caller` (default: `fair.CALLER`, which the servers set);
-        failures come back as `ToolResult(ok=False)`."""
+        failures come back as `ToolResult(ok=False)`. An answer holds at most `MAX_ANSWER_BYTES` of rows, from
+        the `offset` argument on (`tools.page`)."""
         try:
             tool = self.tool(name)
-            args = tool.validate(arguments)
+            args, offset = tool.arguments(arguments)
         except ToolError as exc:
             return ToolResult.failed(name, exc)
+        return page(self._call(tool, args, caller), offset)
+
+    def _call(self, tool: Tool, args: BaseModel, caller: str | None) -> ToolResult:
+        """Every row of one validated call (`call_tool` pages them)."""
         if tool.kind == "search" and self.search_warm is not None:
             self.search_warm.join()  # the model loading in the background: only a search waits for it
         if self._pool is not None and tool.kind != "search":
@@ -198,8 +205,8 @@ class ToolHost:
             try:
                 return run_tool(self.store, tool, args, self.limits, self.search)
             except Exception as exc:  # a bug: a structured error like a worker's, never a transport's traceback
-                return ToolResult(tool=name, ok=False, error=ToolFailure(type="internal",
-                                                                         message=f"{type(exc).__name__}: {exc}"))
+                return ToolResult(tool=tool.name, ok=False, error=ToolFailure(
+                    type="internal", message=f"{type(exc).__name__}: {exc}"))
 
     def call_query(self, query: str, arguments: Mapping[str, Any] | None = None,
                    caller: str | None = None) -> ToolResult:

@@ -3,7 +3,9 @@
 stdio for a client that starts the server itself (one client, calls one at a time in
 process; every request read before end of input is answered, an unreadable line gets -32700:
 `mcp_stdio.py`), streamable HTTP for a shared server (forked read workers, behind the same
-gate as the HTTP server). A failed call is a tool result with `isError` and the error
+gate as the HTTP server). A call's answer is its rows as JSON text, sent once (the
+`structuredContent` beside it is the envelope without the rows: `ToolResult.envelope`), at most
+`tools.MAX_ANSWER_BYTES` of them, the rest by `offset`. A failed call is a tool result with `isError` and the error
 as JSON text, so the model can read why and try again; an unknown tool is a protocol
 error, as the MCP specification asks.
 """
@@ -18,15 +20,18 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
 from chronokg.serve.fair import CALLER
-from chronokg.serve.gate import SCOPE_CALLER, ASGIApp, Gate, is_loopback
+from chronokg.serve.gate import SCOPE_CALLER, ASGIApp, Gate
 from chronokg.serve.host import ToolHost
+from chronokg.serve.hosts import HostPolicy
 from chronokg.serve.mcp_stdio import draining_stdio
 
 INSTRUCTIONS = (
     "Read-only tools over a bitemporal fact graph: what was true on a date (facts_as_of), a subject's history "
     "(timeline), what guidelines recommended on a date (recommended_on), what changed between two dates "
     "(changed_between), a guideline's supersession chain (trajectory), your own read-only Cypher (cypher) and, "
-    "where an index exists, time-aware passage search (search). Dates are YYYY-MM-DD."
+    "where an index exists, time-aware passage search (search). Dates are YYYY-MM-DD (or a bare year, YYYY). "
+    "An answer holds at most 512 KiB of rows: when it says truncated with a next_offset, call again with that "
+    "offset for the next rows."
 )
 
 
@@ -48,8 +53,9 @@ def build_server(host: ToolHost) -> Server[Any]:
         result = await host.acall_tool(params.name, params.arguments or {})
         if result.error is not None and result.error.type == "unknown_tool":
             raise MCPError(types.INVALID_PARAMS, result.error.message)
+        # the rows once, in the text every client gives its model; beside it the envelope without them
         return types.CallToolResult(content=[types.TextContent(text=result.content())],
-                                    structured_content=result.model_dump(mode="json"), is_error=not result.ok)
+                                    structured_content=result.envelope(), is_error=not result.ok)
 
     return Server("chronokg", version="1", instructions=INSTRUCTIONS, on_list_tools=list_tools,
                   on_call_tool=call_tool)
@@ -81,13 +87,14 @@ async def run_stdio(host: ToolHost) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-def streamable_http_app(host: ToolHost, *, bind: str, tokens: list[str] | None = None, rate: float = 20.0,
-                        burst: int = 40, max_body_bytes: int = 1 << 20, path: str = "/mcp") -> ASGIApp:
-    """The streamable-HTTP MCP app at `path`, behind the gate; DNS-rebinding protection on loopback."""
+def streamable_http_app(host: ToolHost, *, bind: str, hosts: HostPolicy, tokens: list[str] | None = None,
+                        rate: float = 20.0, burst: int = 40, max_body_bytes: int = 1 << 20,
+                        path: str = "/mcp") -> ASGIApp:
+    """The streamable-HTTP MCP app at `path`, behind the gate, which answers only to the names `hosts` allows
+    (`Host` and `Origin`, the same check as `serve http`'s); the SDK's own check, which took any port of a
+    loopback name, is off."""
     server = build_server(host)
-    security = None
-    if not is_loopback(bind):  # the SDK protects loopback binds itself; beyond, the bearer token does
-        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = server.streamable_http_app(streamable_http_path=path, host=bind, transport_security=security,
                                      max_request_body_size=max_body_bytes)
-    return Gate(app, tokens=tokens or [], rate=rate, burst=burst, max_body_bytes=max_body_bytes)
+    return Gate(app, tokens=tokens or [], rate=rate, burst=burst, max_body_bytes=max_body_bytes, hosts=hosts)

@@ -231,6 +231,8 @@ class WorkerPool:
         except (EOFError, OSError) as exc:
             self._finish(ticket, None)
             self._replace(worker)
+            if ticket.preempt:  # a read run in the worker itself, stopped to make room: it runs again
+                return _Preempted()
             if ticket.killed_for_memory:  # a read run in the worker itself: the budget stopped the worker
                 return self._over_budget(name, ticket)
             return _unavailable(name, f"the read worker stopped ({type(exc).__name__}) and was restarted; try again")
@@ -252,7 +254,7 @@ class WorkerPool:
     def _finish(self, ticket: Ticket, worker: _Worker | None) -> None:
         """The call is over: its worker goes back (or retires, when the pool has more than it needs)."""
         with self._cond:
-            self.scheduler.finish(ticket)
+            self.scheduler.finish(ticket, time.monotonic() if worker is not None else None)
             if worker is not None:
                 surplus = len(self._workers) - self.n - self.scheduler.set_aside()
                 if surplus > 0 and not self._closed:
@@ -272,8 +274,8 @@ class WorkerPool:
             with self._cond:
                 if self._closed:
                     break
-                stop = [t for t in self.scheduler.outgrow(time.monotonic(), self._read_cpu()) if t.preempt]
-                stop_pids = [w.process.pid for t in stop if (w := self._worker(t)) is not None]
+                stop = [(t, w.process.pid) for t in self.scheduler.outgrow(time.monotonic(), self._read_cpu())
+                        if t.preempt and (w := self._worker(t)) is not None]
                 heavy_pids = [w.process.pid for t in self.scheduler.running.values()
                               if t.heavy and (w := self._worker(t)) is not None]
                 want = self.n - (len(self._workers) - self.scheduler.set_aside())
@@ -290,10 +292,8 @@ class WorkerPool:
                     with contextlib.suppress(OSError):
                         if os.getpriority(os.PRIO_PROCESS, child) < HEAVY_NICE:
                             os.setpriority(os.PRIO_PROCESS, child, HEAVY_NICE)
-            for pid in stop_pids:  # its worker's guard sees the read die and answers; `call` queues it again
-                for child in read_pids(pid) if pid is not None else []:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(child, signal.SIGKILL)
+            for ticket, pid in stop:
+                self._stop(ticket, pid)
             for _ in range(spawn):
                 fresh = self._spawn()
                 with self._cond:
@@ -304,6 +304,24 @@ class WorkerPool:
                     w.idle_mb, w.idle_seen = anon_mb(w.process.pid), now
             if self.memory_budget_mb is not None and running:
                 self._check_budget(running)
+
+    def _stop(self, ticket: Ticket, pid: int | None) -> None:
+        """Stop a read marked `preempt`; `call` queues it again in the heavy lane. A forked read: its child is
+        killed, its worker's guard sees it die and answers. A catalog read runs in the worker itself
+        (`chronokg.serve.reads`) with no child to kill: the worker is killed and replaced (before, such a read
+        went on holding its light worker up to its time limit, and cheap reads waited behind it)."""
+        if pid is None:
+            return
+        children = read_pids(pid)
+        for child in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+        if children:
+            return
+        with self._cond:  # only while that worker still runs this read (it may have answered meanwhile)
+            if ticket.worker is not None and self.scheduler.running.get(ticket.worker) is ticket:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
     def _read_cpu(self) -> dict[int, float]:
         """The CPU seconds each running read used so far, by worker id: its worker's since the read started (a

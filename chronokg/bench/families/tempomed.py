@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from enum import StrEnum
 from typing import Any
 
@@ -307,6 +307,30 @@ def _probes(ctx: Context, options: TempoMedOptions, pair: PairRow) -> Iterator[Q
             )
 
 
+def _probe_organizations(ctx: Context, pairs: list[PairRow], whole: bool) -> Callable[[PairRow], str | None]:
+    """The organisation a pair's probes name: one per current guideline, as the seed's probe rows carry one
+    organisation string per guideline (an MCQ stem keeps the one its own question names, and a guideline's
+    questions may name it in two ways): the first by name of those its questions name. `whole`: `pairs` are all
+    the store's pairs; otherwise (`--since`, `--limit`) a guideline's pairs are read again, so that a subset
+    names the same organisation as the whole."""
+    named: dict[str, set[str]] = {}
+    if whole:
+        for p in pairs:
+            if p.current_pmid is not None and p.organization:
+                named.setdefault(p.current_pmid, set()).add(p.organization)
+
+    def pick(pair: PairRow) -> str | None:
+        pmid = pair.current_pmid
+        if pmid is None:
+            return pair.organization
+        if pmid not in named:
+            rows: list[PairRow] = ctx.rows("change-pair-list", {"guideline": pmid})
+            named[pmid] = {r.organization for r in rows if r.organization}
+        return min(named[pmid]) if named[pmid] else pair.organization
+
+    return pick
+
+
 def _same(a: str, b: str) -> bool:
     """The seed's `recommendations_match`: equal after collapsing whitespace, case-insensitively."""
     return " ".join(a.split()).lower() == " ".join(b.split()).lower()
@@ -332,6 +356,7 @@ def generate(ctx: Context, options: TempoMedOptions) -> Iterator[Question]:
         raise ChronoKGError("--table3 builds the seed's Table 3 items (--protocol seed); under --protocol chronokg "
                          "Table 3 is computed from the MCQ items (eval run --rag)")
     pairs = _pairs(ctx, options)
+    probe_org = _probe_organizations(ctx, pairs, whole=ctx.since is None and not options.limit)
     if ctx.progress is not None:
         ctx.progress.start(len(pairs), "tempomed")
     counter: dict[str, int] = {}
@@ -358,7 +383,7 @@ def generate(ctx: Context, options: TempoMedOptions) -> Iterator[Question]:
                 # At year precision the prior version was never in force: there is no transition to probe.
                 ctx.notes.append(f"{pair.pair}: no probes under --protocol chronokg (same-year versions)")
             else:
-                yield from _probes(ctx, options, pair)
+                yield from _probes(ctx, options, pair.model_copy(update={"organization": probe_org(pair)}))
         if ctx.progress is not None:
             ctx.progress.advance(1)
 

@@ -67,8 +67,13 @@ def when_correct(question: Question, answer: str | None) -> str:
 
 def valid_times(question: Question, answer: str | None) -> dict[str, Any]:
     """What the knowledge-cutoff split reads (`chronokg.metrics.cutoff`): when the gold answer's recommendation
-    became valid, and the valid time of the chosen one (None: no recommendation chosen)."""
+    became valid, and the valid time of the chosen one (None: no recommendation chosen). An item whose gold the
+    graph disagrees with (`key_differs_from_graph`: the seed keys a same-year pair's historical item B while the
+    update is in force all that year) has no dated gold: a miss there tells nothing of when a model's knowledge
+    ends (the oracle, which answers from the graph, misses every one of them)."""
     gold, chosen = version_of(question, question.target), version_of(question, answer)
+    if "key_differs_from_graph" in (question.metadata.get("quirks") or []):
+        gold = None
     return {"gold_from": (gold or {}).get("valid_from"),
             "chosen_from": (chosen or {}).get("valid_from"), "chosen_to": (chosen or {}).get("valid_to")}
 
@@ -92,6 +97,18 @@ class TempoMedProfile(Profile):
         completion = await client.generate(request)
         return self.outcome(question, protocol, completion, time.perf_counter() - start,
                             request_hash=request_hash(request))
+
+    def failed(self, question: Question, protocol: str, error: str) -> Outcome | None:
+        """Table 3 under `--protocol seed`: the seed's `evaluate_one_item` catches a failed request and scores it,
+        its `model_answer` "INVALID: <exception>", its `tool_trace` the error, its prediction INVALID: in the
+        denominator, wrong. (The seed's reader would read a lone letter or UNKNOWN in the exception's text; this
+        counts INVALID whatever the error says, as the seed's exceptions do.) Other items: a failed sample."""
+        if not (is_table3(question) and protocol == "seed"):
+            return None
+        correct, score, fields = self.score(question, extract.INVALID, protocol)
+        return Outcome(output=f"INVALID: {error}", answer=extract.INVALID, correct=correct, score=score,
+                       fields={**fields, "request_error": error},
+                       steps=[{"step": "request_error", "error": error}])
 
     def extract(self, question: Question, output: str, protocol: str) -> str | None:
         if is_table3(question):

@@ -49,10 +49,11 @@ def fields(question: Question, answer: str | None, protocol: str) -> dict[str, A
 
 
 def _trace(steps: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The seed's `tool_trace` from the agent arm's logged calls (none under --rag or no arm)."""
+    """The seed's `tool_trace` from the agent arm's logged calls (none under --rag or no arm); a failed request's
+    trace is its error alone, as `evaluate_one_item` writes it."""
     return [{"name": s.get("tool"), "arguments": s.get("arguments"),
-             "result_preview": str(s.get("result", ""))[:PREVIEW_CHARS]}
-            for s in steps if s.get("step") == "tool_call"]
+             "result_preview": str(s.get("result", ""))[:PREVIEW_CHARS]} if s.get("step") == "tool_call"
+            else {"error": s.get("error")} for s in steps if s.get("step") in ("tool_call", "request_error")]
 
 
 def result_row(question: Question, record: Any, slug: str) -> tuple[str, dict[str, Any]]:

@@ -29,7 +29,7 @@ from chronokg.ingest.common import (
 from chronokg.ingest.cxr.files import StudyRef
 from chronokg.ingest.cxr.models import ABOUT_PATIENT, ABOUT_STUDY, BENCHMARK, MAX_TEXT, QUESTION_KIND, QuestionIn
 from chronokg.ingest.cxr.parsers import brief, norm_id
-from chronokg.ingest.limits import check_texts
+from chronokg.ingest.limits import check_texts, check_unicode, escapes_surrogate
 from chronokg.ingest.micxr_types import qtype_problem
 
 # --- questions ---------------------------------------------------------------------
@@ -60,7 +60,8 @@ def _jsonl(path: Path) -> list[tuple[str, Any]]:
         for line_no, line in enumerate(lines, start=1):
             if line.strip():
                 where = f"{len(out) + 1} (line {line_no})"
-                out.append((where, check_texts(json.loads(line), path, where, MAX_TEXT, len(line))))
+                obj = check_texts(json.loads(line), path, where, MAX_TEXT, len(line))
+                out.append((where, check_unicode(obj, path, where) if escapes_surrogate(line) else obj))
     except json.JSONDecodeError:
         return [(f"{n} (line {line})", obj) for n, line, obj in read_json_blocks(path, MAX_TEXT)]
     except RecursionError:

@@ -38,6 +38,25 @@ def _with(series: Sequence[Series], metric: str) -> list[tuple[Series, Any]]:
 # --- accuracy by year --------------------------------------------------------------------------------------
 
 
+DECLARED: dict[str, Any] = {"color": "#D55E00", "ls": "-", "lw": 1.4}
+ESTIMATED: dict[str, Any] = {"color": "#D55E00", "ls": ":", "lw": 1.6}
+
+
+def cutoff_at(s: Series) -> tuple[float | None, str]:
+    """(where the model's knowledge cutoff, as its run recorded it, falls on a year axis whose year Y spans
+    Y - 0.5 to Y + 0.5; its date and how it was found), or (None, "no cutoff") where the run has none, as the
+    report's cutoff table says. 31 December 2014 falls at 2014.5, 1 January 2018 at 2017.5."""
+    import datetime as dt
+
+    recorded = s.cutoff or {}
+    if not recorded.get("date"):
+        return None, "no cutoff"
+    day = dt.date.fromisoformat(str(recorded["date"])[:10])
+    days = (dt.date(day.year + 1, 1, 1) - dt.date(day.year, 1, 1)).days
+    at = day.year - 0.5 + day.timetuple().tm_yday / days
+    return at, f"cutoff {day.isoformat()} ({'declared' if recorded.get('estimated') is False else 'estimated'})"
+
+
 @plot("tempomed.accuracy_by_year")
 def accuracy_by_year(series: Sequence[Series]) -> list[Plot | Omitted]:
     from matplotlib.lines import Line2D
@@ -49,6 +68,7 @@ def accuracy_by_year(series: Sequence[Series]) -> list[Plot | Omitted]:
     rows = (len(shown) + per_row - 1) // per_row
     fig = figure(max(6.4, 4.2 * min(len(shown), per_row)), 3.0 * rows + 0.5)
     axes = panels(fig, len(shown), per_row, sharey=True)
+    drawn: set[str] = set()
     for i, (ax, (s, v)) in enumerate(zip(axes, shown, strict=True)):
         labels = list(v.groups)
         cells = [v.groups[k] for k in labels]
@@ -63,13 +83,15 @@ def accuracy_by_year(series: Sequence[Series]) -> list[Plot | Omitted]:
             steps = [xs[0] + (xs[-1] - xs[0]) * k / 100 for k in range(101)]
             line = [min(1.0, max(0.0, trend["slope_per_year"] * x + trend["intercept"])) for x in steps]
             ax.plot(steps, line, ls="--", lw=1.2, color="#444444")
-        cutoff = v.details.get("cutoff_estimate")
-        if cutoff is not None:
-            ax.axvline(cutoff + 0.5, color="#D55E00", ls=":", lw=1.6)
+        at, said = cutoff_at(s)
+        if at is not None:
+            kind = "declared" if said.endswith("(declared)") else "estimated"
+            drawn.add(kind)
+            ax.axvline(at, **(DECLARED if kind == "declared" else ESTIMATED))
         mk = v.details.get("mann_kendall")
         first = f"Mann-Kendall p = {mk['p']:.2g} ({mk['trend']})" if mk else "Mann-Kendall: too few years"
         second = [f"trend {trend['slope_per_year'] * 100:+.1f} points/year"] if trend is not None else []
-        second.append(f"cutoff ≈ {cutoff}" if cutoff is not None else "no cutoff found")
+        second.append(said)
         ax.set_title(s.tick, loc="left", fontsize=9.5, fontweight="bold", pad=22)
         ax.text(0, 1.02, f"{first}\n{' · '.join(second)}", transform=ax.transAxes, fontsize=7.5, va="bottom",
                 ha="left", color="#333333")
@@ -81,14 +103,16 @@ def accuracy_by_year(series: Sequence[Series]) -> list[Plot | Omitted]:
         ax.set_xlabel("year of the up-to-date version")
     handles = [Line2D([], [], color="#555555", marker="o", ls="", ms=4, label="accuracy (Wilson 95 %)"),
                Line2D([], [], color="#444444", ls="--", label="least-squares trend (clipped to 0–100 %)"),
-               Line2D([], [], color="#D55E00", ls=":", lw=1.6, label="knowledge-cutoff estimate")]
+               *([Line2D([], [], label="declared knowledge cutoff", **DECLARED)] if "declared" in drawn else []),
+               *([Line2D([], [], label="estimated knowledge cutoff", **ESTIMATED)] if "estimated" in drawn else [])]
     fig.legend(handles=handles, loc="outside lower center", ncol=3, frameon=False)
     start = shown[0][1].details.get("start_year")
     return [Plot("tempomed-accuracy_by_year", "TempoMed: up-to-date accuracy by year",
                  f"Up-to-date-targeted items by the year of the current version (years up to {start} merged into "
                  "one bucket, placed at its mean year), with Wilson 95 % intervals, the unweighted least-squares "
-                 "trend over the bucket means, the two-sided Mann-Kendall p-value, and the year after which "
-                 "accuracy drops most (the cutoff estimate, dotted).", fig)]
+                 "trend over the bucket means, the two-sided Mann-Kendall p-value, and each model's knowledge "
+                 "cutoff as its run recorded it (the report's cutoff table): declared (solid) or estimated "
+                 "(dotted), none drawn where the run found none.", fig)]
 
 
 # --- historical vs up-to-date ------------------------------------------------------------------------------

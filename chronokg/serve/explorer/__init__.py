@@ -5,7 +5,7 @@
 tools); `chronokg export html` writes the same page with a slice's answers embedded as JSON
 (`chronokg.serve.explorer.static`). The page asks for catalog queries by name either way.
 Besides the specs tagged "explorer" (listings, questions, runs, quality checks) it reads
-`trajectory`, `change-pairs`, `timeline` and `as-of`, two combinations: `quality` (every
+`timeline` and `as-of`, and three combinations: `quality` (every
 spec tagged "quality") and `verify` (a generated question's answer key re-run, its evidence
 hash compared as `bench verify` does), and `run-report`: the report of the run folders the
 server or the export was given (`--runs`), built by the CLI as `chronokg eval report` builds it
@@ -25,7 +25,7 @@ from chronokg.errors import ChronoKGError
 from chronokg.queries.spec import all_queries, evidence_hash
 from chronokg.serve.csp import digest, policy
 
-CORE = frozenset({"trajectory", "change-pairs", "timeline", "as-of"})
+CORE = frozenset({"timeline", "as-of"})
 COMBINED = ("quality", "verify", "run-report")
 SLOT = re.compile(r"/\*(CSP|CSS|JS|CONFIG|DATA)\*/")  # the template's slots, found in the template alone
 Call = Callable[[str, Mapping[str, Any]], list[dict[str, Any]]]  # a catalog query's rows as JSON values

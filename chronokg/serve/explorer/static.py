@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from chronokg.errors import ChronoKGError
 from chronokg.graph.store import GraphStore
 from chronokg.queries.spec import all_queries
 from chronokg.serve.explorer import page, quality, run_report_rows, verify
@@ -89,6 +90,10 @@ def slice_data(store: GraphStore, chosen: Slice, run_report: str | None = None) 
             memo[key] = jsonable(queries.get(name).run(store, dict(params)))
         return memo[key]
 
+    unknown = [s for s in chosen.subjects if not call("timeline", {"subject": s, "include_retracted": True})]
+    if unknown:  # before any other read: the page is not written
+        raise ChronoKGError(f"--subject {', '.join(unknown)}: no facts about {'it' if len(unknown) == 1 else 'them'} "
+                            "in the store (`chronokg query subject-list --text WORDS` finds subjects)")
     trajectories = [t for t in call("trajectory-list", {}) if chosen.keep(t)][:chosen.limit]
     per: dict[str, Any] = {}
     wanted: dict[str, None] = {}
@@ -96,10 +101,10 @@ def slice_data(store: GraphStore, chosen: Slice, run_report: str | None = None) 
     seen: set[str] = set()
     for t in trajectories:
         pmid = t["current_pmid"]
-        for name in ("trajectory", "change-pairs", "trajectory-questions"):
+        for name in ("trajectory-versions", "trajectory-pairs", "trajectory-questions"):
             per[f"{name}|{pmid}"] = call(name, {"guideline": pmid})
-        wanted.update(dict.fromkeys(v["pmid"] for v in per[f"trajectory|{pmid}"]))
-        wanted.update(dict.fromkeys(c["decision_id"] for c in per[f"change-pairs|{pmid}"]))
+        wanted.update(dict.fromkeys(v["pmid"] for v in per[f"trajectory-versions|{pmid}"]))
+        wanted.update(dict.fromkeys(c["decision_id"] for c in per[f"trajectory-pairs|{pmid}"]))
         for q in per.pop(f"trajectory-questions|{pmid}"):  # held once, by change pair (trajectories overlap)
             if q["question"] in seen:
                 continue

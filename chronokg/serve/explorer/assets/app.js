@@ -54,9 +54,9 @@
     switch (name) {
       case "trajectory-list": case "subject-kinds": case "quality": case "run-summary": case "run-report": case "run-cutoffs":
         return DATA[name] || [];
-      case "trajectory": case "change-pairs": return need(name + "|" + p.guideline);
+      case "trajectory-versions": case "trajectory-pairs": return need(name + "|" + p.guideline);
       case "trajectory-questions": // held once per change pair; a trajectory's are those of its pairs
-        return need("change-pairs|" + p.guideline).map(questionPair).sort()
+        return need("trajectory-pairs|" + p.guideline).map(questionPair).sort()
           .filter((x, i, xs) => x !== xs[i - 1]).flatMap((pair) => DATA.questions[pair] || []);
       case "question-answers": return need(name + "|" + p.question);
       case "known-grid": { // held compact (a cell its fact ids, a fact read from its subject's timeline)
@@ -181,20 +181,22 @@
       return el("div", { class: "metric", dataset: { metric: key } }, number, label);
     };
     const box = $("metrics");
-    box.replaceChildren(card("n", "trajectory", "trajectories"), card("versions", "guideline version", "guideline versions"),
+    box.replaceChildren(card("n", "trajectory", "trajectories"),
+      card("versions", "distinct guideline version", "distinct guideline versions"),
       card("pairs", "change pair", "change pairs"), card("orgs", "organisation", "organisations"));
     if (categories.length) box.append(el("div", { class: "metric cats" }, categories.map((c) =>
       el("span", { class: catClass(c) }, (metric["cat:" + c] = el("strong", {}, "0")), " " + c))));
   }
   function metrics(rows) {
-    let versions = 0, pairs = 0;
-    const orgs = new Set(), cats = {};
+    let pairs = 0;
+    const versions = new Set(), orgs = new Set(), cats = {}; // a version in two trajectories is one version
     for (const r of rows) {
-      versions += r.versions.length; pairs += r.pairs;
+      for (const v of r.versions) versions.add(v);
+      pairs += r.pairs;
       for (const o of r.organizations) orgs.add(o);
       if (r.category) cats[r.category] = (cats[r.category] || 0) + 1;
     }
-    metric.n.set(rows.length); metric.versions.set(versions); metric.pairs.set(pairs); metric.orgs.set(orgs.size);
+    metric.n.set(rows.length); metric.versions.set(versions.size); metric.pairs.set(pairs); metric.orgs.set(orgs.size);
     for (const k of Object.keys(metric)) if (k.startsWith("cat:")) metric[k].textContent = cats[k.slice(4)] || 0;
   }
   const pool = []; // the drawn rows, reused: a keystroke rewrites their text instead of parsing new HTML
@@ -247,8 +249,9 @@
     const aside = $("detail");
     aside.innerHTML = `<p class="muted">loading ${esc(pmid)}…</p>`;
     try {
-      const [versions, pairs, questions] = await Promise.all([q("trajectory", { guideline: pmid }),
-        q("change-pairs", { guideline: pmid }), q("trajectory-questions", { guideline: pmid })]);
+      // the trajectory's own versions and pairs: what its row in the list counts, never another trajectory's
+      const [versions, pairs, questions] = await Promise.all([q("trajectory-versions", { guideline: pmid }),
+        q("trajectory-pairs", { guideline: pmid }), q("trajectory-questions", { guideline: pmid })]);
       if (current !== pmid) return;
       const recs = (v) => pairs.flatMap((c) => [
         c.current_pmid === v ? [c.decision_id, c.current_recommendation] : null,
@@ -256,23 +259,78 @@
       const byPair = {};
       for (const x of questions) (byPair[x.pair] = byPair[x.pair] || []).push(x);
       const listed = all.find((r) => r.current_pmid === pmid);
+      const currents = new Set(all.map((r) => r.current_pmid));
+      const branched = versions.filter((v) => v.elsewhere.length).length;
+      const opener = (p) => currents.has(p) ? `<a href="#" data-open="${esc(p)}">${esc(p)}</a>` : esc(p);
       aside.innerHTML = `<h2>Trajectory of ${esc(pmid)}</h2>` +
         `<p>${listed && listed.category ? `<span class="${catClass(listed.category)}">${esc(listed.category)}</span> ` : ""}` +
         `<button type="button" id="d-grid" data-guideline="${esc(pmid)}">Valid × known time</button></p>` +
-        `<h3>Supersession chain (${versions.length} versions, oldest first)</h3><ol class="chain" id="chain">` +
-        versions.map((v) => `<li data-pmid="${esc(v.pmid)}"><b>${esc(v.pmid)}</b> <span class="tag">${esc(v.year)}</span> ` +
-          `${esc(v.caption || "")} <span class="muted">${esc(v.organizations.join("; "))}</span>` +
-          (v.supersedes.length ? ` <span class="muted">supersedes ${esc(v.supersedes.join(", "))}</span>` : "") +
-          `<details><summary>${recs(v.pmid).length} recommendations</summary>` +
+        `<h3>${plural(versions.length, "version")}: the current one and ${versions.length - 1} prior (depth), oldest at the top</h3>` +
+        `<p class="muted">A line joins each version to every one it supersedes (the older above), as the trajectory's records say.` +
+        (branched ? ` ${branched} of these versions ${branched === 1 ? "is" : "are"} also superseded in another ` +
+          `trajectory: the data branches there.` : "") + `</p>` +
+        `<div class="branch" id="chain"><svg class="links" aria-hidden="true"></svg>` +
+        generations(versions).map((gen, i) => `<ol class="gen" data-gen="${i}">` + gen.map((v) =>
+          `<li data-pmid="${esc(v.pmid)}" data-supersedes="${esc(v.supersedes.join(" "))}" class="${v.current ? "current" : ""}"><b>${esc(v.pmid)}</b> <span class="tag">${esc(v.year)}</span>` +
+          (v.current ? ` <span class="tag now">current</span>` : "") +
+          ` ${esc(v.caption || "")} <span class="muted">${esc(v.organizations.join("; "))}</span>` +
+          (v.supersedes.length ? `<div class="muted">supersedes ${esc(v.supersedes.join(", "))}</div>` : "") +
+          (v.elsewhere.length ? `<div class="elsewhere">also superseded, in another trajectory, by ` +
+            v.elsewhere.map(opener).join(", ") + `</div>` : "") +
+          `<details><summary>${plural(recs(v.pmid).length, "recommendation")}</summary>` +
           recs(v.pmid).map(([d, t]) => `<p><a href="#" data-subject="${esc(d)}">${esc(d)}</a>: ${esc(t)}</p>`).join("") +
-          `</details></li>`).join("") + `</ol>` +
-        `<h3>Change pairs (${pairs.length})</h3><div id="pairs">` +
+          `</details></li>`).join("") + `</ol>`).join("") + `</div>` +
+        `<h3>${plural(pairs.length, "change pair")} (prior → this trajectory's current)</h3><div id="pairs">` +
         pairs.map((c) => `<div class="pair" data-decision="${esc(c.decision_id)}">` +
           `<div><span class="tag">${esc(c.prior_pmid)} (${esc(c.prior_year)}) → ${esc(c.current_pmid)} (${esc(c.current_year)})</span> ` +
           `<a href="#" data-subject="${esc(c.decision_id)}">timeline</a></div>` +
           `<p class="prior"><b>Prior:</b> ${esc(c.prior_recommendation)}</p><p><b>Current:</b> ${esc(c.current_recommendation)}</p>` +
           questionList(byPair[questionPair(c)] || []) + `</div>`).join("") + `</div>`;
+      requestAnimationFrame(() => links($("chain")));
     } catch (err) { aside.innerHTML = `<p class="error">${esc(err.message)}</p>`; }
+  }
+  const plural = (n, one) => `${n} ${one}${n === 1 ? "" : "s"}`;
+  /** Versions in rows, the current one at the bottom: a version sits one row above the highest version of the
+      trajectory that supersedes it, so priors that only the current one supersedes sit side by side, above it. */
+  function generations(versions) {
+    const by = Object.fromEntries(versions.map((v) => [v.pmid, v])), up = {};
+    const level = (p, seen) => {
+      if (p in up) return up[p];
+      if (seen.has(p) || !by[p]) return 0;
+      seen.add(p);
+      const newer = by[p].superseded_by.filter((n) => by[n]);
+      return (up[p] = newer.length ? 1 + Math.max(...newer.map((n) => level(n, seen))) : 0);
+    };
+    const top = Math.max(0, ...versions.map((v) => level(v.pmid, new Set()))), rows = [];
+    for (const v of versions) (rows[top - up[v.pmid]] = rows[top - up[v.pmid]] || []).push(v);
+    return rows.filter(Boolean);
+  }
+  /** A line from each version to every version it supersedes, drawn once the cards are laid out (and again when
+      one opens or closes). */
+  function links(box) {
+    if (!box) return;
+    const svg = box.querySelector("svg.links"), at = box.getBoundingClientRect(), NS = "http://www.w3.org/2000/svg";
+    svg.setAttribute("width", String(box.scrollWidth));
+    svg.setAttribute("height", String(box.scrollHeight));
+    const lines = [];
+    for (const b of box.querySelectorAll("li[data-pmid]")) for (const s of b.dataset.supersedes.split(" ").filter(Boolean)) {
+      const a = box.querySelector(`li[data-pmid="${CSS.escape(s)}"]`);
+      if (!a) continue;
+      const ra = a.getBoundingClientRect(), rb = b.getBoundingClientRect(), f = (n) => n.toFixed(1);
+      const rows = Number(b.parentNode.dataset.gen) - Number(a.parentNode.dataset.gen);
+      const line = document.createElementNS(NS, "path");
+      if (rows === 1) { // the next row: straight down
+        line.setAttribute("d", `M${f(ra.left + ra.width / 2 - at.left)},${f(ra.bottom - at.top)} ` +
+          `L${f(rb.left + rb.width / 2 - at.left)},${f(rb.top - at.top)}`);
+      } else { // past the rows between: around them, in the left margin
+        const y1 = ra.top + ra.height / 2 - at.top, y2 = rb.top + rb.height / 2 - at.top, x1 = ra.left - at.left, x2 = rb.left - at.left;
+        line.setAttribute("d", `M${f(x1)},${f(y1)} C${f(-24)},${f(y1)} ${f(-24)},${f(y2)} ${f(x2)},${f(y2)}`);
+      }
+      line.setAttribute("data-from", b.dataset.pmid);
+      line.setAttribute("data-to", s);
+      lines.push(line);
+    }
+    svg.replaceChildren(...lines);
   }
   const questionPair = (c) => `cp:${c.decision_id}:${c.prior_pmid}>${c.current_pmid}`;
   function questionList(qs) {
@@ -293,11 +351,14 @@
   $("detail").addEventListener("click", (e) => {
     const a = e.target.closest("a[data-subject]");
     if (a) { e.preventDefault(); subjectFromDetail(a.dataset.subject); }
+    const o = e.target.closest("a[data-open]");
+    if (o) { e.preventDefault(); openTrajectory(o.dataset.open); }
     const b = e.target.closest("#d-grid");
     if (b) trajectoryGrid(b.dataset.guideline);
   });
   $("detail").addEventListener("toggle", async (e) => {
     const d = e.target;
+    if (d.closest && d.closest("#chain")) links($("chain"));
     if (!d.open || !d.classList.contains("question") || d.dataset.done) return;
     const more = d.querySelector(".qmore");
     if (!more) return;
@@ -347,6 +408,7 @@
 
   async function subjectFromDetail(s) {
     await show("timelines");
+    subjectPicker(true);
     $("t-kind").value = "";
     $("t-search").value = s;
     await listSubjects().catch((e) => fail("subjects", e));
@@ -360,16 +422,17 @@
   }
   const shown = (f) => f.object_caption || f.object || (f.value === null || f.value === undefined ? "" : String(f.value));
   const iso = (d) => d.toISOString().slice(0, 10);
-  /** Ticks for an axis from `lo` to `hi` (fractional years): years, months or days, whichever gives `most` or fewer. */
-  function axis(lo, hi, most) {
+  /** Ticks for an axis from `lo` to `hi` (fractional years): years, months or days, whichever gives `most` or fewer,
+      never finer than the data's `unit` (year-precision facts get years). */
+  function axis(lo, hi, most, unit) {
     const span = hi - lo, out = [];
-    if (span >= 3) {
+    if (span >= 3 || unit === "year") {
       const step = [1, 2, 5, 10, 20, 50].find((k) => span / k <= most) || 100;
       for (let y = Math.ceil(lo / step) * step; y <= hi; y += step) out.push([y, String(y)]);
       return out;
     }
     const y0 = Math.floor(lo);
-    if (span >= 1 / 3) {
+    if (span >= 1 / 3 || unit === "month") {
       const step = [1, 2, 3, 6].find((k) => span * 12 / k <= most) || 12;
       for (let m = 0; ; m += step) {
         const d = iso(new Date(Date.UTC(y0, m, 1))), at = year(d);
@@ -387,7 +450,13 @@
     }
     return out;
   }
-  const year = (d) => d ? Number(d.slice(0, 4)) + (Number(d.slice(5, 7)) - 1) / 12 + (Number(d.slice(8, 10)) - 1) / 365 : null;
+  const MIN_SPAN = { year: 4, month: 1, day: 14 / 365 }; // the shortest axis for each precision, in years
+  const RANK = { day: 0, month: 1, year: 2 };
+  /** The coarsest precision among the facts (a year-precision version drawn on a day axis would claim days). */
+  const coarsest = (facts) => facts.map((f) => f.precision).filter((p) => p in RANK)
+    .reduce((a, b) => RANK[b] > RANK[a] ? b : a, "day");
+  // a date as fractional years, linear in days (so intervals are drawn to scale): days since 1970 / 365.2425
+  const year = (d) => d ? 1970 + Date.UTC(Number(d.slice(0, 4)), Number(d.slice(5, 7)) - 1, Number(d.slice(8, 10))) / 864e5 / 365.2425 : null;
   let drawn = 0; // the latest draw wins, whichever answer arrives last
   async function drawSubject() {
     const s = subject, date = $("t-date").value, known = $("t-known").value, seq = ++drawn;
@@ -396,25 +465,29 @@
       const versions = await q("timeline", { subject: s, known_at: known, include_retracted: known ? null : true });
       const answer = date ? await q("as-of", { subject: s, date: date, known_at: known }) : null;
       if (seq !== drawn) return;
-      // the axis spans the data (studies weeks apart get weeks, guidelines decades apart get years)
+      // The axis spans the data at its precision: studies days apart get days or weeks, year-precision guidelines
+      // years (at least a few of them). A year- or month-precision version still in force runs to today, to scale.
+      const unit = coarsest(versions), today = year(iso(new Date()));
       const stamps = versions.flatMap((f) => [year(f.valid_from), year(f.valid_to)]).filter((y) => y !== null);
       if (date) stamps.push(year(date));
-      const first = stamps.length ? Math.min(...stamps) : new Date().getFullYear(), last = stamps.length ? Math.max(...stamps) : first;
-      const span = Math.max(last - first, 14 / 365), open = versions.some((f) => f.valid_to === null);
-      const lo = first - span * 0.04, hi = last + span * (open ? 0.12 : 0.04);
+      const open = versions.some((f) => f.valid_to === null);
+      if (open && unit !== "day" && stamps.length) stamps.push(Math.max(today, ...stamps));
+      const first = stamps.length ? Math.min(...stamps) : today, last = stamps.length ? Math.max(...stamps) : first;
+      const span = Math.max(last - first, MIN_SPAN[unit]);
+      const lo = first - span * 0.04, hi = first + span + span * (open && unit === "day" ? 0.12 : 0.04);
       const x = (y) => ((y - lo) / (hi - lo) * 100).toFixed(2) + "%";
       const at01 = (at) => (at - lo) / (hi - lo); // a tick near the left edge starts there instead of centring on it
-      const ticks = axis(lo, hi, Math.max(3, Math.floor(view.clientWidth / 90))).filter(([at]) => at01(at) >= 0 && at01(at) < 0.95)
+      const ticks = axis(lo, hi, Math.max(3, Math.floor(view.clientWidth / 90)), unit).filter(([at]) => at01(at) >= 0 && at01(at) < 0.95)
         .map(([at, label]) => `<span class="axis${at01(at) < 0.06 ? " edge" : ""}" data-left="${x(at)}">${esc(label)}</span>`);
       view.innerHTML = `<h2>${esc(s)}</h2><p class="muted">${versions.length} versions` +
         (known ? `, as the store believed on ${esc(known)}` : ", retracted ones hatched") + `</p>` +
         `<div class="chart" role="img" aria-label="versions of ${esc(s)} over valid time">${ticks.join("")}` +
         versions.map((f) => {
-          const a = year(f.valid_from) ?? lo, b = year(f.valid_to) ?? hi;
+          const a = year(f.valid_from) ?? lo, b = Math.max(year(f.valid_to) ?? hi, a); // to scale (CSS keeps 2px)
           const cls = (f.known_to ? "bar retracted" : f.valid_to === null ? "bar now" : "bar") + (f.valid_to === null ? " open" : "") +
-            ((Math.max(b, a + 0.15) - a) / (hi - lo) < 0.15 ? " narrow" : "") + // a short bar's label runs on past it,
+            ((b - a) / (hi - lo) < 0.15 ? " narrow" : "") + // a short bar's label runs on past it,
             ((a - lo) / (hi - lo) > 0.6 ? " late" : ""); // or, late on the axis, before it
-          return `<div class="bar-row"><div class="${cls}" data-fact="${esc(f.id)}" data-left="${x(a)}" data-width="calc(${x(Math.max(b, a + 0.15))} - ${x(a)})" ` +
+          return `<div class="bar-row"><div class="${cls}" data-fact="${esc(f.id)}" data-left="${x(a)}" data-width="calc(${x(b)} - ${x(a)})" ` +
             `title="${esc(f.predicate)}: ${esc(shown(f))} [${esc(f.valid_from)} – ${esc(f.valid_to || "open")})"><span>${esc(f.predicate)}: ${esc(shown(f))}</span></div></div>`;
         }).join("") + (date ? `<div class="marker" data-left="${x(year(date))}"></div>` : "") + `</div>` +
         (answer === null ? `<p class="muted">Set “True on” to ask what was true that day.</p>` :
@@ -428,12 +501,26 @@
 
   // --- valid time x known time: what each release believed about each date (known-grid) -----------------
   let gridSeq = 0, grid = null;
+  /** The subject picker (kind, search, dates, list) belongs to subject timelines: a trajectory's grid hides it. */
+  function subjectPicker(on) {
+    $("t-form").hidden = !on;
+    $("t-subjects").hidden = !on;
+  }
   async function trajectoryGrid(pmid) {
     await show("timelines");
     subject = null;
+    subjectPicker(false);
     for (const li of $("t-subjects").children) li.setAttribute("aria-selected", "false");
+    const back = el("button", { type: "button", id: "t-back" }, "Pick a subject instead");
+    back.addEventListener("click", () => {
+      subjectPicker(true);
+      $("grid").hidden = true;
+      $("t-view").replaceChildren(el("p", { class: "muted" }, "Pick a subject to see every version of its facts over valid time."));
+      $("t-search").focus();
+    });
     $("t-view").replaceChildren(el("h2", {}, "Trajectory of " + pmid), el("p", { class: "muted" },
-      "Its guideline versions and the decisions of its change pairs, below: open a decision for its timeline."));
+      "Every guideline version linked to it by supersession (where the data branches, other trajectories' too: " +
+      "known-grid --trajectory) and the decisions of their change pairs, below: open a decision for its timeline. "), back);
     await openGrid({ subject: pmid, trajectory: true }, "trajectory of " + pmid);
     $("g-slider").focus();
   }
