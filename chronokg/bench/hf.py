@@ -140,6 +140,11 @@ def rows(store: GraphStore, path: Path, items: Sequence[Item], dates: DatesOf) -
     out: dict[str, list[dict[str, Any]]] = {}
     for item in items:
         q = item.question
+        config = config_name(q)
+        if len(config) > 100 or not CONFIG_NAME.fullmatch(config):
+            raise InputError(path, f"line {item.line}", f"question {q.id}'s family and protocol make the config name "
+                                                        f"{config[:100]!r}, which is not letters and digits joined "
+                                                        "by single '.', '_' or '-': it names a folder of the export")
         try:
             when, missing = date_of(q)
         except ValueError as exc:  # a date of the question's own (metadata, answer key) that is no date
@@ -148,11 +153,6 @@ def rows(store: GraphStore, path: Path, items: Sequence[Item], dates: DatesOf) -
             raise InputError(path, f"line {item.line}", f"question {q.id} tests fact {missing[0]}, which "
                                                         f"{store.uri} does not hold: export from the store the "
                                                         "questions were generated from")
-        config = config_name(q)
-        if len(config) > 100 or not CONFIG_NAME.fullmatch(config):
-            raise InputError(path, f"line {item.line}", f"question {q.id}'s family and protocol make the config name "
-                                                        f"{config[:100]!r}, which is not letters and digits joined "
-                                                        "by single '.', '_' or '-': it names a folder of the export")
         row = {k: item.record[k] for k in CANONICAL}
         row["metadata"] = json.dumps(item.record["metadata"], ensure_ascii=False)
         row["variant"] = q.variant

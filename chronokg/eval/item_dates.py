@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from chronokg.bench.hf_card import DATES
 from chronokg.bench.question import Question
-from chronokg.eval.profile import profile_for
+from chronokg.eval.profile import PROFILES, profile_for
 from chronokg.graph.store import GraphStore
 
 if TYPE_CHECKING:
@@ -109,8 +109,8 @@ def item_dates(question: Question, facts: Facts | None = None) -> Dates:
         tested = set(question.facts)
         gold = _span(gold_rows(question) or [r for r in question.answer_key.evidence
                                              if isinstance(r, dict) and r.get("fact_id") in tested])
-    profile = profile_for(question.family)
-    if profile.dated_gold:  # the start the cutoff split reads; the end of the answer's validity as above
+    profile = profile_for(question.family) if question.family in PROFILES else None  # none: no dated gold declared
+    if profile is not None and profile.dated_gold:  # the start the cutoff split reads; the end as above
         _, _, fields = profile.score(question, question.target, PROTOCOL)  # the gold answer's own fact chosen
         start = day(fields.get("gold_from"))
         gold = (start, gold[1] if start else None)

@@ -135,10 +135,6 @@ class Split:
             day(known_at, "known_at")
         self.cutoff, self.store, self.known_at = cutoff, store, known_at
 
-    @property
-    def rescoring(self) -> bool:
-        return self.store is not None or self.known_at is not None
-
 
 def family_task(family: str, questions: str, protocol: str = "seed", samples: int = 1,
                 options: dict[str, Any] | None = None, split: Split | None = None) -> Task:
