@@ -94,7 +94,7 @@ def test_rows_are_the_canonical_records_with_their_dates(folder: Path, questions
             assert json.dumps(metadata) == json.dumps(record["metadata"])  # key order too
             assert row["variant"] == record["metadata"]["variant"]
             assert row["question_date"] == dt.date.fromisoformat(record["metadata"]["target_date"])
-            assert row["known_from"] is not None
+            assert row["evidence_known_from"] is not None
         n += len(rows)
     assert n == len(records)
 
@@ -124,14 +124,14 @@ def test_known_from_is_the_release_that_brought_the_evidence(folder: Path) -> No
     """The demo's QA answers come from its update of 2026-11-01, the synthetic chest X-rays from their 2026-01-01
     release, ChroKnow's legal items from the CFR editions (2022-12-30, 2024-12-30) and its office holders from
     the yearly ChroKnowBench rows (known from a row's release, at the latest the year asked about)."""
-    known = {config: {r["known_from"] for r in folder_rows(folder, config)} for config in
+    known = {config: {r["evidence_known_from"] for r in folder_rows(folder, config)} for config in
              ("benchage-seed", "micxr-seed")}
     assert known == {"benchage-seed": {dt.date(2026, 11, 1)}, "micxr-seed": {dt.date(2026, 1, 1)}}
     chroknow = list(folder_rows(folder, "chroknow-seed"))
     # a legal item tests both editions' versions of its section: known once the later edition was loaded
-    assert {r["known_from"] for r in chroknow if r["variant"].startswith("legal/")} == {dt.date(2024, 12, 30)}
+    assert {r["evidence_known_from"] for r in chroknow if r["variant"].startswith("legal/")} == {dt.date(2024, 12, 30)}
     general = [r for r in chroknow if r["variant"].startswith("general/")]
-    assert general and all(r["known_from"] <= dt.date.fromisoformat(json.loads(r["metadata"])["release_date"])
+    assert general and all(r["evidence_known_from"] <= dt.date.fromisoformat(json.loads(r["metadata"])["release_date"])
                            for r in general)
 
 

@@ -101,7 +101,7 @@ def test_an_exported_run_reads_back_with_chronokg_s_scores_and_metrics(world: di
     assert (got["pre_cutoff_n"], got["post_cutoff_n"], got["stale_n"]) == (block["pre"]["n"], block["post"]["n"],
                                                                           block["post"]["stale"]) == (15, 3, 3)
     for s in log.samples:
-        assert s.metadata["gold_valid_from"] and s.metadata["target_date"]
+        assert s.metadata["gold_valid_from"] and s.metadata["question_date"]
         assert s.metadata["chronokg"]["answer"] == s.scores["chronokg_scorer"].answer
 
 

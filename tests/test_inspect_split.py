@@ -107,7 +107,7 @@ def test_every_sample_carries_the_item_s_dates(world: dict[str, Any]) -> None:
     for s in samples:
         q = world["questions"][str(s.id)]
         row = gold(q)
-        assert s.metadata["target_date"] == q.target_date.isoformat()
+        assert s.metadata["question_date"] == q.target_date.isoformat()
         assert s.metadata["gold_valid_from"] == str(row["valid_from"])[:10]
         assert s.metadata["gold_valid_to"] == (str(row["valid_to"])[:10] if row["valid_to"] else None)
         assert s.metadata["evidence_known_from"] == w.RELEASES[0].isoformat()

@@ -5,14 +5,9 @@ One config per family and protocol (`tempomed-seed`, `chroknow-chronokg`, ...), 
 licence of every source, the seed papers, the snapshot and its releases (`chronokg.bench.hf_card`). A row is the
 canonical record as the questions file holds it (`id`, `input`, `choices`, `target`; `metadata` as one JSON
 string, since its shape differs between families and variants and a string round-trips it exactly), plus
-`variant` and the item's dates as date32 columns (`datasets` reads them back as `datetime.date`):
-
-- `question_date`: the date the question asks about (`metadata.target_date`; else its answer key's `date`);
-- `gold_valid_from`, `gold_valid_to`: the valid time of the gold answer's fact, read from the store (the fact of
-  the answer-key evidence row stating the answer; where no row states it, e.g. MI-CXR's summaries, the span of
-  every fact the question tests); an empty `gold_valid_to` is a fact still in force, an empty `gold_valid_from`
-  one whose start the source does not give;
-- `known_from`: when the store first knew all of its evidence (the latest `known_from` of the facts it tests).
+`variant` and the item's dates as date32 columns (`datasets` reads them back as `datetime.date`): `DATES`, as
+`chronokg.eval.item_dates` defines them for every route. The caller passes that definition in (`dates`), read from
+the store the questions were generated from.
 
 Fact dates are parts of a fact's id, so a later release never changes them, and the card names no time of
 writing: exporting the same questions from a store holding their snapshot gives the same bytes (with the same
@@ -27,7 +22,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,8 +32,12 @@ from chronokg.bench.question import Question
 from chronokg.errors import ChronoKGError, InputError
 from chronokg.graph.store import GraphStore
 
-__all__ = ["COLUMNS", "DATES", "SPLIT", "Export", "Release", "export_hf", "folder_rows", "read_canonical"]
+__all__ = ["COLUMNS", "DATES", "SPLIT", "DatesOf", "Export", "Release", "export_hf", "folder_rows", "read_canonical"]
 OWN_FILES = frozenset({"README.md", "croissant.json"})
+# Given the store and the questions (read from it once), a question's dates (by `DATES`) and the facts it reads
+# that the store lacks; a date of the question's own that is no date is a ValueError.
+DatedBy = Callable[[Question], tuple[Mapping[str, dt.date | None], Sequence[str]]]
+DatesOf = Callable[[GraphStore, Sequence[Question]], DatedBy]
 # A config is a folder of the export and a name in the card's YAML: words joined by single `.`, `_` or `-`, so a
 # family or protocol read from a questions file can never be a path (`..`, `/`), a line break or a control.
 CONFIG_NAME = re.compile(r"[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*")
@@ -134,69 +133,30 @@ def _date(value: Any) -> dt.date:
     return dt.date.fromisoformat(str(value)[:10])
 
 
-def _facts(store: GraphStore, ids: set[str]) -> dict[str, dict[str, Any]]:
-    rows = store.run("MATCH (f:Fact) WHERE f.id IN $ids RETURN f.id AS id, f.valid_from AS valid_from, "
-                     "f.valid_to AS valid_to, f.known_from AS known_from ORDER BY id", {"ids": sorted(ids)})
-    return {r["id"]: r for r in rows}
-
-
-def gold_fact_ids(question: Question) -> list[str]:
-    """The facts stating the gold answer: the answer-key evidence rows whose text, caption, value or alias is the
-    answer; where none is, every fact the question tests (a summary over several, e.g. MI-CXR)."""
-    answer = question.answer_key.answer
-    stated = []
-    if answer is not None:
-        for row in question.answer_key.evidence:
-            said = [row.get("text"), row.get("caption"), row.get("value"), *(row.get("aliases") or [])]
-            if row.get("fact_id") and answer in {str(s) for s in said if s is not None}:
-                stated.append(str(row["fact_id"]))
-    return sorted(set(stated)) or sorted(set(question.facts))
-
-
-def item_dates(question: Question, facts: dict[str, dict[str, Any]]) -> dict[str, dt.date | None]:
-    """The four date columns of a question, from its metadata and the store's facts (`facts`: by id)."""
-    day = question.target_date
-    if day is None and isinstance(question.answer_key.params.get("date"), str):
-        day = _date(question.answer_key.params["date"])
-    gold = [facts[i] for i in gold_fact_ids(question) if i in facts]
-    starts = [f["valid_from"] for f in gold]
-    ends = [f["valid_to"] for f in gold]
-    tested = [facts[i] for i in question.facts if i in facts] or gold
-    known = [_date(f["known_from"]) for f in tested if f["known_from"] is not None]
-    if not known:  # no fact in the store: what the evidence rows say of themselves
-        known = [_date(r["known_from"]) for r in question.answer_key.evidence if r.get("known_from")]
-    return {
-        "question_date": day,
-        "gold_valid_from": None if not gold or None in starts else min(_date(s) for s in starts),
-        "gold_valid_to": None if not gold or None in ends else max(_date(e) for e in ends),
-        "known_from": max(known) if known else None,
-    }
-
-
-def rows(store: GraphStore, path: Path, items: Sequence[Item]) -> dict[str, list[dict[str, Any]]]:
-    """The rows of every config, in the file's order; a fact a question tests that the store lacks is an
+def rows(store: GraphStore, path: Path, items: Sequence[Item], dates: DatesOf) -> dict[str, list[dict[str, Any]]]:
+    """The rows of every config, in the file's order; a fact a question reads that the store lacks is an
     InputError naming the question's line."""
-    facts = _facts(store, {i for item in items for i in (*item.question.facts, *gold_fact_ids(item.question))})
+    date_of = dates(store, [item.question for item in items])
     out: dict[str, list[dict[str, Any]]] = {}
     for item in items:
         q = item.question
-        missing = sorted({*q.facts, *gold_fact_ids(q)} - set(facts))
-        if missing:
-            raise InputError(path, f"line {item.line}", f"question {q.id} tests fact {missing[0]}, which "
-                                                        f"{store.uri} does not hold: export from the store the "
-                                                        "questions were generated from")
         config = config_name(q)
         if len(config) > 100 or not CONFIG_NAME.fullmatch(config):
             raise InputError(path, f"line {item.line}", f"question {q.id}'s family and protocol make the config name "
                                                         f"{config[:100]!r}, which is not letters and digits joined "
                                                         "by single '.', '_' or '-': it names a folder of the export")
+        try:
+            when, missing = date_of(q)
+        except ValueError as exc:  # a date of the question's own (metadata, answer key) that is no date
+            raise InputError(path, f"line {item.line}", f"question {q.id}: {exc}") from None
+        if missing:
+            raise InputError(path, f"line {item.line}", f"question {q.id} tests fact {missing[0]}, which "
+                                                        f"{store.uri} does not hold: export from the store the "
+                                                        "questions were generated from")
         row = {k: item.record[k] for k in CANONICAL}
         row["metadata"] = json.dumps(item.record["metadata"], ensure_ascii=False)
         row["variant"] = q.variant
-        try:
-            row.update(item_dates(q, facts))
-        except ValueError as exc:  # a date of the question's own (metadata, answer key) that is no date
-            raise InputError(path, f"line {item.line}", f"question {q.id}: {exc}") from None
+        row.update({d: when[d] for d in DATES})
         out.setdefault(config, []).append(row)
     return out
 
@@ -277,9 +237,10 @@ def _write(folder: Path, export: Export, tables: dict[str, Any]) -> list[Path]:
     return [*files, folder / "README.md", folder / "croissant.json"]
 
 
-def export_hf(store: GraphStore, path: Path, out: Path) -> Export:
+def export_hf(store: GraphStore, path: Path, out: Path, dates: DatesOf) -> Export:
     """Write the questions of `path` (canonical JSONL) as a dataset folder `out`, built whole under a temporary
-    name beside it and renamed into place: a failed export leaves `out` as it was."""
+    name beside it and renamed into place: a failed export leaves `out` as it was. `dates` gives each question's
+    dates and the facts it reads that the store lacks (`chronokg.eval.item_dates.store_dates`)."""
     try:
         import pyarrow  # noqa: F401
         import yaml  # noqa: F401
@@ -290,7 +251,7 @@ def export_hf(store: GraphStore, path: Path, out: Path) -> Export:
     folder = check_out(out)  # again: an earlier export may have been put back
     items = read_canonical(path)
     snapshots = _releases(store, path, items)
-    configs = rows(store, path, items)
+    configs = rows(store, path, items, dates)
     families = sorted({item.question.family for item in items})
     tables = {name: _table(r) for name, r in sorted(configs.items())}
     export = Export(out, {k: len(v) for k, v in sorted(configs.items())}, snapshots, families,

@@ -19,7 +19,8 @@ from typing import Any
 
 SPLIT = "test"
 CANONICAL = ("id", "input", "choices", "target", "metadata")
-DATES = ("question_date", "gold_valid_from", "gold_valid_to", "known_from")
+# An item's dates, as every route names them (defined in `chronokg.eval.item_dates`, which computes them).
+DATES = ("question_date", "gold_valid_from", "gold_valid_to", "evidence_known_from")
 COLUMNS = (*CANONICAL, "variant", *DATES)
 
 
@@ -116,7 +117,7 @@ COLUMN_MEANINGS: dict[str, str] = {
     "question_date": "the date the question asks about",
     "gold_valid_from": "when the gold answer's fact became valid (empty: the source gives no start)",
     "gold_valid_to": "when it stopped being valid (empty: still in force)",
-    "known_from": "when the store first knew all of the question's evidence (the release that brought it)",
+    "evidence_known_from": "when the store first knew all of the question's evidence (the release that brought it)",
 }
 
 

@@ -264,9 +264,10 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
 def export_hf_folder(path: Path, out: Path) -> None:
     """`bench export --format hf`: the folder, then what it holds."""
     from chronokg.bench.hf import export_hf
+    from chronokg.eval.item_dates import store_dates
 
     with opened(read_only=True, must_exist=True) as store:
-        done = export_hf(store, path, out)
+        done = export_hf(store, path, out, store_dates)
     for name, n in done.configs.items():
         say(console, ("wrote", "green"), f" {n:,} questions to config {name} ({out / name})")
     say(console, f"dataset card {out / 'README.md'}; snapshot " + ", ".join(

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from chronokg.cli.common import console, guarded, opened
+from chronokg.cli.common import console, guarded, opened, state
 from chronokg.cli.render import say
 from chronokg.controls import visible
 
@@ -45,6 +45,7 @@ def register(export_app: typer.Typer) -> None:
         """A generate_until task per family for lm-evaluation-harness (YAML, data with each item's dates, the
         family's extraction as its filter); score its --log_samples output with `chronokg eval score`."""
         from chronokg.errors import ChronoKGError
+        from chronokg.eval.item_dates import missing_facts, stored_facts
         from chronokg.eval.runner import load_questions
         from chronokg.graph.dates import parse_date
         from chronokg.integrations.lm_eval_export import export_lm_eval
@@ -54,8 +55,14 @@ def register(export_app: typer.Typer) -> None:
                 day = parse_date(cutoff.strip())[0] if cutoff is not None else None
             except ValueError as exc:
                 raise ChronoKGError(f"--cutoff {cutoff!r}: {exc}") from None
-            for task, n in export_lm_eval(load_questions(questions, None), out, protocol, day).items():
+            chosen = load_questions(questions, None)
+            facts = stored_facts(state.store_uri, chosen)  # the dates from the store's facts where it is there
+            for task, n in export_lm_eval(chosen, out, protocol, day, facts).items():
                 say(console, ("wrote", "green"), " task ", (task, "bold"), f" ({n:,} questions) to {out / task}")
+            stored = 0 if facts is None else sum(not missing_facts(q, facts) for q in chosen)
+            say(console, f"item dates: {stored:,} questions dated from the store's facts, {len(chosen) - stored:,} "
+                         "from their answer keys' evidence rows" + (" (no store file: give --store URI)"
+                                                                    if facts is None else ""))
             console.print(f"run: lm_eval --include_path {out} --tasks NAME --model local-chat-completions "
                           "--apply_chat_template --log_samples --output_path RESULTS ...", soft_wrap=True,
                           markup=False)

@@ -40,6 +40,7 @@ from inspect_ai.scorer import MetricProtocol, SampleScore, Score, accuracy, mean
 from chronokg.bench.question import Question
 from chronokg.errors import ChronoKGError
 from chronokg.eval import cutoff
+from chronokg.eval.item_dates import Facts, stored_facts
 from chronokg.eval.log import RunInfo, SampleRecord, latest, read_info
 from chronokg.eval.rescore import FLIPS
 from chronokg.eval.runner import load_questions
@@ -67,6 +68,7 @@ def export_run(folder: Path, out: Path) -> list[Path]:
                             f"(first: {missing[0]})")
     flips = json.loads((folder / FLIPS).read_text(encoding="utf-8")) if (folder / FLIPS).is_file() else None
     cutoffs = cutoff.of_run(info, [r for r in records if r.ok])
+    facts = stored_facts(info.store, list(by_id.values()), required=False)  # the items' dates, as the tasks read
     out = out.resolve()
     part = out.with_name(out.name + ".part")
     shutil.rmtree(part, ignore_errors=True)
@@ -78,7 +80,7 @@ def export_run(folder: Path, out: Path) -> list[Path]:
                 mine = sorted((r for r in records if r.model == model and r.family == family),
                               key=lambda r: (r.question_id, r.sample))
                 log = run_log(info, model, family, mine, {q: (by_id[q], files[q]) for q in by_id},
-                              cutoffs.get(model), flips)
+                              cutoffs.get(model), flips, facts)
                 name = f"{_stamp(log.eval.created)}_chronokg-{family}_{info.run_id}-{_safe(model)}.eval"
                 write_eval_log(log, str(part / name), format="eval")
                 written.append(name)
@@ -92,10 +94,10 @@ def export_run(folder: Path, out: Path) -> list[Path]:
 
 def run_log(info: RunInfo, model: str, family: str, records: Sequence[SampleRecord],
             questions: dict[str, tuple[Question, str]], cut: cutoff.Cutoff | None,
-            flips: list[dict[str, Any]] | None) -> EvalLog:
+            flips: list[dict[str, Any]] | None, facts: Facts | None = None) -> EvalLog:
     """One model's samples of one family as an inspect log (`questions`: each question and the file it is in)."""
     day = cut.date if cut is not None else None
-    samples = [_sample(r, *questions[r.question_id], day, info.protocol) for r in records]
+    samples = [_sample(r, *questions[r.question_id], day, info.protocol, facts) for r in records]
     path = questions[records[0].question_id][1]
     options = {"questions": path, "family": family, "protocol": info.protocol,
                "cutoff": day.isoformat() if day else None}
@@ -124,7 +126,8 @@ def _scorers(options: dict[str, Any]) -> Any:
     return [{"name": f"chronokg/{SCORER}", "options": options, "metrics": [{"name": n} for n in METRICS]}]
 
 
-def _sample(record: SampleRecord, question: Question, path: str, day: dt.date | None, protocol: str) -> EvalSample:
+def _sample(record: SampleRecord, question: Question, path: str, day: dt.date | None, protocol: str,
+            facts: Facts | None) -> EvalSample:
     messages: list[ChatMessage] = [ChatMessageSystem(content=question.system)] if question.system else []
     messages.append(ChatMessageUser(content=question.input))
     output = record.output or ""
@@ -146,7 +149,8 @@ def _sample(record: SampleRecord, question: Question, path: str, day: dt.date | 
                       choices=[c.text for c in question.choices] or None,
                       messages=[*messages, ChatMessageAssistant(content=output)],
                       output=ModelOutput.from_content(model=record.model, content=output), scores=scores,
-                      metadata={**sample_metadata(question), OUTCOME: json.loads(json.dumps(outcome, default=str))},
+                      metadata={**sample_metadata(question, facts),
+                                OUTCOME: json.loads(json.dumps(outcome, default=str))},
                       error=error)
 
 

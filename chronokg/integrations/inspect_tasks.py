@@ -6,7 +6,8 @@ clarification follow-up, MI-CXR's stages), and extracts and scores the answer by
 to inspect's model (`--model`), through `InspectClient`, so a run made with inspect scores as `chronokg eval run`
 would on the same outputs, and `chronokg eval score --predictions LOG` turns its log into a chronokg run.
 
-Each sample's metadata carries the item's dates (`chronokg.bench.item_dates`); `-T cutoff=DATE` adds chronokg's
+Each sample's metadata carries the item's dates (`chronokg.eval.item_dates`: read from `-T store=URI`, else from
+the settings' store where there is one, else from the evidence rows); `-T cutoff=DATE` adds chronokg's
 pre/post-cutoff split and stale count as metrics, `-T store=URI` / `-T known_at=now|DATE` re-score against the
 store (`chronokg.integrations.inspect_scoring`).
 
@@ -37,9 +38,9 @@ from inspect_ai.model import (
 from inspect_ai.model import GenerateConfig as InspectConfig
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from chronokg.bench.item_dates import gold_fact_ids, item_dates
 from chronokg.bench.question import Question
 from chronokg.errors import ChronoKGError
+from chronokg.eval.item_dates import Facts, fact_dates, iso, item_dates, needed_fact_ids, stored_facts
 from chronokg.eval.profile import Outcome, profile_for
 from chronokg.eval.runner import load_questions
 from chronokg.integrations.inspect_scoring import OUTCOME, chronokg_scorer, day, open_reader, ours
@@ -86,29 +87,19 @@ def _message(message: ck.ChatMessage) -> ChatMessage:
     return ChatMessageUser(content=content)
 
 
-def sample_metadata(question: Question, known: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What inspect shows and filters a sample by: family, variant, display labels and the item's dates
-    (`chronokg.bench.item_dates`)."""
+def sample_metadata(question: Question, facts: Facts | None = None) -> dict[str, Any]:
+    """What inspect shows and filters a sample by: family, variant, display labels and the item's dates as ISO
+    days (`chronokg.eval.item_dates`, from the store's fact dates `facts` where given)."""
     return {"family": question.family, "variant": question.variant,
-            "choice_labels": [c.label for c in question.choices], **item_dates(question, known)}
+            "choice_labels": [c.label for c in question.choices], **iso(item_dates(question, facts))}
 
 
-def _sample(question: Question, known: dict[str, Any] | None = None) -> Sample:
+def _sample(question: Question, facts: Facts | None = None) -> Sample:
     """The question as inspect shows it in its log: the exact system and user messages, the options in order,
     the target as the display label the family's extractor returns."""
     messages: list[ChatMessage] = [ChatMessageSystem(content=question.system)] if question.system else []
     messages.append(ChatMessageUser(content=question.input))
-    return Sample(id=question.id, input=messages, target=question.target, metadata=sample_metadata(question, known))
-
-
-def known_from(store: str | None, questions: list[Question]) -> dict[str, Any]:
-    """The known-from of the gold facts whose evidence rows carry none, read from the store."""
-    ids = gold_fact_ids(questions)
-    if not ids:
-        return {}
-    with open_reader(store) as s:
-        rows = s.run("MATCH (f:Fact) WHERE f.id IN $ids RETURN f.id AS id, f.known_from AS known_from", {"ids": ids})
-    return {str(r["id"]): r["known_from"] for r in rows}
+    return Sample(id=question.id, input=messages, target=question.target, metadata=sample_metadata(question, facts))
 
 
 @solver
@@ -144,10 +135,6 @@ class Split:
             day(known_at, "known_at")
         self.cutoff, self.store, self.known_at = cutoff, store, known_at
 
-    @property
-    def rescoring(self) -> bool:
-        return self.store is not None or self.known_at is not None
-
 
 def family_task(family: str, questions: str, protocol: str = "seed", samples: int = 1,
                 options: dict[str, Any] | None = None, split: Split | None = None) -> Task:
@@ -160,11 +147,15 @@ def family_task(family: str, questions: str, protocol: str = "seed", samples: in
         raise ChronoKGError(f"{questions}: no {family} questions")
     epochs = profile_for(family, options or None).samples(chosen[0], protocol, samples)
     by_id = {q.id: q for q in chosen}
-    known = known_from(split.store, chosen) if split.rescoring else None
+    if split.store is not None:
+        with open_reader(split.store) as store:  # one clear error when the store named is not there
+            facts: Facts | None = fact_dates(store, needed_fact_ids(chosen))
+    else:
+        facts = stored_facts(None, chosen)
     source = str(Path(questions).resolve())
     scoring = chronokg_scorer(questions=source, family=family, protocol=protocol, store=split.store,
                               known_at=split.known_at, cutoff=split.cutoff)
-    return Task(dataset=MemoryDataset([_sample(q, known) for q in chosen], name=f"chronokg-{family}"),
+    return Task(dataset=MemoryDataset([_sample(q, facts) for q in chosen], name=f"chronokg-{family}"),
                 solver=chronokg_protocol(family, protocol, by_id, options, source), scorer=scoring,
                 epochs=Epochs(epochs, "mean"), name=f"chronokg/{family}",
                 metadata={"chronokg_protocol": protocol, "chronokg_family": family, "chronokg_questions": questions,

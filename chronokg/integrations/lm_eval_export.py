@@ -8,7 +8,8 @@ family's answer extraction as the filter and its scoring rule as `process_result
 calls chronokg's own extractor and scorer, so chronokg must be installed where lm-eval runs). lm-eval's
 `--log_samples` output goes back through `chronokg eval score`.
 
-Every doc carries the item's dates (`DATE_FIELDS`), so a reader of lm-eval's samples can split by date. Given a
+Every doc carries the item's dates (`chronokg.eval.item_dates`; read from the store's facts where the command has
+the questions' store, else from their evidence rows), so a reader of lm-eval's samples can split by date. Given a
 knowledge cutoff (`export lm-eval --cutoff DATE`), the task also reports the cutoff split as lm-eval metrics, with
 chronokg's own sides (`chronokg.metrics.cutoff`): `acc_pre_cutoff` and `acc_post_cutoff` (the mean of `acc` over
 the items on that side), `items_pre_cutoff`, `items_post_cutoff` and `stale_post_cutoff` (sums). An item on neither
@@ -26,6 +27,7 @@ from typing import Any
 
 from chronokg.bench.question import Question
 from chronokg.errors import ChronoKGError
+from chronokg.eval.item_dates import Facts, iso, item_dates
 from chronokg.eval.profile import profile_for
 
 UTILS = '''"""chronokg's extraction (filter) and scoring (process_results) for lm-evaluation-harness; written by
@@ -85,31 +87,6 @@ def total(items):
     """A count over the docs that returned the metric."""
     return sum(items)
 '''
-
-DATE_FIELDS = ("gold_valid_from", "gold_valid_to", "evidence_known_from", "question_date")
-
-
-def item_dates(question: Question, protocol: str) -> dict[str, str | None]:
-    """The dates of one item, as ISO dates (None: the item has none): the valid time of its gold answer's fact,
-    for the families whose gold answer is a dated fact (the same `gold_from` the cutoff split reads, and the
-    valid-to of that fact), the latest known-from date its answer key's evidence records, and the date the
-    question asks about."""
-    gold_from = gold_to = None
-    profile = profile_for(question.family)
-    if profile.dated_gold:
-        _, _, fields = profile.score(question, question.target, protocol)  # the gold answer's own fact chosen
-        if fields.get("gold_from"):
-            gold_from, gold_to = fields.get("gold_from"), fields.get("chosen_to")
-    known = [str(row["known_from"])[:10] for row in question.answer_key.evidence
-             if isinstance(row, dict) and row.get("known_from")]
-    return {"gold_valid_from": _iso(gold_from), "gold_valid_to": _iso(gold_to),
-            "evidence_known_from": max(known) if known else None,
-            "question_date": question.target_date.isoformat() if question.target_date else None}
-
-
-def _iso(value: object) -> str | None:
-    return str(value)[:10] if value else None
-
 
 def _yaml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)  # a JSON string is a YAML double-quoted scalar
@@ -181,10 +158,11 @@ def _tasks(questions: Iterable[Question], protocol: str) -> dict[str, list[Quest
 
 
 def export_lm_eval(questions: Iterable[Question], out: Path, protocol: str = "seed",
-                   cutoff: dt.date | None = None) -> dict[str, int]:
+                   cutoff: dt.date | None = None, facts: Facts | None = None) -> dict[str, int]:
     """Write a task folder per family under `out` (`chronokg_<family>/`: YAML, data, utils.py), each written
     whole under a temporary name and renamed into place; returns the questions per task. Each data line is the
-    canonical record and the item's dates (`DATE_FIELDS`); `cutoff` adds the cutoff split's metrics."""
+    canonical record and the item's dates (`chronokg.eval.item_dates.DATE_FIELDS`, from the store's fact dates
+    `facts` where given); `cutoff` adds the cutoff split's metrics."""
     if protocol not in ("seed", "chronokg"):
         raise ChronoKGError(f"--protocol {protocol!r}: give seed or chronokg")
     tasks = _tasks(questions, protocol)
@@ -199,7 +177,7 @@ def export_lm_eval(questions: Iterable[Question], out: Path, protocol: str = "se
         data = final / "questions.jsonl"
         with (tmp / data.name).open("w", encoding="utf-8") as fh:
             for q in items:
-                fh.write(json.dumps(q.canonical() | item_dates(q, protocol), ensure_ascii=False) + "\n")
+                fh.write(json.dumps(q.canonical() | iso(item_dates(q, facts)), ensure_ascii=False) + "\n")
         (tmp / f"{name}.yaml").write_text(task_yaml(name, data, items[0], protocol, cutoff), encoding="utf-8")
         (tmp / "utils.py").write_text(UTILS.format(protocol=protocol, cutoff=cutoff.isoformat() if cutoff else None),
                                       encoding="utf-8")
