@@ -234,3 +234,27 @@ def test_inspect_view_shows_the_rescored_log_in_chromium(world: dict[str, Any]) 
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_two_models_whose_names_make_the_same_file_name_get_a_log_each(world: dict[str, Any],
+                                                                        tmp_path: Path) -> None:
+    """`gpt/4` and `gpt-4` both read as `gpt-4` in a file name: each model still gets its own log (the second
+    overwrote the first, then the move failed on the missing file, leaving one log in --out)."""
+    import shutil
+
+    run = tmp_path / world["run1"].name
+    shutil.copytree(world["run1"], run)
+    info = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    (first,) = info["models"]
+    info["models"] = [first | {"spec": "gpt/4"}, first | {"spec": "gpt-4"}]
+    info["cutoffs"] = {"gpt/4": info["cutoffs"][w.MODEL], "gpt-4": info["cutoffs"][w.MODEL]}
+    (run / "run.json").write_text(json.dumps(info), encoding="utf-8")
+    lines = (run / "samples.jsonl").read_text(encoding="utf-8").splitlines()
+    renamed = [json.dumps(json.loads(line) | {"model": name}) for name in ("gpt/4", "gpt-4") for line in lines]
+    (run / "samples.jsonl").write_text("\n".join(renamed) + "\n", encoding="utf-8")
+    got = cli.invoke(app, ["eval", "export", "--format", "inspect", str(run), "--out", str(tmp_path / "logs")])
+    assert got.exit_code == 0, got.output
+    logs = sorted((tmp_path / "logs").glob("*.eval"))
+    headers = [read_eval_log(str(p), header_only=True).eval for p in logs]
+    assert sorted(h.model for h in headers) == ["gpt-4", "gpt/4"]
+    assert len({h.eval_id for h in headers}) == 2 and not (tmp_path / "logs.part").exists()

@@ -14,6 +14,7 @@ sample whose request failed is there with its error.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import re
 import shutil
@@ -72,14 +73,15 @@ def export_run(folder: Path, out: Path) -> list[Path]:
     shutil.rmtree(part, ignore_errors=True)
     part.mkdir(parents=True)
     written = []
+    models = [str(m["spec"]) for m in info.models]
     try:
-        for model in [str(m["spec"]) for m in info.models]:
+        for model in models:
             for family in sorted({r.family for r in records if r.model == model}):
                 mine = sorted((r for r in records if r.model == model and r.family == family),
                               key=lambda r: (r.question_id, r.sample))
                 log = run_log(info, model, family, mine, {q: (by_id[q], files[q]) for q in by_id},
                               cutoffs.get(model), flips)
-                name = f"{_stamp(log.eval.created)}_chronokg-{family}_{info.run_id}-{_safe(model)}.eval"
+                name = f"{_stamp(log.eval.created)}_chronokg-{family}_{info.run_id}-{_safe(model, models)}.eval"
                 write_eval_log(log, str(part / name), format="eval")
                 written.append(name)
         out.mkdir(parents=True, exist_ok=True)
@@ -106,8 +108,9 @@ def run_log(info: RunInfo, model: str, family: str, records: Sequence[SampleReco
                  "flips": [f for f in flips or [] if f.get("model") == model and f.get("family") == family]}
     started = _iso(info.started) or min(_iso(r.at) for r in records)
     finished = _iso(info.finished) or max(_iso(r.at) for r in records)
+    name = _safe(model, [str(m["spec"]) for m in info.models])
     spec = EvalSpec(
-        eval_id=f"{info.run_id}-{family}-{_safe(model)}", run_id=info.run_id, created=started,
+        eval_id=f"{info.run_id}-{family}-{name}", run_id=info.run_id, created=started,
         task=f"chronokg/{family}", task_registry_name=f"chronokg/{family}", task_args=options,
         dataset=EvalDataset(name=f"chronokg-{family}", location=path, samples=len({r.question_id for r in records}),
                             sample_ids=sorted({r.question_id for r in records})),
@@ -195,5 +198,14 @@ def _stamp(created: str) -> str:
     return created.replace(":", "-")
 
 
-def _safe(model: str) -> str:
+def _plain(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9.-]+", "-", model).strip("-") or "model"
+
+
+def _safe(model: str, models: Sequence[str]) -> str:
+    """The model's name as a file name's part; where another model of the run reads the same (`gpt/4`, `gpt-4`),
+    a digest of the whole name is added, so each model keeps its own log."""
+    plain = _plain(model)
+    if sum(1 for m in models if _plain(m) == plain) > 1:
+        plain += "-" + hashlib.sha256(model.encode("utf-8")).hexdigest()[:8]
+    return plain
