@@ -56,7 +56,8 @@ def register(export_app: typer.Typer) -> None:
                 raise ChronoKGError(f"--cutoff {cutoff!r}: {exc}") from None
             for task, n in export_lm_eval(load_questions(questions, None), out, protocol, day).items():
                 say(console, ("wrote", "green"), " task ", (task, "bold"), f" ({n:,} questions) to {out / task}")
-            console.print(f"run: lm_eval --include_path {out} --tasks NAME --model local-chat-completions "
-                          "--apply_chat_template --log_samples --output_path RESULTS ...", soft_wrap=True,
-                          markup=False)
+            run = shlex.join(["lm_eval", "--include_path", str(out), "--tasks", "NAME", "--model",
+                              "local-chat-completions", "--apply_chat_template", "--log_samples", "--output_path",
+                              "RESULTS"])  # the folder as one shell word, its controls shown as codes
+            console.print(visible(f"run: {run} ..."), soft_wrap=True, markup=False, highlight=False)
         guarded(body)
