@@ -258,3 +258,10 @@ def test_two_models_whose_names_make_the_same_file_name_get_a_log_each(world: di
     headers = [read_eval_log(str(p), header_only=True).eval for p in logs]
     assert sorted(h.model for h in headers) == ["gpt-4", "gpt/4"]
     assert len({h.eval_id for h in headers}) == 2 and not (tmp_path / "logs.part").exists()
+
+
+def test_the_root_as_out_is_one_line(world: dict[str, Any]) -> None:
+    """`--out /`: the folder has no name to build `<name>.part` beside it from (a ValueError traceback)."""
+    got = cli.invoke(app, ["eval", "export", "--format", "inspect", str(world["run1"]), "--out", "/"])
+    assert got.exit_code != 0 and "Traceback" not in got.output
+    assert len(got.output.strip().splitlines()) == 1 and "--out /" in got.output, got.output

@@ -69,6 +69,8 @@ def export_run(folder: Path, out: Path) -> list[Path]:
     flips = json.loads((folder / FLIPS).read_text(encoding="utf-8")) if (folder / FLIPS).is_file() else None
     cutoffs = cutoff.of_run(info, [r for r in records if r.ok])
     out = out.resolve()
+    if not out.name:
+        raise ChronoKGError(f"--out {out}: give a folder below it (the logs are built in a folder beside --out)")
     part = out.with_name(out.name + ".part")
     shutil.rmtree(part, ignore_errors=True)
     part.mkdir(parents=True)
