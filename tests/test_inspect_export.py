@@ -265,3 +265,18 @@ def test_the_root_as_out_is_one_line(world: dict[str, Any]) -> None:
     got = cli.invoke(app, ["eval", "export", "--format", "inspect", str(world["run1"]), "--out", "/"])
     assert got.exit_code != 0 and "Traceback" not in got.output
     assert len(got.output.strip().splitlines()) == 1 and "--out /" in got.output, got.output
+
+
+def test_exporting_a_run_twice_gives_the_same_logs(world: dict[str, Any], tmp_path: Path) -> None:
+    """Every message has an id made from its sample (they were random, so every export read differently); only
+    the zip entries' own times, which inspect's writer sets, differ between the files."""
+    for out in ("a", "b"):
+        got = cli.invoke(app, ["eval", "export", "--format", "inspect", str(world["rescored"]), "--out",
+                               str(tmp_path / out)])
+        assert got.exit_code == 0, got.output
+    (a,), (b,) = (list((tmp_path / out).glob("*.eval")) for out in ("a", "b"))
+    assert a.name == b.name
+    first, second = read_eval_log(str(a)), read_eval_log(str(b))
+    assert first.model_dump_json() == second.model_dump_json()
+    ids = [m.id for s in first.samples for m in s.messages]
+    assert len(set(ids)) == len(ids) and all(ids)

@@ -35,7 +35,14 @@ from inspect_ai.log import (
     EvalStats,
     write_eval_log,
 )
-from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageUser, ModelOutput
+from inspect_ai.model import (
+    ChatCompletionChoice,
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageUser,
+    ModelOutput,
+)
 from inspect_ai.scorer import MetricProtocol, SampleScore, Score, accuracy, mean_score, stderr
 
 from chronokg.bench.question import Question
@@ -130,9 +137,12 @@ def _scorers(options: dict[str, Any]) -> Any:
 
 
 def _sample(record: SampleRecord, question: Question, path: str, day: dt.date | None, protocol: str) -> EvalSample:
-    messages: list[ChatMessage] = [ChatMessageSystem(content=question.system)] if question.system else []
-    messages.append(ChatMessageUser(content=question.input))
+    at = f"{question.id}-{record.sample + 1}"  # message ids made from the sample: exporting again reads the same
+    messages: list[ChatMessage] = [ChatMessageSystem(id=f"{at}-system", content=question.system)
+                                   ] if question.system else []
+    messages.append(ChatMessageUser(id=f"{at}-user", content=question.input))
     output = record.output or ""
+    answer = ChatMessageAssistant(id=f"{at}-assistant", content=output, model=record.model, source="generate")
     outcome = {"answer": record.answer, "correct": record.correct, "score": record.score, "fields": record.fields,
                "steps": record.steps, "questions": path, "protocol": protocol}
     error, scores = None, None
@@ -149,8 +159,10 @@ def _sample(record: SampleRecord, question: Question, path: str, day: dt.date | 
         scores = {SCORER: Score(value=value, answer=record.answer, explanation=output, metadata=fields or None)}
     return EvalSample(id=question.id, epoch=record.sample + 1, input=list(messages), target=question.target,
                       choices=[c.text for c in question.choices] or None,
-                      messages=[*messages, ChatMessageAssistant(content=output)],
-                      output=ModelOutput.from_content(model=record.model, content=output), scores=scores,
+                      messages=[*messages, answer],
+                      output=ModelOutput(model=record.model,
+                                         choices=[ChatCompletionChoice(message=answer, stop_reason="stop")]),
+                      scores=scores,
                       metadata={**sample_metadata(question), OUTCOME: json.loads(json.dumps(outcome, default=str))},
                       error=error)
 
