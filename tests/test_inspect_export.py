@@ -280,3 +280,30 @@ def test_exporting_a_run_twice_gives_the_same_logs(world: dict[str, Any], tmp_pa
     assert first.model_dump_json() == second.model_dump_json()
     ids = [m.id for s in first.samples for m in s.messages]
     assert len(set(ids)) == len(ids) and all(ids)
+
+
+def test_a_question_file_not_there_or_changed_since_the_run_is_one_line_naming_the_run(
+        world: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """run.json keeps a question file's path as given (relative to where the run was made) and its digest:
+    exported from another folder, the error names the run and says why; a file changed since is refused (its
+    questions were read as they are now, beside answers to the questions as they were)."""
+    import shutil
+
+    run = tmp_path / "made-here" / world["run1"].name
+    shutil.copytree(world["run1"], run)
+    shutil.copy(world["tmp"] / "q1.jsonl", tmp_path / "made-here" / "q1.jsonl")
+    info = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    info["questions"][0]["path"] = "q1.jsonl"
+    (run / "run.json").write_text(json.dumps(info), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    got = cli.invoke(app, ["eval", "export", "--format", "inspect", str(run), "--out", "logs"])
+    assert got.exit_code != 0 and len(got.output.strip().splitlines()) == 1, got.output
+    assert info["run_id"] in got.output and "q1.jsonl" in got.output and "made" in got.output, got.output
+    monkeypatch.chdir(tmp_path / "made-here")
+    lines = Path("q1.jsonl").read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    first["target"] = next(c for c in "ABCDEFGHIJ" if c != first["target"])
+    Path("q1.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
+    got = cli.invoke(app, ["eval", "export", "--format", "inspect", str(run), "--out", "logs"])
+    assert got.exit_code != 0 and "changed" in got.output and len(got.output.strip().splitlines()) == 1, got.output
+    assert not Path("logs").exists()
