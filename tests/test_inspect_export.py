@@ -307,3 +307,20 @@ def test_a_question_file_not_there_or_changed_since_the_run_is_one_line_naming_t
     got = cli.invoke(app, ["eval", "export", "--format", "inspect", str(run), "--out", "logs"])
     assert got.exit_code != 0 and "changed" in got.output and len(got.output.strip().splitlines()) == 1, got.output
     assert not Path("logs").exists()
+
+
+def test_a_folder_of_other_files_where_the_logs_are_built_is_left_as_it_is(world: dict[str, Any],
+                                                                             tmp_path: Path) -> None:
+    """The logs are built in `<out>.part`: a folder of that name holding anything but logs is not the leftover
+    of a killed export, so it is named and kept (it was removed); a killed export's logs there are cleared."""
+    mine = tmp_path / "logs.part"
+    mine.mkdir()
+    args = ["eval", "export", "--format", "inspect", str(world["run1"]), "--out", str(tmp_path / "logs")]
+    (mine / "notes.txt").write_text("my notes", encoding="utf-8")
+    got = cli.invoke(app, args)
+    assert got.exit_code != 0 and "logs.part" in got.output and len(got.output.strip().splitlines()) == 1
+    assert (mine / "notes.txt").read_text(encoding="utf-8") == "my notes" and not (tmp_path / "logs").exists()
+    (mine / "notes.txt").unlink()
+    (mine / "half.eval").write_bytes(b"PK")
+    got = cli.invoke(app, args)
+    assert got.exit_code == 0 and not mine.exists() and len(list((tmp_path / "logs").glob("*.eval"))) == 1

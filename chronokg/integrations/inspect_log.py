@@ -79,7 +79,9 @@ def export_run(folder: Path, out: Path) -> list[Path]:
     if not out.name:
         raise ChronoKGError(f"--out {out}: give a folder below it (the logs are built in a folder beside --out)")
     part = out.with_name(out.name + ".part")
-    shutil.rmtree(part, ignore_errors=True)
+    if part.is_dir() and any(not (p.is_file() and p.suffix == ".eval") for p in part.iterdir()):
+        raise ChronoKGError(f"{part}: holds other files than logs; the logs are built there (move it away)")
+    shutil.rmtree(part, ignore_errors=True)  # a killed export's logs
     part.mkdir(parents=True)
     written = []
     models = [str(m["spec"]) for m in info.models]
