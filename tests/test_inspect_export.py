@@ -324,3 +324,11 @@ def test_a_folder_of_other_files_where_the_logs_are_built_is_left_as_it_is(world
     (mine / "half.eval").write_bytes(b"PK")
     got = cli.invoke(app, args)
     assert got.exit_code == 0 and not mine.exists() and len(list((tmp_path / "logs").glob("*.eval"))) == 1
+
+
+def test_a_file_as_out_is_one_line_saying_so(world: dict[str, Any], tmp_path: Path) -> None:
+    (tmp_path / "logs").write_text("mine", encoding="utf-8")
+    got = cli.invoke(app, ["eval", "export", "--format", "inspect", str(world["run1"]), "--out",
+                           str(tmp_path / "logs")])
+    assert got.exit_code != 0 and "not a folder" in got.output and len(got.output.strip().splitlines()) == 1
+    assert (tmp_path / "logs").read_text(encoding="utf-8") == "mine" and not (tmp_path / "logs.part").exists()

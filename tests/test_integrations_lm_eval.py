@@ -177,3 +177,13 @@ def test_the_printed_lm_eval_command_shows_the_folder_s_controls_as_text_and_pas
     (line,) = [line for line in done.stdout.splitlines() if line.startswith("run: ")]
     words = shlex.split(line.removeprefix("run: "))
     assert words[:3] == ["lm_eval", "--include_path", str(out).replace("\x1b", "\\x1b").replace("\u202e", "\\u202e")]
+
+
+def test_a_file_as_out_is_one_line_saying_so(shared_data: Path, tmp_path: Path) -> None:
+    qs = [q for q in every_family(shared_data)[("tempomed", "seed")] if q.variant.startswith("mcq")][:3]
+    path = tmp_path / "questions.jsonl"
+    write_jsonl(path, qs)
+    (tmp_path / "tasks").write_text("mine", encoding="utf-8")
+    done = CliRunner().invoke(app, ["export", "lm-eval", str(path), "--out", str(tmp_path / "tasks")])
+    assert done.exit_code != 0 and "not a folder" in done.output and len(done.output.strip().splitlines()) == 1
+    assert (tmp_path / "tasks").read_text(encoding="utf-8") == "mine"

@@ -76,6 +76,8 @@ def export_run(folder: Path, out: Path) -> list[Path]:
     flips = json.loads((folder / FLIPS).read_text(encoding="utf-8")) if (folder / FLIPS).is_file() else None
     cutoffs = cutoff.of_run(info, [r for r in records if r.ok])
     out = out.resolve()
+    if out.exists() and not out.is_dir():
+        raise ChronoKGError(f"--out {out}: a file, not a folder")
     if not out.name:
         raise ChronoKGError(f"--out {out}: give a folder below it (the logs are built in a folder beside --out)")
     part = out.with_name(out.name + ".part")
