@@ -132,3 +132,22 @@ def test_a_model_name_with_an_escape_byte_prints_as_text_in_a_pipe(runs: dict[st
         fresh_consoles()
     assert result.exit_code == 0, result.output
     assert "\x1b" not in result.stdout and "evil\\x1b[31mred" in result.stdout
+
+
+def test_a_value_no_single_question_gives_counts_every_question_the_metric_counts(
+        shared_data: Path, tmp_path: Path) -> None:
+    """ConflictMedQA's ECDA_all (the mean of ECDA_adh and ECDA_rej) and IKCR (over pairs) are values no single
+    question gives: behind each are all the family's answered questions (they counted 0)."""
+    qs = every_family(shared_data)[("conflictmedqa", "chronokg")]
+    path = tmp_path / "questions.jsonl"
+    write_jsonl(path, qs)
+    a = score_outputs(path, _answers(qs, "a", tmp_path / "a.jsonl"), "m", "chronokg", tmp_path / "runs")
+    b = score_outputs(path, _answers(qs, "b", tmp_path / "b.jsonl"), "n", "chronokg", tmp_path / "runs")
+    done = subprocess.run([sys.executable, "-m", "chronokg.cli", "eval", "compare", str(a), str(b), "--iterations",
+                           "0", "--format", "json"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    by = {r["metric"]: r for r in json.loads(done.stdout)}
+    adh, rej = by["conflictmedqa.ecda_adh"], by["conflictmedqa.ecda_rej"]
+    assert adh["n"] and rej["n"] and adh["n"] + rej["n"] == len(qs)
+    for name in ("conflictmedqa.ecda_all", "conflictmedqa.ikcr"):
+        assert by[name]["value_a"] is not None and (by[name]["n_a"], by[name]["n_b"]) == (len(qs), len(qs)), name

@@ -234,3 +234,101 @@ def test_inspect_view_shows_the_rescored_log_in_chromium(world: dict[str, Any]) 
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_two_models_whose_names_make_the_same_file_name_get_a_log_each(world: dict[str, Any],
+                                                                        tmp_path: Path) -> None:
+    """`gpt/4` and `gpt-4` both read as `gpt-4` in a file name: each model still gets its own log (the second
+    overwrote the first, then the move failed on the missing file, leaving one log in --out)."""
+    import shutil
+
+    run = tmp_path / world["run1"].name
+    shutil.copytree(world["run1"], run)
+    info = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    (first,) = info["models"]
+    info["models"] = [first | {"spec": "gpt/4"}, first | {"spec": "gpt-4"}]
+    info["cutoffs"] = {"gpt/4": info["cutoffs"][w.MODEL], "gpt-4": info["cutoffs"][w.MODEL]}
+    (run / "run.json").write_text(json.dumps(info), encoding="utf-8")
+    lines = (run / "samples.jsonl").read_text(encoding="utf-8").splitlines()
+    renamed = [json.dumps(json.loads(line) | {"model": name}) for name in ("gpt/4", "gpt-4") for line in lines]
+    (run / "samples.jsonl").write_text("\n".join(renamed) + "\n", encoding="utf-8")
+    got = cli.invoke(app, ["eval", "export", "--format", "inspect", str(run), "--out", str(tmp_path / "logs")])
+    assert got.exit_code == 0, got.output
+    logs = sorted((tmp_path / "logs").glob("*.eval"))
+    headers = [read_eval_log(str(p), header_only=True).eval for p in logs]
+    assert sorted(h.model for h in headers) == ["gpt-4", "gpt/4"]
+    assert len({h.eval_id for h in headers}) == 2 and not (tmp_path / "logs.part").exists()
+
+
+def test_the_root_as_out_is_one_line(world: dict[str, Any]) -> None:
+    """`--out /`: the folder has no name to build `<name>.part` beside it from (a ValueError traceback)."""
+    got = cli.invoke(app, ["eval", "export", "--format", "inspect", str(world["run1"]), "--out", "/"])
+    assert got.exit_code != 0 and "Traceback" not in got.output
+    assert len(got.output.strip().splitlines()) == 1 and "--out /" in got.output, got.output
+
+
+def test_exporting_a_run_twice_gives_the_same_logs(world: dict[str, Any], tmp_path: Path) -> None:
+    """Every message has an id made from its sample (they were random, so every export read differently); only
+    the zip entries' own times, which inspect's writer sets, differ between the files."""
+    for out in ("a", "b"):
+        got = cli.invoke(app, ["eval", "export", "--format", "inspect", str(world["rescored"]), "--out",
+                               str(tmp_path / out)])
+        assert got.exit_code == 0, got.output
+    (a,), (b,) = (list((tmp_path / out).glob("*.eval")) for out in ("a", "b"))
+    assert a.name == b.name
+    first, second = read_eval_log(str(a)), read_eval_log(str(b))
+    assert first.model_dump_json() == second.model_dump_json()
+    ids = [m.id for s in first.samples for m in s.messages]
+    assert len(set(ids)) == len(ids) and all(ids)
+
+
+def test_a_question_file_not_there_or_changed_since_the_run_is_one_line_naming_the_run(
+        world: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """run.json keeps a question file's path as given (relative to where the run was made) and its digest:
+    exported from another folder, the error names the run and says why; a file changed since is refused (its
+    questions were read as they are now, beside answers to the questions as they were)."""
+    import shutil
+
+    run = tmp_path / "made-here" / world["run1"].name
+    shutil.copytree(world["run1"], run)
+    shutil.copy(world["tmp"] / "q1.jsonl", tmp_path / "made-here" / "q1.jsonl")
+    info = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    info["questions"][0]["path"] = "q1.jsonl"
+    (run / "run.json").write_text(json.dumps(info), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    got = cli.invoke(app, ["eval", "export", "--format", "inspect", str(run), "--out", "logs"])
+    assert got.exit_code != 0 and len(got.output.strip().splitlines()) == 1, got.output
+    assert info["run_id"] in got.output and "q1.jsonl" in got.output and "made" in got.output, got.output
+    monkeypatch.chdir(tmp_path / "made-here")
+    lines = Path("q1.jsonl").read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    first["target"] = next(c for c in "ABCDEFGHIJ" if c != first["target"])
+    Path("q1.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
+    got = cli.invoke(app, ["eval", "export", "--format", "inspect", str(run), "--out", "logs"])
+    assert got.exit_code != 0 and "changed" in got.output and len(got.output.strip().splitlines()) == 1, got.output
+    assert not Path("logs").exists()
+
+
+def test_a_folder_of_other_files_where_the_logs_are_built_is_left_as_it_is(world: dict[str, Any],
+                                                                             tmp_path: Path) -> None:
+    """The logs are built in `<out>.part`: a folder of that name holding anything but logs is not the leftover
+    of a killed export, so it is named and kept (it was removed); a killed export's logs there are cleared."""
+    mine = tmp_path / "logs.part"
+    mine.mkdir()
+    args = ["eval", "export", "--format", "inspect", str(world["run1"]), "--out", str(tmp_path / "logs")]
+    (mine / "notes.txt").write_text("my notes", encoding="utf-8")
+    got = cli.invoke(app, args)
+    assert got.exit_code != 0 and "logs.part" in got.output and len(got.output.strip().splitlines()) == 1
+    assert (mine / "notes.txt").read_text(encoding="utf-8") == "my notes" and not (tmp_path / "logs").exists()
+    (mine / "notes.txt").unlink()
+    (mine / "half.eval").write_bytes(b"PK")
+    got = cli.invoke(app, args)
+    assert got.exit_code == 0 and not mine.exists() and len(list((tmp_path / "logs").glob("*.eval"))) == 1
+
+
+def test_a_file_as_out_is_one_line_saying_so(world: dict[str, Any], tmp_path: Path) -> None:
+    (tmp_path / "logs").write_text("mine", encoding="utf-8")
+    got = cli.invoke(app, ["eval", "export", "--format", "inspect", str(world["run1"]), "--out",
+                           str(tmp_path / "logs")])
+    assert got.exit_code != 0 and "not a folder" in got.output and len(got.output.strip().splitlines()) == 1
+    assert (tmp_path / "logs").read_text(encoding="utf-8") == "mine" and not (tmp_path / "logs.part").exists()

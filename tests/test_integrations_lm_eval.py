@@ -153,3 +153,37 @@ def test_exported_cutoff_metrics_equal_chronokg_split_of_the_same_answers(shared
     assert lm["stale_post_cutoff"] == block.details["stale"] == post["stale"]
     assert lm["acc"] == pytest.approx(sum(bool(r.correct) for r in records) / len(qs))
     assert 0 < pre["accuracy"] < 1 and 0 < post["accuracy"] < 1
+
+
+def test_the_printed_lm_eval_command_shows_the_folder_s_controls_as_text_and_pastes(shared_data: Path,
+                                                                                    tmp_path: Path) -> None:
+    """--out holding an escape byte, a bidi override and a space: the `run:` line shows them as codes and quotes
+    the folder as one shell word (the escape went raw to the terminal, and the space split the word)."""
+    import shlex
+
+    from chronokg.cli.common import fresh_consoles
+
+    qs = [q for q in every_family(shared_data)[("tempomed", "seed")] if q.variant.startswith("mcq")][:3]
+    path = tmp_path / "questions.jsonl"
+    write_jsonl(path, qs)
+    out = tmp_path / "e\x1b[31mred dir\u202e"
+    fresh_consoles()
+    try:
+        done = CliRunner().invoke(app, ["export", "lm-eval", str(path), "--out", str(out)], env={"COLUMNS": "80"})
+    finally:
+        fresh_consoles()
+    assert done.exit_code == 0, done.output
+    assert "\x1b" not in done.stdout and "\u202e" not in done.stdout
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("run: ")]
+    words = shlex.split(line.removeprefix("run: "))
+    assert words[:3] == ["lm_eval", "--include_path", str(out).replace("\x1b", "\\x1b").replace("\u202e", "\\u202e")]
+
+
+def test_a_file_as_out_is_one_line_saying_so(shared_data: Path, tmp_path: Path) -> None:
+    qs = [q for q in every_family(shared_data)[("tempomed", "seed")] if q.variant.startswith("mcq")][:3]
+    path = tmp_path / "questions.jsonl"
+    write_jsonl(path, qs)
+    (tmp_path / "tasks").write_text("mine", encoding="utf-8")
+    done = CliRunner().invoke(app, ["export", "lm-eval", str(path), "--out", str(tmp_path / "tasks")])
+    assert done.exit_code != 0 and "not a folder" in done.output and len(done.output.strip().splitlines()) == 1
+    assert (tmp_path / "tasks").read_text(encoding="utf-8") == "mine"

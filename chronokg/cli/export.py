@@ -63,7 +63,8 @@ def register(export_app: typer.Typer) -> None:
             say(console, f"item dates: {stored:,} questions dated from the store's facts, {len(chosen) - stored:,} "
                          "from their answer keys' evidence rows" + (" (no store file: give --store URI)"
                                                                     if facts is None else ""))
-            console.print(f"run: lm_eval --include_path {out} --tasks NAME --model local-chat-completions "
-                          "--apply_chat_template --log_samples --output_path RESULTS ...", soft_wrap=True,
-                          markup=False)
+            run = shlex.join(["lm_eval", "--include_path", str(out), "--tasks", "NAME", "--model",
+                              "local-chat-completions", "--apply_chat_template", "--log_samples", "--output_path",
+                              "RESULTS"])  # the folder as one shell word, its controls shown as codes
+            console.print(visible(f"run: {run} ..."), soft_wrap=True, markup=False, highlight=False)
         guarded(body)

@@ -14,6 +14,7 @@ sample whose request failed is there with its error.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import re
 import shutil
@@ -34,7 +35,14 @@ from inspect_ai.log import (
     EvalStats,
     write_eval_log,
 )
-from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageUser, ModelOutput
+from inspect_ai.model import (
+    ChatCompletionChoice,
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageUser,
+    ModelOutput,
+)
 from inspect_ai.scorer import MetricProtocol, SampleScore, Score, accuracy, mean_score, stderr
 
 from chronokg.bench.question import Question
@@ -70,18 +78,25 @@ def export_run(folder: Path, out: Path) -> list[Path]:
     cutoffs = cutoff.of_run(info, [r for r in records if r.ok])
     facts = stored_facts(info.store, list(by_id.values()), required=False)  # the items' dates, as the tasks read
     out = out.resolve()
+    if out.exists() and not out.is_dir():
+        raise ChronoKGError(f"--out {out}: a file, not a folder")
+    if not out.name:
+        raise ChronoKGError(f"--out {out}: give a folder below it (the logs are built in a folder beside --out)")
     part = out.with_name(out.name + ".part")
-    shutil.rmtree(part, ignore_errors=True)
+    if part.is_dir() and any(not (p.is_file() and p.suffix == ".eval") for p in part.iterdir()):
+        raise ChronoKGError(f"{part}: holds other files than logs; the logs are built there (move it away)")
+    shutil.rmtree(part, ignore_errors=True)  # a killed export's logs
     part.mkdir(parents=True)
     written = []
+    models = [str(m["spec"]) for m in info.models]
     try:
-        for model in [str(m["spec"]) for m in info.models]:
+        for model in models:
             for family in sorted({r.family for r in records if r.model == model}):
                 mine = sorted((r for r in records if r.model == model and r.family == family),
                               key=lambda r: (r.question_id, r.sample))
                 log = run_log(info, model, family, mine, {q: (by_id[q], files[q]) for q in by_id},
                               cutoffs.get(model), flips, facts)
-                name = f"{_stamp(log.eval.created)}_chronokg-{family}_{info.run_id}-{_safe(model)}.eval"
+                name = f"{_stamp(log.eval.created)}_chronokg-{family}_{info.run_id}-{_safe(model, models)}.eval"
                 write_eval_log(log, str(part / name), format="eval")
                 written.append(name)
         out.mkdir(parents=True, exist_ok=True)
@@ -108,8 +123,9 @@ def run_log(info: RunInfo, model: str, family: str, records: Sequence[SampleReco
                  "flips": [f for f in flips or [] if f.get("model") == model and f.get("family") == family]}
     started = _iso(info.started) or min(_iso(r.at) for r in records)
     finished = _iso(info.finished) or max(_iso(r.at) for r in records)
+    name = _safe(model, [str(m["spec"]) for m in info.models])
     spec = EvalSpec(
-        eval_id=f"{info.run_id}-{family}-{_safe(model)}", run_id=info.run_id, created=started,
+        eval_id=f"{info.run_id}-{family}-{name}", run_id=info.run_id, created=started,
         task=f"chronokg/{family}", task_registry_name=f"chronokg/{family}", task_args=options,
         dataset=EvalDataset(name=f"chronokg-{family}", location=path, samples=len({r.question_id for r in records}),
                             sample_ids=sorted({r.question_id for r in records})),
@@ -128,9 +144,12 @@ def _scorers(options: dict[str, Any]) -> Any:
 
 def _sample(record: SampleRecord, question: Question, path: str, day: dt.date | None, protocol: str,
             facts: Facts | None) -> EvalSample:
-    messages: list[ChatMessage] = [ChatMessageSystem(content=question.system)] if question.system else []
-    messages.append(ChatMessageUser(content=question.input))
+    at = f"{question.id}-{record.sample + 1}"  # message ids made from the sample: exporting again reads the same
+    messages: list[ChatMessage] = [ChatMessageSystem(id=f"{at}-system", content=question.system)
+                                   ] if question.system else []
+    messages.append(ChatMessageUser(id=f"{at}-user", content=question.input))
     output = record.output or ""
+    answer = ChatMessageAssistant(id=f"{at}-assistant", content=output, model=record.model, source="generate")
     outcome = {"answer": record.answer, "correct": record.correct, "score": record.score, "fields": record.fields,
                "steps": record.steps, "questions": path, "protocol": protocol}
     error, scores = None, None
@@ -147,8 +166,10 @@ def _sample(record: SampleRecord, question: Question, path: str, day: dt.date | 
         scores = {SCORER: Score(value=value, answer=record.answer, explanation=output, metadata=fields or None)}
     return EvalSample(id=question.id, epoch=record.sample + 1, input=list(messages), target=question.target,
                       choices=[c.text for c in question.choices] or None,
-                      messages=[*messages, ChatMessageAssistant(content=output)],
-                      output=ModelOutput.from_content(model=record.model, content=output), scores=scores,
+                      messages=[*messages, answer],
+                      output=ModelOutput(model=record.model,
+                                         choices=[ChatCompletionChoice(message=answer, stop_reason="stop")]),
+                      scores=scores,
                       metadata={**sample_metadata(question, facts),
                                 OUTCOME: json.loads(json.dumps(outcome, default=str))},
                       error=error)
@@ -199,5 +220,14 @@ def _stamp(created: str) -> str:
     return created.replace(":", "-")
 
 
-def _safe(model: str) -> str:
+def _plain(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9.-]+", "-", model).strip("-") or "model"
+
+
+def _safe(model: str, models: Sequence[str]) -> str:
+    """The model's name as a file name's part; where another model of the run reads the same (`gpt/4`, `gpt-4`),
+    a digest of the whole name is added, so each model keeps its own log."""
+    plain = _plain(model)
+    if sum(1 for m in models if _plain(m) == plain) > 1:
+        plain += "-" + hashlib.sha256(model.encode("utf-8")).hexdigest()[:8]
+    return plain

@@ -168,6 +168,8 @@ def export_lm_eval(questions: Iterable[Question], out: Path, protocol: str = "se
     tasks = _tasks(questions, protocol)
     if not tasks:
         raise ChronoKGError("no questions to export")
+    if out.exists() and not out.is_dir():
+        raise ChronoKGError(f"--out {out}: a file, not a folder")
     out.mkdir(parents=True, exist_ok=True)
     for name, items in sorted(tasks.items()):
         final, tmp = out / name, out / f".{name}.part"

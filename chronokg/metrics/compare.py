@@ -79,16 +79,20 @@ def behind(spec: MetricSpec, ids: Sequence[str], records: dict[str, list[SampleR
     once per distinct count of a single question, not once per question."""
     finished: dict[str, set[str]] = {}
     per: list[set[str]] = []
+    with_rows = 0
     for q in ids:
         mine = [r for r in records[q] if r.ok and (spec.family is None or r.family == spec.family)]
         rows = spec.count(mine)
+        with_rows += bool(rows)
         key = json.dumps(rows, sort_keys=True, default=str)
         if key not in finished:
             value, groups, _ = spec.finish(rows) if rows else (None, {}, {})
             finished[key] = set(quantities(MetricValue(metric=spec.name, model="", value=value, groups=groups)))
         per.append(finished[key])
     out: dict[str, int] = {}
-    counted = sum(1 for keys in per if keys)
+    # the questions the metric counts: those giving a value alone; where none does (ECDA_all needs both kinds of
+    # question, IKCR a pair), those it has rows of
+    counted = sum(1 for keys in per if keys) or with_rows
     for keys in per:
         for k in keys:
             out[k] = out.get(k, 0) + 1

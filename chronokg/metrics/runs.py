@@ -30,7 +30,20 @@ def run_samples(folder: Path) -> tuple[RunInfo, list[SampleRecord]]:
 
 
 def run_questions(info: RunInfo) -> list[Question]:
-    return load_questions([Path(q["path"]) for q in info.questions], RunOptions.model_validate(info.options).limit)
+    """The run's questions, from its files as run.json names them (a path as given, so relative to where the run
+    was made) and only with the content they had: a changed file's questions are not the ones its samples answer."""
+    paths = []
+    for described in info.questions:
+        path = Path(described["path"])
+        if not path.is_file():
+            raise ChronoKGError(f"run {info.run_id}: its question file {path} is not there (a path as given when "
+                                "the run was made: give the run from the folder it was made in, or restore the "
+                                "file)")
+        if file_hash(path) != described["sha256"]:
+            raise ChronoKGError(f"run {info.run_id}: its question file {path} changed since the run was made (its "
+                                "samples answer the questions as they were)")
+        paths.append(path)
+    return load_questions(paths, RunOptions.model_validate(info.options).limit)
 
 
 def metrics(samples: Sequence[SampleRecord], models: Sequence[str] | None = None,
