@@ -6,6 +6,7 @@ the same files wherever the drop runs."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
 from pathlib import Path
@@ -235,3 +236,45 @@ def test_a_release_recorded_before_inputs_were_is_checked_by_its_id_only(tmp_pat
     (folder / "MRREL.RRF").write_text("x\n")
     assert inputs.changed(inputs.Inputs(roots=[str(folder)], recorded=False)) is None
     assert inputs.changed(inputs.Inputs(roots=[str(folder)])) is not None  # recorded with no file: one was added
+
+
+QA = Path(__file__).parent / "fixtures" / "qasets"
+
+
+def qa_store(path: Path, calls: list[list[Path]]) -> KgliteStore:
+    store = KgliteStore(path)
+    for call in calls:
+        replay.load(store, "qa", {"release_date": dt.date(2020, 1, 1), "paths": call})
+    return store
+
+
+def test_a_release_given_again_in_a_later_call_is_left_out_of_that_call_s_replay(tmp_path: Path) -> None:
+    """A file loaded once, then given again beside a new one (the later call creates only the new release): the
+    drop of the first replays the later call without it, as a store that never loaded that file makes the call."""
+    trivia, boolq = QA / "triviaqa.json", QA / "boolq.jsonl"
+    full = qa_store(tmp_path / "full.kgl", [[trivia], [trivia, boolq]])
+    fresh = qa_store(tmp_path / "fresh.kgl", [[boolq]])
+    try:
+        removal = replay.drop_release(full, release_of(full, (trivia,)))
+        assert removal.note is None
+        assert content(full) == content(fresh)
+    finally:
+        full.close()
+        fresh.close()
+
+
+def test_a_file_whose_name_holds_the_path_separator_is_recorded_whole(tmp_path: Path) -> None:
+    """A Source path naming several files is split at '; ' (a CFR edition); a file whose own name holds '; ' is
+    one file: its digest is recorded, and an edit of it refuses the drop of another release, naming it."""
+    odd = tmp_path / "trivia; 1.json"
+    shutil.copy2(QA / "triviaqa.json", odd)
+    store = qa_store(tmp_path / "s.kgl", [[odd, QA / "boolq.jsonl"]])
+    try:
+        keep = release_of(store, (odd,))
+        recorded = inputs.Inputs.parse(store.run("MATCH (s:Source {id: $i}) RETURN s.inputs AS i", {"i": keep})[0]["i"])
+        assert recorded is not None and list(recorded.files) == [str(odd)]
+        edit(odd)
+        with pytest.raises(ChronoKGError, match=f"release {keep}: its input {odd} changed since it was loaded"):
+            replay.drop_release(store, release_of(store, (QA / "boolq.jsonl",)))
+    finally:
+        store.close()

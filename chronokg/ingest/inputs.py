@@ -63,12 +63,25 @@ def under(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
+def split(path: str) -> list[str]:
+    """A `Source.path`'s files: split at `SEPARATOR`, but a file whose own name holds it stays one (the pieces
+    are joined while what they name does not exist, resolved against the working folder)."""
+    out: list[str] = []
+    part: str | None = None
+    for piece in path.split(SEPARATOR):
+        part = piece if part is None else f"{part}{SEPARATOR}{piece}"
+        if absolute(part).exists():
+            out.append(part)
+            part = None
+    return out + (part.split(SEPARATOR) if part is not None else [])
+
+
 def of_load(sources: Mapping[str, Any], given: Sequence[str], read: Sequence[str]) -> dict[str, Inputs]:
     """The inputs of the Sources one load created (`sources`: id -> its `path` as the loader gave it, resolved
     against the working folder of the load). A Source without a path gets the paths the load was `given` that
     are no other release's; where such a folder holds another release's root, the files under it the load
     `read` (its summary's paths) that are no other release's."""
-    roots = {i: [str(absolute(p)) for p in str(path).split(SEPARATOR)] for i, path in sources.items() if path}
+    roots = {i: [str(absolute(p)) for p in split(str(path))] for i, path in sources.items() if path}
     claimed = [Path(r) for rs in roots.values() for r in rs]
     for i in (i for i, path in sources.items() if not path):
         mine: list[str] = []

@@ -136,7 +136,7 @@ def _inputs_of(row: Mapping[str, Any]) -> inputs.Inputs:
     found = inputs.Inputs.parse(row["inputs"])
     if found is not None:
         return found
-    return inputs.Inputs(roots=[str(inputs.absolute(p)) for p in str(row["path"]).split(inputs.SEPARATOR)]
+    return inputs.Inputs(roots=[str(inputs.absolute(p)) for p in inputs.split(str(row["path"]))]
                          if row["path"] else [], recorded=False)
 
 
@@ -157,14 +157,15 @@ def _replay(scratch: GraphStore, source: str, family: dict[str, dict[str, Any]],
         call = family[ids[0]]
         spec = SOURCES.get(call["source"])
         values = dict(call["values"])
-        if source in ids:
+        key = _paths_key(spec)
+        given = any(inputs.under(Path(r), Path(p)) for p in values[key] for r in recorded[source].roots)
+        if source in ids or given:  # also a later call that gave its files again (it created only the others)
             kept = [i for i in ids if i != source]
             if not kept:
                 continue
             bare = [i for i in sorted(ids) if not recorded[i].roots]
             if bare:
                 raise _NotReplayable(f"a release loaded with it ({bare[0]}) records no file of its own")
-            key = _paths_key(spec)
             values[key] = inputs.without(values[key], recorded[source], [recorded[i] for i in kept])
         try:
             load(scratch, spec.name, _typed(spec, values))
