@@ -278,3 +278,23 @@ def test_a_file_whose_name_holds_the_path_separator_is_recorded_whole(tmp_path: 
             replay.drop_release(store, release_of(store, (QA / "boolq.jsonl",)))
     finally:
         store.close()
+
+
+def test_a_release_undone_in_place_is_left_out_of_the_others_calls(tmp_path: Path) -> None:
+    """Three releases loaded in one call; one is undone in place (--force, a kept input was edited meanwhile):
+    the others' recorded call no longer names its file, so a later drop replays them without it and gives what
+    a store that loaded the last one alone holds."""
+    trivia, boolq, nq = copied((QA / "triviaqa.json", QA / "boolq.jsonl", QA / "nq-open.jsonl"), tmp_path / "in")
+    full = qa_store(tmp_path / "full.kgl", [[nq, trivia, boolq]])
+    fresh = qa_store(tmp_path / "fresh.kgl", [[nq]])
+    try:
+        saved = boolq.read_bytes()
+        edit(boolq)
+        assert replay.drop_release(full, release_of(full, (trivia,)), force=True).note is not None
+        boolq.write_bytes(saved)
+        removal = replay.drop_release(full, release_of(full, (boolq,)))
+        assert removal.note is None
+        assert content(full) == content(fresh)
+    finally:
+        full.close()
+        fresh.close()
