@@ -148,6 +148,7 @@ def test_a_call_s_paths_keep_their_order_without_the_dropped_release(tmp_path: P
     assert inputs.without(given, of[m], [of[z], of[a]]) == [str(z), str(a)]
     assert inputs.without([str(folder)], of[z], [of[m], of[a]]) == [str(a), str(m)]
     assert inputs.without([str(a), str(folder / "elsewhere")], of[z], [of[m]]) == [str(a), str(folder / "elsewhere")]
+    assert inputs.without([str(z), str(m)], of[z], [of[z], of[m]]) == [str(z), str(m)]  # z again, another date
 
 
 def test_a_release_records_its_files_and_their_digests(tmp_path: Path) -> None:

@@ -123,11 +123,15 @@ def changed(found: Inputs) -> str | None:
 
 def without(given: Iterable[str], dropped: Inputs, kept: Iterable[Inputs]) -> list[str]:
     """A call's paths (absolute, in the order given) with the dropped release's left out: a root of it goes; a
-    folder holding one of its roots becomes the kept releases' roots inside it, sorted as a folder is read."""
+    folder holding one of its roots becomes the kept releases' roots inside it, sorted as a folder is read. A
+    kept release's own root stays (the same file loaded again as another release, at another date)."""
     gone = [Path(r) for r in dropped.roots]
     kept_roots = [Path(r) for k in kept for r in k.roots]
     out: list[str] = []
     for p in map(Path, given):
+        if p in kept_roots:
+            out.append(str(p))
+            continue
         if p in gone:
             continue
         if any(under(g, p) for g in gone):

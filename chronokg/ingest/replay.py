@@ -178,17 +178,16 @@ def _without(spec: SourceSpec, call: Mapping[str, Any], ids: list[str], source: 
     """A recorded call's values (the call that made `ids`) with the paths of release `source` left out, also
     where a later call gave its files again (creating only other releases); None when it made only `source`."""
     values = dict(call["values"])
-    key = _paths_key(spec)
-    given = any(inputs.under(Path(r), Path(p)) for p in values[key] for r in recorded[source].roots)
-    if source not in ids and not given:
-        return values
     kept = [i for i in ids if i != source]
     if not kept:
         return None
-    bare = [i for i in sorted(ids) if not recorded[i].roots]
-    if bare:
-        raise _NotReplayable(f"a release loaded with it ({bare[0]}) records no file of its own")
-    values[key] = inputs.without(values[key], recorded[source], [recorded[i] for i in kept])
+    key = _paths_key(spec)
+    paths = inputs.without(values[key], recorded[source], [recorded[i] for i in kept])
+    if source in ids or paths != values[key]:
+        bare = [i for i in sorted(ids) if not recorded[i].roots]
+        if bare:
+            raise _NotReplayable(f"a release loaded with it ({bare[0]}) records no file of its own")
+        values[key] = paths
     return values
 
 
