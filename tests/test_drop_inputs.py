@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from chronokg.errors import ChronoKGError
+from chronokg.errors import ChronoKGError, InputError
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import inputs, replay
 from tests.test_drop_exact import SOURCE_NAMES, Group, content, groups, release_of
@@ -268,7 +269,7 @@ def test_a_file_whose_name_holds_the_path_separator_is_recorded_whole(tmp_path: 
     """A Source path naming several files is split at '; ' (a CFR edition); a file whose own name holds '; ' is
     one file: its digest is recorded, and an edit of it refuses the drop of another release, naming it."""
     odd = tmp_path / "trivia; 1.json"
-    shutil.copy2(QA / "triviaqa.json", odd)
+    shutil.copy2(QA / "nq-open.jsonl", odd)
     store = qa_store(tmp_path / "s.kgl", [[odd, QA / "boolq.jsonl"]])
     try:
         keep = release_of(store, (odd,))
@@ -299,3 +300,23 @@ def test_a_release_undone_in_place_is_left_out_of_the_others_calls(tmp_path: Pat
     finally:
         full.close()
         fresh.close()
+
+
+@pytest.mark.parametrize("where", ["file", "folder"])
+def test_an_input_whose_name_is_not_utf8_is_refused_before_anything_is_loaded(where: str, tmp_path: Path) -> None:
+    """A release records its files' names as text: a name that is no UTF-8 (a given file, or any file under a
+    given folder, read or not) is refused in one line naming it, before the load writes anything."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy2(QA / "boolq.jsonl", folder / "boolq.jsonl")
+    odd = folder / os.fsdecode(b"notes-\xff.jsonl" if where == "file" else b"notes-\xff.txt")
+    shutil.copy2(QA / "nq-open.jsonl", odd)
+    store = KgliteStore(tmp_path / "s.kgl")
+    try:
+        with pytest.raises(InputError, match="its name is not valid UTF-8") as refused:
+            replay.load(store, "qa", {"release_date": dt.date(2020, 1, 1),
+                                      "paths": [odd] if where == "file" else [folder]})
+        assert len(str(refused.value).splitlines()) == 1
+        assert not store.run("MATCH (n) RETURN n.id AS id LIMIT 1")
+    finally:
+        store.close()

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from chronokg.errors import InputError
+
 INPUTS = "inputs"  # Source property: JSON {"roots": [...], "files": {path: "sha256:..."}}
 SEPARATOR = "; "  # a Source.path naming several files (CFR: one edition over several files)
 
@@ -49,6 +51,18 @@ def files_under(root: Path) -> list[Path]:
     if root.is_dir():
         return sorted(p for p in root.rglob("*") if p.is_file())
     return [root] if root.exists() else []
+
+
+def check_names(paths: Iterable[Path]) -> None:
+    """Refuse a given path, or a file under a given folder, whose name is no UTF-8 (bytes the file system
+    allows): a release records its inputs' names as text, so it is refused before the load writes anything."""
+    for root in paths:
+        for path in [root, *files_under(root)]:
+            try:
+                str(path).encode("utf-8")
+            except UnicodeEncodeError:
+                raise InputError(path, None, "its name is not valid UTF-8: rename it (a release records the names "
+                                 "of its input files as text)") from None
 
 
 def sha256(path: Path) -> str:

@@ -64,6 +64,8 @@ def load(store: GraphStore, name: str, values: Mapping[str, Any], progress: Prog
     the call, and each release's input files with their digests, on the Sources it created, so that dropping a
     release can replay it."""
     spec = SOURCES.get(name)
+    if spec.ingest is not None:
+        inputs.check_names(Path(p) for p in values.get(_paths_key(spec), []))
     before = {r["id"] for r in store.run("MATCH (s:Source) RETURN s.id AS id")}
     summary = resolve(spec.loader)(store, **_prepare(spec, dict(values)), progress=progress)
     rows = store.run("MATCH (s:Source) RETURN s.id AS id, s.path AS path")
