@@ -320,3 +320,29 @@ def test_an_input_whose_name_is_not_utf8_is_refused_before_anything_is_loaded(wh
         assert not store.run("MATCH (n) RETURN n.id AS id LIMIT 1")
     finally:
         store.close()
+
+
+@pytest.mark.slow
+def test_a_store_kept_in_a_loaded_folder_is_no_input_of_it(tmp_path: Path) -> None:
+    """A store (and the files beside it: log, binding, lock, sidecar) written inside a folder a release was loaded
+    from is not recorded as that release's input: its writes do not make a later drop refuse the folder as
+    changed, and the drop replays it exactly."""
+    from chronokg.ingest import cxr_synth
+
+    one, two = tmp_path / "one", tmp_path / "two"
+    for seed, data in ((3, one), (4, two)):
+        cxr_synth.generate(data, patients=2, visits=5, seed=seed, findings=3)
+        (data / cxr_synth.QUESTIONS_FILE).unlink()
+    full, fresh = KgliteStore(one / "store.kgl"), KgliteStore(tmp_path / "fresh.kgl")
+    try:
+        replay.load(full, "cxr", {"paths": [one]})
+        replay.load(full, "cxr", {"paths": [two]})
+        replay.load(fresh, "cxr", {"paths": [one]})
+        recorded = full.run("MATCH (s:Source) RETURN s.inputs AS i")
+        assert not any(".kgl" in f for r in recorded for f in json.loads(r["i"])["files"])
+        removal = replay.drop_release(full, release_of(full, (two,)))
+        assert removal.note is None
+        assert content(full) == content(fresh)
+    finally:
+        full.close()
+        fresh.close()

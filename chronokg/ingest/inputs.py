@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,10 +47,16 @@ def absolute(path: str | Path) -> Path:
     return Path(path).resolve()
 
 
+STORE_FILE = re.compile(r"\.kgl($|[-.])")  # an embedded store and what its writers keep beside it
+
+
 def files_under(root: Path) -> list[Path]:
-    """`root` itself when it is a file, else every regular file below it (sorted)."""
+    """`root` itself when it is a file, else every regular file below it (sorted), but an embedded store's
+    files (`x.kgl`, its log, binding, lock, sidecar and folders beside it): a store kept in a loaded folder is
+    no input of it, and its writes do not change the release's inputs."""
     if root.is_dir():
-        return sorted(p for p in root.rglob("*") if p.is_file())
+        return sorted(p for p in root.rglob("*")
+                      if p.is_file() and not any(STORE_FILE.search(part) for part in p.relative_to(root).parts))
     return [root] if root.exists() else []
 
 
