@@ -269,7 +269,7 @@ def test_a_file_whose_name_holds_the_path_separator_is_recorded_whole(tmp_path: 
     """A Source path naming several files is split at '; ' (a CFR edition); a file whose own name holds '; ' is
     one file: its digest is recorded, and an edit of it refuses the drop of another release, naming it."""
     odd = tmp_path / "trivia; 1.json"
-    shutil.copy2(QA / "nq-open.jsonl", odd)
+    shutil.copy2(QA / "triviaqa.json", odd)
     store = qa_store(tmp_path / "s.kgl", [[odd, QA / "boolq.jsonl"]])
     try:
         keep = release_of(store, (odd,))
