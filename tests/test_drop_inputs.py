@@ -6,14 +6,16 @@ the same files wherever the drop runs."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from chronokg.errors import ChronoKGError
+from chronokg.errors import ChronoKGError, InputError
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import inputs, replay
 from tests.test_drop_exact import SOURCE_NAMES, Group, content, groups, release_of
@@ -147,6 +149,7 @@ def test_a_call_s_paths_keep_their_order_without_the_dropped_release(tmp_path: P
     assert inputs.without(given, of[m], [of[z], of[a]]) == [str(z), str(a)]
     assert inputs.without([str(folder)], of[z], [of[m], of[a]]) == [str(a), str(m)]
     assert inputs.without([str(a), str(folder / "elsewhere")], of[z], [of[m]]) == [str(a), str(folder / "elsewhere")]
+    assert inputs.without([str(z), str(m)], of[z], [of[z], of[m]]) == [str(z), str(m)]  # z again, another date
 
 
 def test_a_release_records_its_files_and_their_digests(tmp_path: Path) -> None:
@@ -235,3 +238,111 @@ def test_a_release_recorded_before_inputs_were_is_checked_by_its_id_only(tmp_pat
     (folder / "MRREL.RRF").write_text("x\n")
     assert inputs.changed(inputs.Inputs(roots=[str(folder)], recorded=False)) is None
     assert inputs.changed(inputs.Inputs(roots=[str(folder)])) is not None  # recorded with no file: one was added
+
+
+QA = Path(__file__).parent / "fixtures" / "qasets"
+
+
+def qa_store(path: Path, calls: list[list[Path]]) -> KgliteStore:
+    store = KgliteStore(path)
+    for call in calls:
+        replay.load(store, "qa", {"release_date": dt.date(2020, 1, 1), "paths": call})
+    return store
+
+
+def test_a_release_given_again_in_a_later_call_is_left_out_of_that_call_s_replay(tmp_path: Path) -> None:
+    """A file loaded once, then given again beside a new one (the later call creates only the new release): the
+    drop of the first replays the later call without it, as a store that never loaded that file makes the call."""
+    trivia, boolq = QA / "triviaqa.json", QA / "boolq.jsonl"
+    full = qa_store(tmp_path / "full.kgl", [[trivia], [trivia, boolq]])
+    fresh = qa_store(tmp_path / "fresh.kgl", [[boolq]])
+    try:
+        removal = replay.drop_release(full, release_of(full, (trivia,)))
+        assert removal.note is None
+        assert content(full) == content(fresh)
+    finally:
+        full.close()
+        fresh.close()
+
+
+def test_a_file_whose_name_holds_the_path_separator_is_recorded_whole(tmp_path: Path) -> None:
+    """A Source path naming several files is split at '; ' (a CFR edition); a file whose own name holds '; ' is
+    one file: its digest is recorded, and an edit of it refuses the drop of another release, naming it."""
+    odd = tmp_path / "trivia; 1.json"
+    shutil.copy2(QA / "triviaqa.json", odd)
+    store = qa_store(tmp_path / "s.kgl", [[odd, QA / "boolq.jsonl"]])
+    try:
+        keep = release_of(store, (odd,))
+        recorded = inputs.Inputs.parse(store.run("MATCH (s:Source {id: $i}) RETURN s.inputs AS i", {"i": keep})[0]["i"])
+        assert recorded is not None and list(recorded.files) == [str(odd)]
+        edit(odd)
+        with pytest.raises(ChronoKGError, match=f"release {keep}: its input {odd} changed since it was loaded"):
+            replay.drop_release(store, release_of(store, (QA / "boolq.jsonl",)))
+    finally:
+        store.close()
+
+
+def test_a_release_undone_in_place_is_left_out_of_the_others_calls(tmp_path: Path) -> None:
+    """Three releases loaded in one call; one is undone in place (--force, a kept input was edited meanwhile):
+    the others' recorded call no longer names its file, so a later drop replays them without it and gives what
+    a store that loaded the last one alone holds."""
+    trivia, boolq, nq = copied((QA / "triviaqa.json", QA / "boolq.jsonl", QA / "nq-open.jsonl"), tmp_path / "in")
+    full = qa_store(tmp_path / "full.kgl", [[nq, trivia, boolq]])
+    fresh = qa_store(tmp_path / "fresh.kgl", [[nq]])
+    try:
+        saved = boolq.read_bytes()
+        edit(boolq)
+        assert replay.drop_release(full, release_of(full, (trivia,)), force=True).note is not None
+        boolq.write_bytes(saved)
+        removal = replay.drop_release(full, release_of(full, (boolq,)))
+        assert removal.note is None
+        assert content(full) == content(fresh)
+    finally:
+        full.close()
+        fresh.close()
+
+
+@pytest.mark.parametrize("where", ["file", "folder"])
+def test_an_input_whose_name_is_not_utf8_is_refused_before_anything_is_loaded(where: str, tmp_path: Path) -> None:
+    """A release records its files' names as text: a name that is no UTF-8 (a given file, or any file under a
+    given folder, read or not) is refused in one line naming it, before the load writes anything."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy2(QA / "boolq.jsonl", folder / "boolq.jsonl")
+    odd = folder / os.fsdecode(b"notes-\xff.jsonl" if where == "file" else b"notes-\xff.txt")
+    shutil.copy2(QA / "nq-open.jsonl", odd)
+    store = KgliteStore(tmp_path / "s.kgl")
+    try:
+        with pytest.raises(InputError, match="its name is not valid UTF-8") as refused:
+            replay.load(store, "qa", {"release_date": dt.date(2020, 1, 1),
+                                      "paths": [odd] if where == "file" else [folder]})
+        assert len(str(refused.value).splitlines()) == 1
+        assert not store.run("MATCH (n) RETURN n.id AS id LIMIT 1")
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+def test_a_store_kept_in_a_loaded_folder_is_no_input_of_it(tmp_path: Path) -> None:
+    """A store (and the files beside it: log, binding, lock, sidecar) written inside a folder a release was loaded
+    from is not recorded as that release's input: its writes do not make a later drop refuse the folder as
+    changed, and the drop replays it exactly."""
+    from chronokg.ingest import cxr_synth
+
+    one, two = tmp_path / "one", tmp_path / "two"
+    for seed, data in ((3, one), (4, two)):
+        cxr_synth.generate(data, patients=2, visits=5, seed=seed, findings=3)
+        (data / cxr_synth.QUESTIONS_FILE).unlink()
+    full, fresh = KgliteStore(one / "store.kgl"), KgliteStore(tmp_path / "fresh.kgl")
+    try:
+        replay.load(full, "cxr", {"paths": [one]})
+        replay.load(full, "cxr", {"paths": [two]})
+        replay.load(fresh, "cxr", {"paths": [one]})
+        recorded = full.run("MATCH (s:Source) RETURN s.inputs AS i")
+        assert not any(".kgl" in f for r in recorded for f in json.loads(r["i"])["files"])
+        removal = replay.drop_release(full, release_of(full, (two,)))
+        assert removal.note is None
+        assert content(full) == content(fresh)
+    finally:
+        full.close()
+        fresh.close()

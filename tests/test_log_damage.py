@@ -332,6 +332,22 @@ def test_store_check_prints_its_verdict(crashed: tuple[Path, bytes], tmp_path: P
         assert "never checkpointed" in query.stderr
 
 
+@pytest.mark.parametrize("kind", ["intact commits", "torn last frame (cut 10 bytes)",
+                                  "first commit: one payload byte flipped"])
+def test_readers_of_an_unreplayed_log_print_only_chronokg_s_note(crashed: tuple[Path, bytes], tmp_path: Path,
+                                                                 kind: str) -> None:
+    """A reader of a store whose writer died before its checkpoint says so once, in chronokg's own note: kglite's
+    Python warning (with its source line) is not shown beside it."""
+    store = copy_of(crashed, tmp_path)
+    DAMAGE[kind](store, crashed[1])
+    for args in (["stats"], ["releases", "list"], ["store", "check"]):
+        done = subprocess.run([sys.executable, "-m", "chronokg.cli", "--store", f"kglite://{store}", *args],
+                              capture_output=True, text=True, cwd=REPO, timeout=300, env=ENV)
+        assert done.returncode in (0, 1), done.stderr
+        for noise in ("Warning", ".py:"):
+            assert noise not in done.stderr, (args, done.stderr)
+
+
 def test_the_scan_tells_a_torn_append_from_damage_that_hides_commits() -> None:
     """Synthetic logs at sizes the crashed writer does not reach: a long torn last append is torn (the writer
     replays what comes before it), and an intact commit behind damage is found wherever it lies."""

@@ -130,7 +130,9 @@ class KgliteStore(GraphStore):
             before = interval_index.stamp_of(self._path)
             # Mapped: the file's columns are read in place, not decoded onto the heap (0.08 s at 1M facts, not
             # 0.45 s); a writer's save renames a new file in, so the mapped one never changes under a reader.
-            graph = kglite.load(self._path, storage="mapped", defer_index_rebuild=True)
+            with warnings.catch_warnings():  # kglite's warning on an unreplayed log: said once, below, by chronokg
+                warnings.filterwarnings("ignore", message="the write-ahead log at ", category=UserWarning)
+                graph = kglite.load(self._path, storage="mapped", defer_index_rebuild=True)
             after = interval_index.stamp_of(self._path)
             self._stamp = before if before == after else None  # replaced meanwhile: trust no sidecar
             notice = unreplayed_log(Path(self._path))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
@@ -291,12 +291,13 @@ def owned_by(store: GraphStore, sources: list[str], origin_file: str | None,
 
 
 def drop_release(store: GraphStore, source: str, derived: bool = False, force: bool = False,
-                 rebuild: Rebuild | None = None) -> Removal:
+                 rebuild: Rebuild | None = None, calls: Sequence[Statement] = ()) -> Removal:
     """Remove what only `source` asserted, in one transaction (see the module docstring). Values it replaced on
     nodes that stay are put back (`graph.prior`); where that cannot be done exactly (a list a later release
     changed again) the drop is refused, naming them, unless `force` (they then keep their current value).
     With `rebuild` (the other releases of its source replayed: `chronokg.ingest.replay`), the source's nodes
-    and edges become exactly the replay's instead, and only nodes outside it are undone in place."""
+    and edges become exactly the replay's instead, and only nodes outside it are undone in place. `calls`: the
+    other releases' recorded calls rewritten (without its paths), in the same transaction."""
     found = store.run("MATCH (s:Source {id: $id}) RETURN s.path AS path", {"id": source})
     if not found:
         known = [r["id"] for r in store.run("MATCH (s:Source) RETURN s.id AS id ORDER BY id")]
@@ -349,8 +350,7 @@ def drop_release(store: GraphStore, source: str, derived: bool = False, force: b
     statements += put_back
     statements.append(_delete(schema.SOURCE, [source]))
     removal.removed[schema.SOURCE] = 1
-    if rebuild is not None:
-        statements += rebuild.calls
+    statements += rebuild.calls if rebuild is not None else list(calls)
     _commit(store, statements)
     return Removal(what=removal.what, removed={k: v for k, v in removal.removed.items() if v},
                    updated=removal.updated, restored=removal.restored, kept=removal.kept)

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from chronokg.errors import InputError
 
 INPUTS = "inputs"  # Source property: JSON {"roots": [...], "files": {path: "sha256:..."}}
 SEPARATOR = "; "  # a Source.path naming several files (CFR: one edition over several files)
@@ -44,11 +47,29 @@ def absolute(path: str | Path) -> Path:
     return Path(path).resolve()
 
 
+STORE_FILE = re.compile(r"\.kgl($|[-.])")  # an embedded store and what its writers keep beside it
+
+
 def files_under(root: Path) -> list[Path]:
-    """`root` itself when it is a file, else every regular file below it (sorted)."""
+    """`root` itself when it is a file, else every regular file below it (sorted), but an embedded store's
+    files (`x.kgl`, its log, binding, lock, sidecar and folders beside it): a store kept in a loaded folder is
+    no input of it, and its writes do not change the release's inputs."""
     if root.is_dir():
-        return sorted(p for p in root.rglob("*") if p.is_file())
+        return sorted(p for p in root.rglob("*")
+                      if p.is_file() and not any(STORE_FILE.search(part) for part in p.relative_to(root).parts))
     return [root] if root.exists() else []
+
+
+def check_names(paths: Iterable[Path]) -> None:
+    """Refuse a given path, or a file under a given folder, whose name is no UTF-8 (bytes the file system
+    allows): a release records its inputs' names as text, so it is refused before the load writes anything."""
+    for root in paths:
+        for path in [root, *files_under(root)]:
+            try:
+                str(path).encode("utf-8")
+            except UnicodeEncodeError:
+                raise InputError(path, None, "its name is not valid UTF-8: rename it (a release records the names "
+                                 "of its input files as text)") from None
 
 
 def sha256(path: Path) -> str:
@@ -63,12 +84,25 @@ def under(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
+def split(path: str) -> list[str]:
+    """A `Source.path`'s files: split at `SEPARATOR`, but a file whose own name holds it stays one (the pieces
+    are joined while what they name does not exist, resolved against the working folder)."""
+    out: list[str] = []
+    part: str | None = None
+    for piece in path.split(SEPARATOR):
+        part = piece if part is None else f"{part}{SEPARATOR}{piece}"
+        if absolute(part).exists():
+            out.append(part)
+            part = None
+    return out + (part.split(SEPARATOR) if part is not None else [])
+
+
 def of_load(sources: Mapping[str, Any], given: Sequence[str], read: Sequence[str]) -> dict[str, Inputs]:
     """The inputs of the Sources one load created (`sources`: id -> its `path` as the loader gave it, resolved
     against the working folder of the load). A Source without a path gets the paths the load was `given` that
     are no other release's; where such a folder holds another release's root, the files under it the load
     `read` (its summary's paths) that are no other release's."""
-    roots = {i: [str(absolute(p)) for p in str(path).split(SEPARATOR)] for i, path in sources.items() if path}
+    roots = {i: [str(absolute(p)) for p in split(str(path))] for i, path in sources.items() if path}
     claimed = [Path(r) for rs in roots.values() for r in rs]
     for i in (i for i, path in sources.items() if not path):
         mine: list[str] = []
@@ -110,11 +144,15 @@ def changed(found: Inputs) -> str | None:
 
 def without(given: Iterable[str], dropped: Inputs, kept: Iterable[Inputs]) -> list[str]:
     """A call's paths (absolute, in the order given) with the dropped release's left out: a root of it goes; a
-    folder holding one of its roots becomes the kept releases' roots inside it, sorted as a folder is read."""
+    folder holding one of its roots becomes the kept releases' roots inside it, sorted as a folder is read. A
+    kept release's own root stays (the same file loaded again as another release, at another date)."""
     gone = [Path(r) for r in dropped.roots]
     kept_roots = [Path(r) for k in kept for r in k.roots]
     out: list[str] = []
     for p in map(Path, given):
+        if p in kept_roots:
+            out.append(str(p))
+            continue
         if p in gone:
             continue
         if any(under(g, p) for g in gone):

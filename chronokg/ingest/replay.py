@@ -64,6 +64,8 @@ def load(store: GraphStore, name: str, values: Mapping[str, Any], progress: Prog
     the call, and each release's input files with their digests, on the Sources it created, so that dropping a
     release can replay it."""
     spec = SOURCES.get(name)
+    if spec.ingest is not None:
+        inputs.check_names(Path(p) for p in values.get(_paths_key(spec), []))
     before = {r["id"] for r in store.run("MATCH (s:Source) RETURN s.id AS id")}
     summary = resolve(spec.loader)(store, **_prepare(spec, dict(values)), progress=progress)
     rows = store.run("MATCH (s:Source) RETURN s.id AS id, s.path AS path")
@@ -122,7 +124,8 @@ def drop_release(store: GraphStore, source: str, derived: bool = False, force: b
             raise ChronoKGError(f"release {source}: {exc}; the drop replays the other releases of its source from "
                                 "their files (pass --force to undo it in place instead, which may leave values the "
                                 "release changed)") from None
-        return _in_place(lifecycle.drop_release(store, source, derived, force), str(exc))
+        return _in_place(lifecycle.drop_release(store, source, derived, force,
+                                                calls=_calls_without(source, family, recorded)), str(exc))
     return lifecycle.drop_release(store, source, derived, force, rebuild=rebuild)
 
 
@@ -136,7 +139,7 @@ def _inputs_of(row: Mapping[str, Any]) -> inputs.Inputs:
     found = inputs.Inputs.parse(row["inputs"])
     if found is not None:
         return found
-    return inputs.Inputs(roots=[str(inputs.absolute(p)) for p in str(row["path"]).split(inputs.SEPARATOR)]
+    return inputs.Inputs(roots=[str(inputs.absolute(p)) for p in inputs.split(str(row["path"]))]
                          if row["path"] else [], recorded=False)
 
 
@@ -156,25 +159,56 @@ def _replay(scratch: GraphStore, source: str, family: dict[str, dict[str, Any]],
         ids = by_seq[seq]
         call = family[ids[0]]
         spec = SOURCES.get(call["source"])
-        values = dict(call["values"])
-        if source in ids:
-            kept = [i for i in ids if i != source]
-            if not kept:
-                continue
-            bare = [i for i in sorted(ids) if not recorded[i].roots]
-            if bare:
-                raise _NotReplayable(f"a release loaded with it ({bare[0]}) records no file of its own")
-            key = _paths_key(spec)
-            values[key] = inputs.without(values[key], recorded[source], [recorded[i] for i in kept])
+        values = _without(spec, call, ids, source, recorded)
+        if values is None:
+            continue
         try:
             load(scratch, spec.name, _typed(spec, values))
         except (ChronoKGError, OSError) as exc:
             raise _NotReplayable(f"replaying {', '.join(sorted(ids))} failed: {exc}") from None
     got = {r["id"] for r in scratch.run("MATCH (s:Source) RETURN s.id AS id")}
-    if got != remaining:
-        changed = sorted(remaining - got) or sorted(got - remaining)
-        raise _NotReplayable(f"the input of {', '.join(changed[:3]) or 'a release'} changed or moved since it "
-                             "was loaded")
+    missing, extra = sorted(remaining - got), sorted(got - remaining)
+    if missing:
+        raise _NotReplayable(f"the input of {', '.join(missing[:3])} changed or moved since it was loaded")
+    if extra:
+        raise _NotReplayable(f"replaying the recorded calls also made {', '.join(extra[:3])}, which the store does "
+                             "not hold")
+
+
+def _without(spec: SourceSpec, call: Mapping[str, Any], ids: list[str], source: str,
+             recorded: Mapping[str, inputs.Inputs]) -> dict[str, Any] | None:
+    """A recorded call's values (the call that made `ids`) with the paths of release `source` left out, also
+    where a later call gave its files again (creating only other releases); None when it made only `source`."""
+    values = dict(call["values"])
+    kept = [i for i in ids if i != source]
+    if not kept:
+        return None
+    key = _paths_key(spec)
+    paths = inputs.without(values[key], recorded[source], [recorded[i] for i in kept])
+    if source in ids or paths != values[key]:
+        bare = [i for i in sorted(ids) if not recorded[i].roots]
+        if bare:
+            raise _NotReplayable(f"a release loaded with it ({bare[0]}) records no file of its own")
+        values[key] = paths
+    return values
+
+
+def _calls_without(source: str, family: Mapping[str, Mapping[str, Any]],
+                   recorded: Mapping[str, inputs.Inputs]) -> list[Statement]:
+    """The other releases' recorded calls without the paths of `source`, for a drop undone in place: a later
+    drop then replays them without it, as it replays calls after a drop by replay."""
+    rows = []
+    for i, call in sorted(family.items()):
+        if i == source:
+            continue
+        ids = sorted(j for j, c in family.items() if c["seq"] == call["seq"])
+        try:
+            values = _without(SOURCES.get(call["source"]), call, ids, source, recorded)
+        except _NotReplayable:
+            continue  # a release of that call names no file of its own: its call stays as recorded
+        if values is not None:
+            rows.append({"id": i, "c": _call_text(call["source"], int(call["seq"]), values)})
+    return [(f"UNWIND $rows AS r MATCH (s:Source {{id: r.id}}) SET s.{LOAD_CALL} = r.c", {"rows": rows})]
 
 
 def _same(value: Any) -> Any:
