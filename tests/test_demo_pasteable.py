@@ -16,16 +16,39 @@ import pytest
 from typer.testing import CliRunner
 
 from chronokg.cli.app import app
+from chronokg.cli.demo_loop import pasteable
 from tests.helpers import REPO
 
 pytestmark = pytest.mark.slow  # the whole demo, in a subprocess
+
+
+def shell_joined(lines: list[str]) -> str:
+    """Lines as a shell reads them: a backslash at a line's end and the line break after it removed."""
+    return "\n".join(lines).replace("\\\n", "")
+
+
+@pytest.mark.parametrize("word", ["/tmp/" + "a-long-folder-" * 9 + "end", "/tmp/x y/" + "q" * 90 + '/$HOME"`\\z',
+                                  "\\" * 100])
+def test_a_word_longer_than_a_line_pastes_back_whole(word: str) -> None:
+    lines = pasteable(["cd", word, "--flag"])
+    assert all(len(line) <= 80 for line in lines), lines
+    said = subprocess.run(["bash", "-c", 'printf "%s\\0" ' + "\n".join(lines)[3:]], capture_output=True,
+                          text=True, check=True).stdout
+    assert said.split("\0")[:-1] == [word, "--flag"]
 
 
 def commands(output: str) -> tuple[list[str], list[tuple[str, list[str]]]]:
     """The set-up lines and each step's (title, command words) as printed."""
     lines = output.splitlines()
     start = lines.index(next(x for x in lines if x.startswith("Each step's command as typed")))
-    setup = [x for x in lines[start + 1:start + 6] if x.startswith(("cd ", "export "))]
+    setup = []
+    block = lines[start + 1:start + 9]
+    for i, x in enumerate(block):
+        if x.startswith(("cd ", "export ")):
+            j = i
+            while block[j].endswith("\\"):
+                j += 1
+            setup.append(" ".join(shlex.split(shell_joined(block[i:j + 1]))))
     steps = []
     for i, line in enumerate(lines):
         if re.match(r"step \d+: ", line):
@@ -33,11 +56,10 @@ def commands(output: str) -> tuple[list[str], list[tuple[str, list[str]]]]:
             while not lines[j].startswith("chronokg "):  # a long title wraps
                 j += 1
             command = [lines[j]]
-            while command[-1].endswith(" \\"):
+            while command[-1].endswith("\\"):
                 j += 1
                 command.append(lines[j])
-            joined = " ".join(c.removesuffix(" \\").strip() for c in command)
-            steps.append((line, shlex.split(joined)))
+            steps.append((line, shlex.split(shell_joined(command))))
     return setup, steps
 
 

@@ -39,11 +39,18 @@ class Step:
 
 def pasteable(words: list[str], width: int = WIDTH) -> list[str]:
     """`words` as shell lines within `width` columns: each line but the last ends with ` \\`, continuation lines
-    are indented four spaces; a word longer than a line is left whole (the command must still paste)."""
-    quoted = [shlex.quote(w) for w in words]
+    are indented four spaces; a word longer than a line (a deep folder) goes in double quotes, cut into lines that
+    each end with a backslash and start at column 0, which a shell joins back inside the quotes."""
     lines: list[str] = []
     line = ""
-    for word in quoted:
+    for raw in words:
+        word = shlex.quote(raw)
+        if len(word) + 6 > width:
+            if line:
+                lines.append(line + " \\")
+            *cut, line = _quoted_lines(raw, width)
+            lines.extend(cut)
+            continue
         indent = "    " if lines else ""
         candidate = f"{line} {word}" if line else indent + word
         if line and len(candidate) + 2 > width:
@@ -53,6 +60,20 @@ def pasteable(words: list[str], width: int = WIDTH) -> list[str]:
             line = candidate
     lines.append(line)
     return lines
+
+
+def _quoted_lines(word: str, width: int) -> list[str]:
+    """`word` double-quoted, as lines of at most `width - 2` columns joined by backslash-newline (removed by the
+    shell inside double quotes); an escape (`\\$`) is never cut in two."""
+    units = ['"', *(f"\\{c}" if c in '$`"\\' else c for c in word), '"']
+    out, line = [], ""
+    for unit in units:
+        if len(line) + len(unit) > width - 3:
+            out.append(line + "\\")
+            line = ""
+        line += unit
+    out.append(line)
+    return out
 
 
 def loop_steps(run_a: str = "runs/RUN-1", run_b: str = "runs/RUN-2") -> list[Step]:
