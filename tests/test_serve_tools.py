@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from chronokg.graph.guard import ReadLimits
 from chronokg.errors import ChronoKGError
+from chronokg.graph.guard import ReadLimits
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.queries.spec import all_queries
 from chronokg.registry import Registry
