@@ -134,13 +134,6 @@ def _text(path: Path, record: str, obj: dict[str, Any], key: str, required: bool
     return value.strip()
 
 
-def _bounded(path: Path, record: str, obj: dict[str, Any], key: str) -> None:
-    """An optional field, if text, within `MAX_TEXT`."""
-    value = obj.get(key)
-    if isinstance(value, str) and len(value) > MAX_TEXT:
-        raise InputError(path, record, too_long(key, len(value), MAX_TEXT))
-
-
 def _mcq_fields(question: str, current: str, prior: str, answer: dict[str, Any], choices: list[str]) -> dict[str, Any]:
     """What an MCQ record says, by field (`RECORD_FIELDS`), as stored."""
     return {"PMID_current": current, "PMID_prior": prior, "Question": question, "choices": choices,
@@ -266,8 +259,6 @@ class GuidelineBuilder:
             choice_a = _text(path, record, answer, "Choice_A")
             choice_b = _text(path, record, answer, "Choice_B")
             assert question is not None and choice_a is not None and choice_b is not None
-            for key in ("Choice_C", "Choice_D", "Choice_E", "Explanation", "Correct"):
-                _bounded(path, record, answer, key)
             choices = [str(answer.get(f"Choice_{c}", "")) for c in "ABCDE" if answer.get(f"Choice_{c}")]
             _check_correct(path, record, answer)
             idx = obj.get("idx", n)
@@ -380,8 +371,6 @@ class GuidelineBuilder:
             self.batch.at(path, record)
             if not isinstance(obj, dict):
                 raise InputError(path, record, "expected an object")
-            for key in ("current_recommendation_raw_text", "prior_recommendation_raw_text"):
-                _bounded(path, record, obj, key)
             focus = _text(path, record, obj, "clinical_focus")
             cur_rec = _text(path, record, obj, "current_recommendation")
             prior_rec = _text(path, record, obj, "prior_recommendation")
