@@ -250,13 +250,13 @@ def test_a_read_in_process_keeps_the_limits_and_names_each_failure(corpus_store:
     """`run_here` (serve's read workers) and `run_limited` where the OS cannot fork run the read in this process:
     rows are cut at the row limit as in the forked read, a work budget overrun is a limit, and a query the
     engine rejects is a store error, not a limit."""
-    import chronokg.graph.kglite_store as kglite_store
+    import chronokg.graph.kglite_limited as kglite_limited
     from chronokg.errors import StoreError
 
     path, digest = corpus_store
     with KgliteStore(path, read_only=True) as store:
         if where == "no fork":
-            monkeypatch.setattr(kglite_store, "can_fork", lambda: False)
+            monkeypatch.setattr(kglite_limited, "can_fork", lambda: False)
         run = store.run_here if where == "run_here" else store.run_limited
         result = run("MATCH (f:Fact) RETURN f.value AS v ORDER BY v", None, LIMITS.model_copy(update={"max_rows": 10}))
         assert result.truncated and result.rows == [{"v": i} for i in range(10)] and result.total_rows == 300

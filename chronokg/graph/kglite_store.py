@@ -12,12 +12,12 @@ from typing import Any, Literal, cast
 
 import kglite
 
-from chronokg.errors import QueryLimitExceeded, QueryRefused, StoreBusy, StoreError
+from chronokg.errors import StoreBusy, StoreError
 from chronokg.graph import interval_index, interval_reads, kglite_files, log_binding, schema
 from chronokg.graph.guard import KGLITE_READ_OPERATORS
 from chronokg.graph.kglite_files import WAL_HEADER, remove_leftovers, unreplayed_log, writer_refusal
+from chronokg.graph.kglite_limited import bounded_read
 from chronokg.graph.read_limits import LimitedResult, ReadLimits
-from chronokg.graph.sandbox import ChildError, can_fork, run_forked
 from chronokg.graph.store import Capabilities, GraphStore, Params, Row, Statement
 from chronokg.settings import Settings
 from chronokg.store_uri import StoreURI
@@ -217,56 +217,15 @@ class KgliteStore(GraphStore):
 
     def run_limited(self, cypher: str, params: Params | None, limits: ReadLimits) -> LimitedResult:
         """A read under limits, in a forked read-only copy of the graph that is killed when time is up."""
-        return self._bounded(cypher, params, limits, fork=True)
+        self.ensure_indexes()  # the copy is made read-only, which builds a quick reader's indexes anyway
+        return bounded_read(self._g, self.uri, self._read_only, cypher, params, limits, fork=True)
 
     def run_here(self, cypher: str, params: Params | None, limits: ReadLimits) -> LimitedResult:
         """The same read in this process, with the engine's deadline, work budget and row limit only: for a
         caller that is itself a forked, read-only sandbox (serve's read workers), where a second fork per read
         cost most of a cheap call (benchmarks/README.md)."""
-        return self._bounded(cypher, params, limits, fork=False)
-
-    def _bounded(self, cypher: str, params: Params | None, limits: ReadLimits, *, fork: bool) -> LimitedResult:
-        self.ensure_indexes()  # the copy is made read-only, which builds a quick reader's indexes anyway
-        graph = self._g
-        args = dict(params or {})
-
-        def job() -> tuple[list[Row], int | None]:
-            graph.read_only(True)  # the child's copy: the parent's handle is untouched
-            try:
-                result = graph.cypher(cypher, params=args, timeout_ms=int(limits.timeout_s * 1000),
-                                      max_work_units=limits.max_work, row_limit=limits.max_rows + 1)
-            except kglite.ReadOnlyError as exc:
-                raise ChildError("refused", f"the query would write: {exc}") from None
-            except kglite.CypherTimeoutError:
-                raise ChildError("limit", f"the query ran past its time limit of {limits.timeout_s:g} s") from None
-            except (kglite.KgError, ValueError) as exc:
-                text = str(exc)
-                if "max_work_units" in text or "safety limit" in text:
-                    raise ChildError("limit", f"the query needs more work than its budget of {limits.max_work:,} "
-                                              f"units allows (rows and items held): anchor it on an id or an "
-                                              f"indexed property, or add LIMIT ({text.split('. ')[0]})") from None
-                raise ChildError("error", f"query failed on {self.uri}: {text}") from None
-            if isinstance(result, str):
-                raise ChildError("refused", "FORMAT CSV is not supported here")
-            total = (result.diagnostics or {}).get("total_rows") if hasattr(result, "diagnostics") else None
-            return result.to_list(), total
-
-        start = time.monotonic()
-        max_bytes = int(limits.max_result_mb * 1e6)
-        if fork and can_fork():
-            rows, total = run_forked(job, timeout_s=limits.timeout_s, max_bytes=max_bytes,
-                                     memory_mb=limits.memory_mb)
-        else:  # in process (or no fork, e.g. Windows): the engine's own deadline and budget only
-            try:
-                rows, total = job()
-            except ChildError as exc:
-                raise {"refused": QueryRefused, "limit": QueryLimitExceeded}.get(exc.kind, StoreError)(
-                    str(exc)) from None
-            finally:
-                graph.read_only(self._read_only)
-        truncated = len(rows) > limits.max_rows
-        return LimitedResult(rows=rows[: limits.max_rows], truncated=truncated,
-                             total_rows=total if truncated else len(rows), elapsed_s=time.monotonic() - start)
+        self.ensure_indexes()
+        return bounded_read(self._g, self.uri, self._read_only, cypher, params, limits, fork=False)
 
     @property
     def quick(self) -> bool:
