@@ -26,6 +26,7 @@ from chronokg.eval.log import RunInfo, SampleRecord, latest
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.graph.store import GraphStore
 from chronokg.metrics.spec import MetricSpec, all_metrics
+from tests.helpers import defined_at
 
 MODELS = ["baseline/oracle", "baseline/latest-only", "baseline/frozen:2018", "baseline/random:3"]
 QUESTIONS = 60  # at most this many questions of each run, in the order the family generates them
@@ -89,12 +90,6 @@ def runs() -> list[Run]:
     return [Run(family) for family in FAMILIES.names()] + RUNS
 
 
-def where(name: str) -> str:
-    """`file:line` of the module-level assignment of `name` in this file."""
-    lines = Path(__file__).read_text(encoding="utf-8").splitlines()
-    line = next(i for i, text in enumerate(lines, 1) if text.startswith(f"{name}:") or text.startswith(f"{name} ="))
-    return f"tests/{Path(__file__).name}:{line}"
-
 
 @dataclass
 class Fixture:
@@ -148,7 +143,7 @@ def test_every_family_generates_questions_from_the_demo_corpus(fast_runs: Fixtur
     empty = [run.label for run in fast_runs.questions if run.family == family and not fast_runs.questions[run]]
     assert not empty, (f"family {family!r} generates no question from the demo corpus for run(s) {empty}: add its "
                        "source's slice to the demo (chronokg/demo/sources.py) or give the run generate options in "
-                       f"RUNS at {where('RUNS')}")
+                       f"RUNS at {defined_at(__file__, 'RUNS')}")
 
 
 @pytest.mark.parametrize("name", all_metrics().names())
@@ -170,4 +165,4 @@ def test_pure_and_cypher_forms_of_every_metric_agree(fast_runs: Fixture, name: s
                                                              "and the Cypher forms differ")
     assert counted, (f"metric {name} counts no rows on the fast runs of {spec.family} "
                      f"({', '.join(run.label for run, _ in mine)}): add the run whose samples it counts to RUNS at "
-                     f"{where('RUNS')}")
+                     f"{defined_at(__file__, 'RUNS')}")
