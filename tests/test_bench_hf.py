@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from chronokg.bench import snapshot
-from chronokg.bench.family import generate
+from chronokg.bench.family import FAMILIES, generate
 from chronokg.bench.hf import COLUMNS, folder_rows
 from chronokg.bench.question import Question, write_jsonl
 from chronokg.cli.app import app
@@ -30,7 +30,7 @@ pytest.importorskip("pyarrow", reason="pyarrow (installed with datasets, the int
 
 def every_family(store: KgliteStore) -> list[Question]:
     out: list[Question] = []
-    for family in ("tempomed", "conflictmedqa", "chroknow", "micxr", "benchage"):
+    for family in FAMILIES.names():
         out += generate(family, store, snapshot.current(store), {})[0]
     out += generate("tempomed", store, snapshot.current(store), {"protocol": "chronokg"})[0]
     return out
@@ -158,7 +158,7 @@ def test_the_card_declares_configs_features_licences_citations_snapshot_releases
     assert kinds["chroknow"].startswith("CC BY 4.0") and kinds["umls"].startswith("UMLS Metathesaurus License")
     assert all(s["licence"] and not s["licence"].startswith("unknown") for s in own["sources"])
     families = {f["family"]: f for f in own["families"]}
-    assert sorted(families) == ["benchage", "chroknow", "conflictmedqa", "micxr", "tempomed"]
+    assert sorted(families) == sorted(FAMILIES.names())
     assert "arXiv:2605.13045" in families["tempomed"]["citation"]
     assert all(f["citation"].startswith("@") and f["licence"] for f in families.values())
     body = (folder / "README.md").read_text(encoding="utf-8")
