@@ -50,7 +50,8 @@ def test_generate_works_for_every_family_on_the_demo_store(demo_uri: str, tmp_pa
         if family == "benchage":  # the updated answers are the keys now
             keys = {str(q.metadata.get("question")): q.answer_key.answer for q in rows if q.answer_key}
             assert keys["who is the secretary-general of the united nations"] == "António Guterres", keys
-        check_seed_files(family, rows, tmp_path / "seed" / family)
+        if FAMILIES.get(family).seed_format is not None:  # a family that reproduces no seed benchmark has none
+            check_seed_files(family, rows, tmp_path / "seed" / family)
 
 
 def check_seed_files(family: str, rows: list[Question], folder: Path) -> None:
