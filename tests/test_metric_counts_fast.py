@@ -95,6 +95,7 @@ def runs() -> list[Run]:
 class Fixture:
     answered: dict[Run, list[Answered]]
     questions: dict[Run, int]
+    missing: dict[Run, str]  # runs whose data are not here (../shared/data outside CI): why
 
 
 @pytest.fixture(scope="module")
@@ -107,13 +108,17 @@ def fast_runs(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureR
     load_demo(demo)
     load_sources(demo)
     stores = [demo]
-    out = Fixture({}, {})
+    out = Fixture({}, {}, {})
     for n, run in enumerate(runs()):
         store = demo
         if run.data is not None:
             store = KgliteStore(":memory:")
             stores.append(store)
-            run.data(store, request.getfixturevalue("shared_data"))
+            try:
+                run.data(store, request.getfixturevalue("shared_data"))
+            except pytest.skip.Exception as exc:  # under CI the fixture fails instead
+                out.missing[run] = str(exc)
+                continue
         questions = generate(run.family, store, snapshot.current(store), run.generate)[0][:QUESTIONS]
         out.questions[run] = len(questions)
         if not questions:
@@ -163,6 +168,9 @@ def test_pure_and_cypher_forms_of_every_metric_agree(fast_runs: Fixture, name: s
             graph = spec.from_graph(answered.store, answered.run_id, model)
             assert pure.model_dump() == graph.model_dump(), (f"metric {name}, run {run.label}, {model}: the pure "
                                                              "and the Cypher forms differ")
+    missing = [why for run, why in fast_runs.missing.items() if spec.family in (None, run.family)]
+    if not counted and missing:
+        pytest.skip(f"metric {name}: {missing[0]}")
     assert counted, (f"metric {name} counts no rows on the fast runs of {spec.family} "
                      f"({', '.join(run.label for run, _ in mine)}): add the run whose samples it counts to RUNS at "
                      f"{defined_at(__file__, 'RUNS')}")
