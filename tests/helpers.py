@@ -78,3 +78,12 @@ def result_ids(out: Path, family: str, path: Path) -> list[str]:
     text = path.read_text("utf-8")
     assert "chronokg_id" not in text and OURS not in text, path
     return [r["chronokg_ids"][0] for r in mine]
+
+
+def defined_at(module_file: str, name: str) -> str:
+    """`tests/<file>:<line>` of the module-level assignment or function `name` in the test module `module_file` (a
+    test that lists what a new source, family, query or metric must add names where to add it)."""
+    path = Path(module_file)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if text.startswith((f"{name}:", f"{name} =", f"def {name}(")))
+    return f"{path.resolve().relative_to(REPO).as_posix()}:{line}"

@@ -11,10 +11,11 @@ import tempfile
 from pathlib import Path
 
 from chronokg.bench import snapshot
-from chronokg.bench.family import generate
+from chronokg.bench.family import FAMILIES, generate
 from chronokg.bench.question import Question
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.ingest import chroknow, cxr, cxr_synth, driftmed, qasets, tempomed
+from tests.helpers import defined_at
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PROTOCOLS = ("seed", "chronokg")
@@ -35,8 +36,13 @@ def _stores(shared_data: Path) -> list[tuple[str, KgliteStore, dict[str, object]
         cxr_synth.generate(out, patients=30, visits=6, seed=21, findings=5,
                            patterns=cxr_synth.PATTERNS + cxr_synth.DOUBLE_EVENT_PATTERNS)
         cxr.load(x, [out / "scene_data", out / cxr.SOURCE_FILE])
-    return [("tempomed", t, {}), ("tempomed", t, {"mcq": False, "probes": True, "limit": 6}),
-            ("conflictmedqa", c, {}), ("chroknow", k, {}), ("benchage", b, {}), ("micxr", x, {"quota": 20})]
+    stores: list[tuple[str, KgliteStore, dict[str, object]]] = [
+        ("tempomed", t, {}), ("tempomed", t, {"mcq": False, "probes": True, "limit": 6}),
+        ("conflictmedqa", c, {}), ("chroknow", k, {}), ("benchage", b, {}), ("micxr", x, {"quota": 20})]
+    missing = sorted(set(FAMILIES.names()) - {family for family, _, _ in stores})
+    assert not missing, (f"no store of {', '.join(missing)}'s source data in {Path(__file__).name}: add one to "
+                         f"the list `_stores` returns at {defined_at(__file__, '_stores')}")
+    return stores
 
 
 @functools.cache

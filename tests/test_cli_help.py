@@ -17,17 +17,28 @@ from chronokg.cli import app_for
 from tests.cli_help_snapshot import ENV, FIXTURE, command_paths, process_help_texts
 
 BEFORE: dict[str, dict[str, dict[str, Any]]] = json.loads(FIXTURE.read_text(encoding="utf-8"))
+REGENERATE = "PYTHONPATH=$PWD python -m tests.cli_help_snapshot"
 
 
 def test_the_same_commands_and_groups_as_before() -> None:
-    assert [" ".join(p) for p in command_paths()] == list(BEFORE["in_process"])
+    """The app's commands are the fixture's, in its order: a command added (a new source's `ingest <name>`, a new
+    query's `query <name>`) or removed is named, with the command that writes the fixture again."""
+    now = [" ".join(p) for p in command_paths()]
+    added = [f"chronokg {p}" for p in now if p not in BEFORE["in_process"]]
+    gone = [f"chronokg {p}" for p in BEFORE["in_process"] if p not in now]
+    assert not added, (f"no help text in {FIXTURE.relative_to(FIXTURE.parents[2])} for {', '.join(added)}: "
+                       f"regenerate it with `{REGENERATE}` and commit it")
+    assert not gone, (f"{FIXTURE.relative_to(FIXTURE.parents[2])} holds the help of {', '.join(gone)}, which the "
+                      f"app no longer has: regenerate it with `{REGENERATE}` and commit it")
+    assert now == list(BEFORE["in_process"]), f"the commands are listed in another order: `{REGENERATE}`"
 
 
 @pytest.mark.parametrize("path", list(BEFORE["in_process"]))
 def test_help_is_byte_identical(path: str) -> None:
     args = [*path.split(), "--help"]
     result = CliRunner().invoke(app_for(args), args, prog_name="chronokg", env=ENV)
-    assert {"exit_code": result.exit_code, "output": result.output} == BEFORE["in_process"][path]
+    assert {"exit_code": result.exit_code, "output": result.output} == BEFORE["in_process"][path], (
+        f"`chronokg {path} --help` changed; if on purpose, regenerate the fixture with `{REGENERATE}`")
 
 
 @pytest.mark.slow

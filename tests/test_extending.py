@@ -38,7 +38,13 @@ KINDS = ("source", "query", "family", "metric", "provider", "engine", "plot")
 
 @pytest.mark.parametrize("family", FAMILIES.names())
 def test_every_family_is_complete(family: str) -> None:
-    assert family_gaps(family) == []
+    """chronokg's own families; one an installed package declares has its docs and inspect task in that package,
+    which checks it with a `FamilyCompleteness` subclass naming them (docs/extending.md, "A family")."""
+    declared = FAMILIES.declared_by.get(family, "")
+    if declared and not declared.startswith("chronokg."):
+        pytest.skip(f"family {family} comes from {declared}: its package checks it with FamilyCompleteness")
+    gaps = family_gaps(family)
+    assert not gaps, f"family {family!r} is incomplete: " + "; ".join(gaps)
 
 
 def plots_without_a_metric() -> list[str]:

@@ -222,4 +222,6 @@ class TestCxr(LoaderConformance):
 def test_every_source_with_a_loader_runs_the_conformance_suite() -> None:
     covered = {cls.source for cls in LoaderConformance.__subclasses__()}
     loaders = {name for name, spec in SOURCES.items() if spec.commands and spec.commands[0].startswith("ingest/")}
-    assert loaders <= covered, f"sources without a conformance class: {sorted(loaders - covered)}"
+    assert loaders <= covered, (f"sources without a conformance class: {sorted(loaders - covered)}: subclass "
+                                "chronokg.testing.loader_conformance.LoaderConformance with `source` set and a good "
+                                "and a bad input (tests/test_loader_conformance.py)")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from chronokg.bench.family import FAMILIES
 from chronokg.cli.app import app
 from chronokg.ingest import cxr, cxr_synth
 from chronokg.settings import Settings, default_store_uri
@@ -101,7 +102,7 @@ def test_model_names_are_not_cut_to_one_prefix_at_80_columns(tmp_path: Path, mon
         assert spec in output, output
 
 
-@pytest.mark.parametrize("family", ["tempomed", "conflictmedqa", "chroknow", "micxr", "benchage"])
+@pytest.mark.parametrize("family", FAMILIES.names())
 def test_generate_help_fits_a_screen_at_80_columns(family: str) -> None:
     code, output = cli("generate", family, "--help", COLUMNS="80")
     assert code == 0, output
