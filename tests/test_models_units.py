@@ -73,11 +73,11 @@ def test_missing_key_names_the_variable(settings: Settings) -> None:
 
 
 def test_missing_package_names_the_package() -> None:
-    code = ("import sys; sys.modules['httpx'] = None\n"
+    code = ("import sys; sys.modules['httpx2'] = None\n"
             "from chronokg.models import get_model\n"
             "get_model('openai-compat/m', base_url='http://h:1', cache=False)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode != 0 and "needs the 'httpx' package: pip install httpx" in result.stderr
+    assert result.returncode != 0 and "needs the 'httpx2' package: pip install httpx2" in result.stderr
 
 
 def test_the_openai_compat_client_runs_without_the_openai_sdk(server: OpenAIServer) -> None:
