@@ -42,7 +42,8 @@ def test_a_resumed_run_writes_each_sample_once_and_counts_the_earlier_ones(demo_
     assert f"baseline/oracle {n:,} {n:,} 100.0%" in out  # the summary counts the samples of before the resume
     assert f"predictions in the graph: {n:,} new, 0 already there" in out
     with KgliteStore(other, read_only=True) as store:
-        rows = store.run("MATCH (p:Prediction) WHERE p.run_id = $run RETURN p.question_id AS q", {"run": info["run_id"]})
+        rows = store.run("MATCH (p:Prediction) WHERE p.run_id = $run RETURN p.question_id AS q",
+                         {"run": info["run_id"]})
     assert sorted(r["q"] for r in rows) == sorted(json.loads(line)["question_id"] for line in lines)
     again = step(other, "eval", "run", "--resume", str(folder))
     assert f"predictions in the graph: 0 new, {n:,} already there" in again
