@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from chronokg.cli.app import app
@@ -47,3 +48,26 @@ def test_a_resumed_run_writes_each_sample_once_and_counts_the_earlier_ones(demo_
     assert sorted(r["q"] for r in rows) == sorted(json.loads(line)["question_id"] for line in lines)
     again = step(other, "eval", "run", "--resume", str(folder))
     assert f"predictions in the graph: 0 new, {n:,} already there" in again
+
+
+def test_an_edge_to_a_node_neither_staged_nor_stored_is_refused_and_nothing_is_written() -> None:
+    """The writer checks edge endpoints by id alone (a prediction's question is looked up, not read whole)."""
+    from chronokg.errors import StoreError
+    from chronokg.graph import schema
+    from chronokg.graph.batch import GraphBatch
+    from chronokg.graph.writer import write_batch
+
+    store = KgliteStore(":memory:")
+    first = GraphBatch()
+    first.node(schema.QUESTION, "q-1", input="a long question text " * 100)
+    write_batch(store, first)
+    good = GraphBatch()
+    good.node(schema.RUN, "run-1")
+    good.edge(schema.IN_RUN, schema.QUESTION, "q-1", schema.RUN, "run-1")
+    assert write_batch(store, good).edges_created == {schema.IN_RUN: 1}
+    bad = GraphBatch()
+    bad.node(schema.RUN, "run-2")
+    bad.edge(schema.IN_RUN, schema.QUESTION, "q-gone", schema.RUN, "run-2")
+    with pytest.raises(StoreError, match=r"1 Question node.*'q-gone'"):
+        write_batch(store, bad)
+    assert store.run("MATCH (r:Run) RETURN r.id AS id ORDER BY id") == [{"id": "run-1"}]
