@@ -221,26 +221,26 @@ def main() -> None:
         for i in range(args.repeats + 1):  # the first round warms the bytecode cache and is not counted
             for name in CHILDREN:
                 work = fresh(base, tmp, f"{name}-{i}")
-                out, _, _, rss = timed_child([sys.executable, str(Path(__file__).resolve()), "--child", name,
+                out, _, _, peak = timed_child([sys.executable, str(Path(__file__).resolve()), "--child", name,
                                               "--url", url, "--work", str(work),
                                               "--concurrency", str(args.concurrency)], child_env(tmp))
                 if i:
-                    rows[name].append({**json.loads(out.strip().splitlines()[-1]), "rss": rss})
+                    rows[name].append({**json.loads(out.strip().splitlines()[-1]), "rss": peak})
             work = fresh(base, tmp, f"cli-{i}")
             cmd = [sys.executable, "-m", "chronokg.cli", "eval", "run", str(work / "questions.jsonl"), "--model", SPEC,
                    "--base-url", url, "--no-cache", "--limit", "1", "--log-dir", str(work / "runs")]
-            _, wall, cpu, rss = timed_child(cmd, child_env(tmp, work / "store" / "store.kgl"))
+            _, wall, cpu, peak = timed_child(cmd, child_env(tmp, work / "store" / "store.kgl"))
             if i:
-                fixed.append((wall, cpu, rss))
+                fixed.append((wall, cpu, peak))
     finally:
         server.terminate()
         server.wait()
 
     def rate(name: str, key: str = "elapsed") -> float:
-        return statistics.median(r["n"] / r[key] for r in rows[name])
+        return float(statistics.median(r["n"] / r[key] for r in rows[name]))
 
     def rss(name: str) -> float:
-        return statistics.median(r["rss"] for r in rows[name])
+        return float(statistics.median(r["rss"] for r in rows[name]))
 
     bare = rate("bare")
     print(f"{args.questions:,} TempoMed questions, concurrency {args.concurrency}, median of {args.repeats}; "
