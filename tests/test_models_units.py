@@ -72,12 +72,26 @@ def test_missing_key_names_the_variable(settings: Settings) -> None:
         get_model("openai-compat/m", settings=settings)
 
 
-def test_missing_package_names_the_extra() -> None:
-    code = ("import sys; sys.modules['openai'] = None\n"
+def test_missing_package_names_the_package() -> None:
+    code = ("import sys; sys.modules['httpx2'] = None\n"
             "from chronokg.models import get_model\n"
             "get_model('openai-compat/m', base_url='http://h:1', cache=False)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode != 0 and "pip install 'chronokg[openai]'" in result.stderr
+    assert result.returncode != 0 and "needs the 'httpx2' package: pip install httpx2" in result.stderr
+
+
+def test_the_openai_compat_client_runs_without_the_openai_sdk(server: OpenAIServer) -> None:
+    """The wire format is one JSON POST: a process that sends requests never pays for the SDK's import."""
+    code = ("import sys, asyncio; sys.modules['openai'] = None\n"
+            "from chronokg.models import get_model, ModelRequest\n"
+            "async def main():\n"
+            f"    client = get_model('openai-compat/m', base_url={server.url!r}, cache=False, api_key='k1')\n"
+            "    print((await client.generate(ModelRequest.chat('hi'))).text)\n"
+            "    await client.aclose()\n"
+            "asyncio.run(main())")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip(), result.stderr
+    assert server.model_requests == 1
 
 
 def test_a_provider_registered_from_outside(settings: Settings) -> None:

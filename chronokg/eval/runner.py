@@ -144,7 +144,8 @@ def load_questions(files: Sequence[Path], limit: int | None) -> list[Question]:
 
 @dataclass
 class Tally:
-    """Running counts the progress display shows."""
+    """Running counts the progress display shows; after `run`, also the run's last record of every unit (what
+    run.json's totals count), so a caller that summarises or writes the run need not read samples.jsonl again."""
 
     done: int = 0
     failed: int = 0
@@ -152,6 +153,7 @@ class Tally:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     errors: Counter[str] = field(default_factory=Counter)
+    records: dict[Unit, SampleRecord] = field(default_factory=dict)
 
     def add(self, record: SampleRecord) -> None:
         self.done += 1
@@ -433,4 +435,5 @@ def run(folder: Path, info: RunInfo, questions: Sequence[Question], store: Any =
                     for spec, c in cutoff.resolve(info.models, ok, options.cutoffs).items()}
     info.finished = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     write_info(folder, info)
+    tally.records = records
     return info, tally

@@ -199,7 +199,10 @@ def _missing_endpoints(store: GraphStore, batch: GraphBatch, label: str, ids: se
     unknown = sorted(i for i in ids if i not in staged)
     if not unknown:
         return []
-    found = stored_nodes(store, label, unknown, chunk)
+    found: set[str] = set()
+    for part in _chunks(unknown, chunk):  # ids only: an endpoint's properties (a question's text) are not needed
+        rows = store.run(f"UNWIND $ids AS id MATCH (n:{label} {{id: id}}) RETURN n.id AS id", {"ids": list(part)})
+        found.update(r["id"] for r in rows)
     return [i for i in unknown if i not in found]
 
 

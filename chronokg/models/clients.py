@@ -30,8 +30,9 @@ CLIENTS.register("openai", "chronokg.models.openai_compat:openai_client")
 CLIENTS.register("openai-compat", "chronokg.models.openai_compat:compat_client")
 CLIENTS.register("vllm", "chronokg.models.vllm:vllm_client")
 
-# Optional packages the built-in providers need, and the extra that installs each.
-EXTRAS = {"openai": "openai", "httpx2": "openai", "httpx": "openai", "aiohttp": "testing"}
+# Optional packages the built-in providers need, and the extra that installs each (any other missing package is
+# named with its own `pip install`).
+EXTRAS = {"aiohttp": "testing"}
 
 
 def get_model(spec: str, *, settings: Settings | None = None, config_file: Path | None = None,
