@@ -74,8 +74,8 @@ def main() -> None:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("CHRONOKG_")}, "PYTHONPATH": str(REPO),
            "CHRONOKG_EMBEDDING_CACHE": warm_cache}
     try:
-        rows = [measure("python -c pass (the floor)", "-", "pass", env, args.runs),
-                measure("sentence-transformers (baseline)", "none kept",
+        rows = [measure("python -c pass (floor)", "-", "pass", env, args.runs),
+                measure("sentence-transformers (baseline)", "none",
                         FIRST_VECTOR, {**env, "CHRONOKG_EMBEDDING_BACKEND": "sentence-transformers"}, args.runs),
                 measure("onnx", "cold (empty)", FIRST_VECTOR, env, args.runs, fresh_cache=True)]
         run_once(FIRST_VECTOR, env)  # fills the warm cache
