@@ -214,3 +214,21 @@ def test_onnxruntime_shares_a_process_with_kglite_and_faiss(built: tuple[Path, P
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr[-2000:]
     assert "ranks [0, 1] False" in done.stdout
+
+
+def test_baseline_embedding_ranks_options_with_the_shared_encoder(built: tuple[Path, Path],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """`baseline/embedding` encodes with the settings' encoder, never sentence-transformers of its own."""
+    from chronokg.bench.question import AnswerKey, Choice, Question
+    from chronokg.eval.baselines import Baseline
+
+    folder, cache = built
+    monkeypatch.setenv("CHRONOKG_EMBEDDING_MODEL", str(folder))
+    monkeypatch.setenv("CHRONOKG_EMBEDDING_CACHE", str(cache))
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # importing it would fail
+    key = AnswerKey(query="q", params={}, evidence=[], evidence_hash="sha256:0")
+    stem = "How deep should chest compressions be for an adult?"
+    question = Question(id="q", family="test", variant="v", input=stem, target="B", answer_key=key, snapshot="s",
+                        choices=[Choice(label="A", text="Cats sleep most of the day."), Choice(label="B", text=stem),
+                                 Choice(label="C", text="zzz qqq")])
+    assert Baseline("baseline/embedding", "embedding", None)._most_similar(question) == "B"
