@@ -34,6 +34,7 @@ shell with the local search process: benchmarks/bench_retrieval_demo.py.
     python benchmarks/bench_retrieval.py --warm-only           # part 3 alone
     python benchmarks/bench_retrieval.py --sizes 100000 --skip-tempomed
     python benchmarks/bench_retrieval.py --out results.json
+    python benchmarks/bench_retrieval.py --sizes "" --skip-warm --backend both   # part 1's rankings, both encoders
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def pct(values: list[float], q: float) -> float:
 # --- part 1: TempoMed ------------------------------------------------------------------------------------------
 
 
-def tempomed(data: Path, work: Path, ks: list[int], today: dt.date) -> dict[str, Any]:
+def tempomed(data: Path, work: Path, ks: list[int], today: dt.date, backend: str = "onnx") -> dict[str, Any]:
     from chronokg.bench.family import generate
     from chronokg.graph.kglite_store import KgliteStore
     from chronokg.ingest import tempomed as loader
@@ -77,8 +78,10 @@ def tempomed(data: Path, work: Path, ks: list[int], today: dt.date) -> dict[str,
     from chronokg.retrieval.index import PassageIndex
     from chronokg.retrieval.indexing import update_index
     from chronokg.retrieval.rag import Retriever
+    from chronokg.settings import Settings
 
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"backend": backend, "rankings": {}}
+    work.mkdir(parents=True, exist_ok=True)
     store_path, folder = work / "tempomed.kgl", work / "tempomed.kgl.rag"
     with KgliteStore(store_path) as store:
         t = time.perf_counter()
@@ -87,8 +90,8 @@ def tempomed(data: Path, work: Path, ks: list[int], today: dt.date) -> dict[str,
         t = time.perf_counter()
         questions, _ = generate("tempomed", store, "bench", {"perturbations": ["reorder_only"]})
         out["generate_s"] = time.perf_counter() - t
-        embedder = shared_embedder()
-        embedder.encode(["warm-up"])  # start the worker outside the timed build
+        embedder = shared_embedder(Settings(embedding_backend=backend))  # type: ignore[arg-type]
+        embedder.encode(["warm-up"])  # load the model outside the timed build
         report = update_index(store, folder, rebuild=True, embedder=embedder)
     index = PassageIndex.open(folder)
     out["index"] = {"passages": report.rows, "build_s": report.total_s, "embed_s": report.embed_s,
@@ -103,6 +106,7 @@ def tempomed(data: Path, work: Path, ks: list[int], today: dt.date) -> dict[str,
             t = time.perf_counter()
             r = evaluate(retriever, historical, mode, k)
             rows.append({**r.row(), "seconds": time.perf_counter() - t, "without_target": r.without_target})
+            out["rankings"].update({f"{mode} | k={k} | {q.id}": q.hits for q in r.per_question})
     out["arms"] = rows
     return out
 
@@ -394,6 +398,8 @@ def main() -> None:
     parser.add_argument("--skip-warm", action="store_true")
     parser.add_argument("--cold-runs", type=int, default=5)
     parser.add_argument("--warm-calls", type=int, default=200)
+    parser.add_argument("--backend", default="onnx", help="part 1's encoder: onnx, sentence-transformers, or both "
+                        "(then the two rankings are compared)")
     args = parser.parse_args()
     if args.warm_only:
         args.skip_tempomed, args.sizes = True, ""
@@ -405,10 +411,18 @@ def main() -> None:
     results: dict[str, Any] = {"date": dt.date.today().isoformat()}
     try:
         if not args.skip_tempomed:
-            print("TempoMed (real data, all-MiniLM-L6-v2) ...", flush=True)
-            results["tempomed"] = tempomed(args.tempomed, work, [int(k) for k in args.rag_k.split(",")],
-                                           dt.date.fromisoformat(args.today))
-            print_tempomed(results["tempomed"])
+            runs = []
+            for backend in ["onnx", "sentence-transformers"] if args.backend == "both" else [args.backend]:
+                print(f"TempoMed (real data, all-MiniLM-L6-v2, encoder backend {backend}) ...", flush=True)
+                runs.append(tempomed(args.tempomed, work / backend, [int(k) for k in args.rag_k.split(",")],
+                                     dt.date.fromisoformat(args.today), backend))
+                print_tempomed(runs[-1])
+            results["tempomed"] = runs[0]
+            for other in runs[1:]:
+                keys = sorted(runs[0]["rankings"])
+                same = sum(runs[0]["rankings"][key] == other["rankings"].get(key) for key in keys)
+                print(f"\nTempoMed top-k passage lists identical, onnx vs {other['backend']}: {same} of {len(keys)} "
+                      f"(historical questions x arms x k)")
         rng = np.random.default_rng(args.seed)
         results["latency"] = []
         for n in (int(s) for s in args.sizes.split(",") if s):

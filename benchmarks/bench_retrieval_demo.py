@@ -18,6 +18,7 @@ warm process), with that process's own count of calls answered.
 
     python benchmarks/bench_retrieval_demo.py              # recall table
     python benchmarks/bench_retrieval_demo.py --cli 5      # and five CLI calls after the first
+    python benchmarks/bench_retrieval_demo.py --backend both   # onnx and sentence-transformers: same rankings?
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ def demo_store(path: Path) -> None:
         load_sources(store)
 
 
-def recall(work: Path) -> dict[str, Any]:
-    """recall@k per passage format and arm, on the demo's historical questions."""
+def recall(work: Path, backend: str = "onnx") -> dict[str, Any]:
+    """recall@k per passage format and arm, on the demo's historical questions, with the encoder `backend`; and
+    every question's top-k passage ids per format and arm (`rankings`), for comparing backends."""
     from chronokg.bench.family import generate
     from chronokg.graph.kglite_store import KgliteStore
     from chronokg.retrieval.embed import shared_embedder
@@ -59,17 +61,20 @@ def recall(work: Path) -> dict[str, Any]:
     from chronokg.retrieval.index import PassageIndex, build
     from chronokg.retrieval.passages import store_passages
     from chronokg.retrieval.rag import Retriever
+    from chronokg.settings import Settings
 
+    work.mkdir(parents=True, exist_ok=True)
     store_path = work / "demo.kgl"
     demo_store(store_path)
     with KgliteStore(store_path, read_only=True) as store:
         passages = list(store_passages(store))
         questions, _ = generate("tempomed", store, "bench", {})
     historical = [q for q in questions if q.variant == VARIANT]
-    embedder = shared_embedder()
+    embedder = shared_embedder(Settings(embedding_backend=backend))  # type: ignore[arg-type]
     embedder.encode(["warm-up"])  # the model loads outside the timed builds
     formats = {"heading": passages, "text only": [p.model_copy(update={"heading": None}) for p in passages]}
-    out: dict[str, Any] = {"passages": len(passages), "questions": len(historical), "rows": []}
+    out: dict[str, Any] = {"backend": backend, "passages": len(passages), "questions": len(historical), "rows": [],
+                           "rankings": {}}
     for name, items in formats.items():
         t = time.perf_counter()
         index, _ = build(work / f"{name.replace(' ', '-')}.rag", items, embedder)
@@ -84,7 +89,26 @@ def recall(work: Path) -> dict[str, Any]:
                 row[f"recall@{k}"] = report.recall_at_k
                 row["questions"] = report.questions
             out["rows"].append(row)
+            for q in evaluate(retriever, questions, arm, max(KS)).per_question:  # type: ignore[arg-type]
+                out["rankings"][f"{name} | {label} | {q.id}"] = q.hits
     return out
+
+
+def _recalls(run: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in row.items() if k != "build_s"} for row in run["rows"]]
+
+
+def compare(runs: list[dict[str, Any]]) -> str:
+    """How many questions' top-k lists (every format and arm) are the same under each backend."""
+    first, *others = runs
+    lines = []
+    for other in others:
+        keys = sorted(first["rankings"])
+        same = sum(first["rankings"][key] == other["rankings"].get(key) for key in keys)
+        lines.append(f"top-{max(KS)} passage lists identical, {first['backend']} vs {other['backend']}: {same} of "
+                     f"{len(keys)} (every generated question with a target passage x 2 formats x 3 arms); "
+                     f"recall tables identical: {_recalls(first) == _recalls(other)}")
+    return "\n".join(lines)
 
 
 def cli_calls(work: Path, calls: int) -> dict[str, Any]:
@@ -120,19 +144,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cli", type=int, default=0, help="CLI calls after the first (0: none)")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--backend", default="onnx", help="the encoder: onnx, sentence-transformers, or both "
+                        "(then the rankings of the two are compared)")
     args = parser.parse_args()
+    backends = ["onnx", "sentence-transformers"] if args.backend == "both" else [args.backend]
     with tempfile.TemporaryDirectory(prefix="chronokg-bench-demo-") as tmp:
         work = Path(tmp)
-        result: dict[str, Any] = {"recall": recall(work)}
-        r = result["recall"]
-        print(f"demo store: {r['passages']} passages, {r['questions']} historical questions ({VARIANT})")
-        print("| passage format | arm | " + " | ".join(f"recall@{k}" for k in KS) + " |")
-        print("|---|---|" + "---:|" * len(KS))
-        for row in r["rows"]:
-            print(f"| {row['format']} | {row['arm']} | " + " | ".join(f"{row[f'recall@{k}']:.2f}" for k in KS) + " |")
-        aware = next(x for x in r["rows"] if x["format"] == "heading" and x["arm"] == "time-aware")
-        print(f"goal time-aware recall@2 >= 0.8: {'met' if aware['recall@2'] >= 0.8 else 'not met'} "
-              f"({aware['recall@2']:.2f})")
+        runs = []
+        for backend in backends:
+            r = recall(work / backend, backend)
+            runs.append(r)
+            print(f"\nencoder backend {backend}: demo store {r['passages']} passages, {r['questions']} historical "
+                  f"questions ({VARIANT})")
+            print("| passage format | arm | " + " | ".join(f"recall@{k}" for k in KS) + " | index build s |")
+            print("|---|---|" + "---:|" * (len(KS) + 1))
+            for row in r["rows"]:
+                print(f"| {row['format']} | {row['arm']} | " + " | ".join(f"{row[f'recall@{k}']:.2f}" for k in KS)
+                      + f" | {row['build_s']:.2f} |")
+            aware = next(x for x in r["rows"] if x["format"] == "heading" and x["arm"] == "time-aware")
+            print(f"goal time-aware recall@2 >= 0.8: {'met' if aware['recall@2'] >= 0.8 else 'not met'} "
+                  f"({aware['recall@2']:.2f})")
+        result: dict[str, Any] = {"recall": runs[0], "runs": runs}
+        if len(runs) > 1:
+            print("\n" + compare(runs))
         if args.cli:
             c = cli_calls(work, args.cli)
             result["cli"] = c

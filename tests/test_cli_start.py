@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 HEAVY = ("kglite", "neo4j", "rdflib", "pandas", "numpy", "duckdb", "torch", "faiss", "sentence_transformers",
+         "onnxruntime", "onnx", "tokenizers", "safetensors",
          "vllm", "openai", "matplotlib", "SPARQLWrapper", "pydantic_settings", "httpx", "inspect_ai", "lm_eval",
          "litellm", "datasets")
 

@@ -16,7 +16,7 @@ from chronokg.graph.kglite_store import KgliteStore
 from chronokg.testing.openai_server import OpenAIServer
 from chronokg.testing.search_server import Doc, SearchServer
 
-pytestmark = pytest.mark.slow  # an embedding model (torch)
+pytestmark = pytest.mark.slow  # an embedding model, index builds
 
 runner = CliRunner()
 

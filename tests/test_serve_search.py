@@ -20,12 +20,12 @@ from chronokg.graph.kglite_store import KgliteStore
 from chronokg.serve import ToolHost
 from tests.serve_helpers import serve
 
-pytestmark = pytest.mark.slow  # an embedding model (torch) behind a server
+pytestmark = pytest.mark.slow  # an embedding model behind a server
 
 pytest.importorskip("chronokg.retrieval.rag", reason="chronokg.retrieval is not installed")
 pytest.importorskip("faiss", reason="the rag extra (faiss) is not installed")
-if importlib.util.find_spec("sentence_transformers") is None:  # not imported here: it runs in retrieval's worker
-    pytest.skip("the rag extra (sentence-transformers) is not installed", allow_module_level=True)
+if importlib.util.find_spec("onnxruntime") is None:  # the default encoder (imported at the first text, not here)
+    pytest.skip("the rag extra (onnxruntime) is not installed", allow_module_level=True)
 
 DEPTH = "How deep should chest compressions be for an adult in cardiac arrest?"
 

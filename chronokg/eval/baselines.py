@@ -9,14 +9,13 @@ profile (`Profile.render`), so their outputs are extracted and scored by the sam
 - `baseline/latest-only`: knows only what holds now (the answer key re-run as of today);
 - `baseline/frozen:YYYY[-MM-DD]`: a simulated model with knowledge cutoff D, answering every question as
   of min(its target date, D);
-- `baseline/embedding`: all-MiniLM-L6-v2 picks the option most similar to the question (a real model;
-  needs the `rag` extra).
+- `baseline/embedding`: all-MiniLM-L6-v2 picks the option most similar to the question (a real model, the
+  process's shared encoder; needs the `rag` extra).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import random
 from collections.abc import Sequence
 from typing import Any
@@ -131,15 +130,10 @@ class Baseline:
         if not question.choices:
             return ""
         if self._embedder is None:
-            try:
-                from sentence_transformers import SentenceTransformer
-            except ImportError as exc:
-                raise ChronoKGError("baseline/embedding needs sentence-transformers: pip install "
-                                    "'chronokg[rag]'") from exc
-            embed = importlib.import_module("chronokg.retrieval.embed")
-            self._embedder = SentenceTransformer(str(embed.model_path()), device="cpu")
-        vectors = self._embedder.encode([question.input, *(c.text for c in question.choices)],
-                                        normalize_embeddings=True)
+            from chronokg.retrieval.embed import shared_embedder
+
+            self._embedder = shared_embedder()
+        vectors = self._embedder.encode([question.input, *(c.text for c in question.choices)])
         scores = [float(vectors[0] @ v) for v in vectors[1:]]
         return question.choices[max(range(len(scores)), key=scores.__getitem__)].label
 

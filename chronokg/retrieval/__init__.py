@@ -1,7 +1,7 @@
 """Retrieval: what is true now, what was true on a date, and passages filtered by validity.
 
 Public surface (each imported on first use, so `import chronokg.retrieval` loads no faiss,
-torch or httpx):
+torch, onnxruntime or httpx):
 
 * `latest(store, subject, predicate)`, `current_answer(store, question)` — up-to-date facts
   (`retrieval.current`); `refresh(store, qids, pids)` — Wikidata via SPARQL, known from today

@@ -4,7 +4,8 @@ Loads a sentence-transformers model from a local folder and answers on stdin/std
 request is one JSON line `{"texts": [...]}`; each answer is a header of two little-endian
 int32 (rows, dim) and rows x dim float32 (unit vectors). The first header (0, dim) says the
 model is loaded; a failed request answers (-1, 0) and one line of error text. Runs in its own
-process so torch never shares one with kglite and faiss (see `embed.SentenceTransformerEmbedder`).
+process so torch never shares one with kglite and faiss (see `embed_st.SentenceTransformerEmbedder`; the
+default onnx backend needs no such process).
 """
 
 from __future__ import annotations
