@@ -114,7 +114,7 @@ def main() -> int:
     args = ap.parse_args()
     warnings.filterwarnings("ignore", category=kglite.MappedFallbackWarning)
     for attr, name in (("table_frames", "table_frames (columns -> frames)"), ("stored_nodes", "lookups of stored ids"),
-                       ("_frame", "pandas frames"), ("plan_part", "plan_part (validation)"),
+                       ("pandas_frame", "pandas frames"), ("plan_part", "plan_part (validation)"),
                        ("_trim", "malloc_trim (freed heap back to the OS)")):
         wrap(bulk, attr, name)
     bulk.PREFETCH = args.prefetch

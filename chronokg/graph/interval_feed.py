@@ -36,6 +36,7 @@ class _Frame(Protocol):
     label: str
     ids: list[str]
     columns: dict[str, list[Any]]
+    days: dict[str, Any] | None
 
 
 class _Plan(Protocol):
@@ -73,8 +74,11 @@ class SidecarFeed:
             for key, name in TEXT.items():
                 if name != "lit":  # text columns as codes into their distinct values: one string per value,
                     cols[name] = _Coded(frame.columns.get(key) or [None] * n)  # not one per row (10M rows)
+            ordinals = frame.days or {}  # converted once, as the facts were staged (`FactTable.day_ordinals`)
             for key, (name, missing) in DAYS.items():
-                days = interval_index._days(frame.columns.get(key) or [None] * n, missing)
+                days = ordinals.get(key)
+                if days is None:
+                    days = interval_index._days(frame.columns.get(key) or [None] * n, missing)
                 if days is None:
                     self.exact = False
                     return
@@ -136,7 +140,12 @@ class _Texts(_Packed):
     """Distinct texts (fact ids) as one UTF-8 blob and character offsets."""
 
     def __init__(self, texts: list[str], packed: dict[str, Any] | None = None) -> None:
-        packed = packed or interval_index._strings(texts)
+        import numpy as np
+
+        if packed is None:  # as `interval_index._strings`, for texts that are all `str` (fact ids): no copy per id
+            offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+            np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=offsets[1:])
+            packed = {"blob": np.frombuffer("".join(texts).encode(), dtype=np.uint8), "offsets": offsets}
         self.blob, self.offsets = packed["blob"], packed["offsets"]
 
     def values(self) -> list[Any]:
