@@ -241,7 +241,7 @@ class FactTable:
         days = uniques.tolist()
         if any(type(d) is not dt.date for d in days):  # a `datetime` or text: `add`'s path, item by item
             return [self._text(v) for v in col], None
-        texts = np.array([self._text(d) for d in days] + [""], dtype=object)  # code -1 (None) picks the last
+        texts = np.array([d.isoformat() for d in days] + [""], dtype=object)  # code -1 (None) picks the last
         ordinals = np.array([d.toordinal() for d in days] + [missing], dtype=np.int32)
         return texts[codes], ordinals[codes]
 

@@ -156,8 +156,13 @@ class _Coded(_Packed):
     """A text column as int32 codes into its distinct values."""
 
     def __init__(self, values: list[Any], coded: tuple[Any, list[Any]] | None = None) -> None:
+        import numpy as np
         import pandas as pd
 
+        first = values[0] if values else None
+        if coded is None and values and type(first) in (str, type(None)) and values.count(first) == len(values):
+            # one value throughout (a part's release, its precision): a count in C, no hash per row
+            coded = np.full(len(values), -1 if first is None else 0, dtype=np.int32), [] if first is None else [first]
         if coded is None:
             codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
             coded = codes.astype("int32"), uniques.tolist()

@@ -131,9 +131,14 @@ class PackedTexts:
         return bytes(self.blob[self.offsets[i]: self.offsets[i + 1]]).decode()
 
     def take(self, rows: Any) -> PackedTexts:
-        """The texts of `rows` (positions), in that order; gathered a chunk of rows at a time."""
+        """The texts of `rows` (positions), in that order; gathered a chunk of rows at a time, or as rows of a
+        2-d view when every text has one length (fact ids: no index array per byte)."""
         import numpy as np
 
+        width = int(self.offsets[1] - self.offsets[0]) if len(self) else 0
+        if width and len(self.blob) == width * len(self) and (np.diff(self.offsets) == width).all():
+            picked = self.blob.reshape(-1, width)[rows].reshape(-1)
+            return PackedTexts(picked, np.arange(len(picked) // width + 1, dtype=np.int64) * width)
         starts = self.offsets[:-1][rows]
         lens = self.offsets[1:][rows] - starts
         out = np.zeros(len(lens) + 1, dtype=np.int64)
