@@ -22,6 +22,7 @@ day that is not a date. Captions are read from the graph (entities with one only
 from __future__ import annotations
 
 import datetime as dt
+from itertools import chain
 from typing import Any, Protocol
 
 from chronokg.graph import interval_index, interval_reads, schema
@@ -205,18 +206,19 @@ def _previous_part(cols: dict[str, Any]) -> dict[str, Any]:
 def _join_codes(parts: list[_Coded]) -> interval_index.Codes | None:
     """One column's parts as codes into the sorted union of their tables; None if a value is not text."""
     import numpy as np
+    import pandas as pd
 
-    values: set[Any] = set()
-    for part in parts:
-        values.update(part.table[:-1])
-    if not all(isinstance(x, str) for x in values):
+    tables = [part.table[:-1] for part in parts]
+    every = np.fromiter(chain.from_iterable(tables), dtype=object, count=sum(map(len, tables)))  # end to end
+    if not interval_index.all_text(every):
         return None  # as `interval_index.assemble`: what is not text, the Cypher answers
-    names = sorted(values)
-    where = {x: i for i, x in enumerate(names)}
+    codes, uniques = pd.factorize(every, sort=True)  # sorted as `sorted` sorts text
+    names = uniques.tolist()
     out = np.empty(sum(len(p.codes) for p in parts), dtype=np.int64)
-    at = 0
-    for part in parts:
-        remap = np.array([where[x] for x in part.table[:-1]] + [-1], dtype=np.int64)  # -1 picks the last
+    at = start = 0
+    for part, table in zip(parts, tables, strict=True):
+        remap = np.append(codes[start: start + len(table)], -1).astype(np.int64)  # -1 picks the last
+        start += len(table)
         out[at: at + len(part.codes)] = remap[part.codes]
         at += len(part.codes)
     return interval_index.Codes(out, names)
