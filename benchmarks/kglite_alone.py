@@ -63,7 +63,7 @@ def run(n: int, seed: int, parts_of: int) -> dict[str, Any]:
             native = {k: v for k, v in cols.items() if bulk.native(v)}
             if ids:
                 nodes.append((f.label, bulk.pandas_frame({"id": ids, **native})))
-        rels = [(e, bulk.pandas_frame({bulk.SRC: e.columns[0], bulk.DST: e.columns[1]})) for e in edges  # type: ignore[index]
+        rels = [(e, bulk.pandas_frame({bulk.SRC: e.columns[0], bulk.DST: e.columns[1]})) for e in edges
                 if e.columns is not None]
         del frames, edges
         for label, frame in nodes:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from chronokg.graph import schema
 from chronokg.graph.batch import GraphBatch
@@ -113,7 +113,7 @@ def pairs_of(ids: list[str], targets: list[Any]) -> tuple[list[str], list[str]]:
     """(id, target) of the rows whose target is not None, as two lists (numpy picks the rows)."""
     import numpy as np
 
-    rows = np.flatnonzero(np.not_equal(objects(targets), None))
+    rows = np.flatnonzero(np.not_equal(objects(targets), cast(Any, None)))
     return objects(ids)[rows].tolist(), objects(targets)[rows].tolist()
 
 
@@ -124,7 +124,7 @@ def valued(cols: list[list[Any]], n: int) -> list[bool]:
     mask = np.zeros(n, dtype=bool)
     for col in cols:
         if filled(col):
-            mask |= np.not_equal(objects(col), None)
+            mask |= np.not_equal(objects(col), cast(Any, None))
     out: list[bool] = mask.tolist()
     return out
 

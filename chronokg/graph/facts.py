@@ -14,7 +14,7 @@ import datetime as dt
 import hashlib
 from collections.abc import Iterator, Sequence
 from itertools import chain
-from typing import Any
+from typing import Any, cast
 
 from chronokg.errors import InputError
 from chronokg.graph import schema
@@ -35,7 +35,7 @@ def _missing(col: list[Any]) -> Any:
 
     if col.count(None) == len(col):
         return np.ones(len(col), dtype=bool)
-    return np.equal(np.fromiter(col, dtype=object, count=len(col)), None)
+    return np.equal(np.fromiter(col, dtype=object, count=len(col)), cast(Any, None))
 
 
 class FactTable:

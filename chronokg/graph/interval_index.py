@@ -105,7 +105,7 @@ def _strings(values: Any) -> dict[str, Any]:
     return {"blob": np.frombuffer("".join(texts).encode(), dtype=np.uint8), "offsets": offsets}
 
 
-def all_text(values: Sequence[Any]) -> bool:
+def all_text(values: Any) -> bool:
     """Whether every item is a `str` (pandas' type inference: one C pass, not an `isinstance` per item)."""
     import pandas as pd
 
