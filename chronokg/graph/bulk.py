@@ -16,7 +16,9 @@ written with `writer.write_batch` (batched `UNWIND` statements, one transaction)
 
 Each part is validated whole (conflicts, missing endpoints) before anything of
 it touches the copy, and reads see the earlier parts, so parts merge with each
-other by the same rules as with the store.
+other by the same rules as with the store. A `FactTable` larger than
+`CHUNK_FACTS` goes in slices, so what the load holds beside the graph is one
+slice's frames (and the compact columns of the sidecar and the per-load mirror).
 """
 
 from __future__ import annotations

@@ -90,11 +90,18 @@ class FactTable:
 
     def _texts(self, col: list[Any]) -> list[str]:
         """`_text` of every item of a column, by column: text kept, dates through the cache."""
+        import numpy as np
+
         kinds = set(map(type, col))
         if kinds <= {str}:
             return col
-        if kinds <= {str, type(None)}:
-            return ["" if v is None else v for v in col]
+        if kinds <= {str, type(None)}:  # None as "", by a numpy mask (all None: no pass at all)
+            if col.count(None) == len(col):
+                return [""] * len(col)
+            items = np.fromiter(col, dtype=object, count=len(col))
+            items[np.equal(items, cast(Any, None))] = ""
+            out: list[str] = items.tolist()
+            return out
         if kinds <= {dt.date, type(None)}:
             day = self._day
             for d in set(col) - day.keys() - {None}:
