@@ -8,7 +8,9 @@ path (`Fact` -> `GraphBatch` -> `writer.write_batch`) into a file-backed
 `KgliteStore`. It then answers the same random questions with the query catalog
 (as a user calls it, typed rows included), with the raw `store.run` of the same
 Cypher, with a plain-Python interval index and with DuckDB SQL, checks that all of
-them agree, and prints one table with the targets.
+them agree, and prints one table with the targets. Beside the bulk load it runs kglite's
+own calls on the same frames in a process of their own (`kglite_alone.py`) and prints
+the load's rate against theirs.
 
     python benchmarks/bench_store.py                 # 1M facts (a few minutes)
     python benchmarks/bench_store.py --quick         # 100k facts, smoke run
