@@ -370,8 +370,9 @@ def write_bulk(store: GraphStore, parts: Iterable[Part], progress: Progress | No
 # load's own memory is one slice's frames over the graph (benchmarks/README.md, "Bulk load profile").
 CHUNK_FACTS = 100_000
 
-# Stage part N+1 in a thread while the engine loads part N. Off: on a quiet 2-core machine it cost 25% more CPU
-# and 9% more wall time at 1M facts (GIL hand-offs; benchmarks/README.md, quiet run).
+# Stage part N+1 in a thread while the engine loads part N. Off: at 1M facts on 2 cores it cost 25% more CPU and 9%
+# more wall time (row-by-row staging), and ~12% more CPU for no wall time with the columnar staging (GIL
+# hand-offs; benchmarks/README.md, "Bulk load profile").
 PREFETCH = False
 
 
