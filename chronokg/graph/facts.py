@@ -246,8 +246,8 @@ class FactTable:
 
         codes, uniques = pd.factorize(pd.Series(col, dtype=object), use_na_sentinel=True)
         days = uniques.tolist()
-        if any(type(d) is not dt.date for d in days):  # a `datetime` or text: `add`'s path, item by item
-            return [self._text(v) for v in col], None
+        if any(type(d) is not dt.date for d in days) or int((codes < 0).sum()) != col.count(None):
+            return [self._text(v) for v in col], None  # a `datetime`, text or NaN: `add`'s path, item by item
         texts = np.array([d.isoformat() for d in days] + [""], dtype=object)  # code -1 (None) picks the last
         ordinals = np.array([d.toordinal() for d in days] + [missing], dtype=np.int32)
         return texts[codes], ordinals[codes]
