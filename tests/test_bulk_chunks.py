@@ -112,3 +112,16 @@ def test_a_repeated_load_in_chunks_changes_nothing(tmp_path: Path, monkeypatch: 
         again = write_bulk(store, [columnar(300)])
         assert not again.changed and again.unchanged["Fact"] == 300
         assert content_digest(store) == before
+
+
+def test_add_many_with_days_that_are_not_dates_stages_what_add_stages() -> None:
+    """A datetime, or a NaN where a day belongs, goes item by item as `add` stages it: the same ids, and no day
+    ordinals (the sidecar converts, or leaves it to the Cypher build)."""
+    starts: list[Any] = [float("nan"), dt.datetime(2001, 2, 3, 4, 5), D(2000, 1, 1), None]
+    many, one = FactTable(), FactTable()
+    got = many.add_many(["s"] * 4, ["p"] * 4, objects=[f"o{i}" for i in range(4)], valid_from=starts,
+                        source_id=SRC.id, source_kind=SRC.kind)
+    expected = [one.add("s", "p", object=f"o{i}", valid_from=a, source_id=SRC.id, source_kind=SRC.kind)
+                for i, a in enumerate(starts)]
+    assert got == expected and list(many.rows()) == list(one.rows())
+    assert many.day_ordinals() is None and columnar(10).day_ordinals() is not None
