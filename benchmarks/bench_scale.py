@@ -53,6 +53,14 @@ def table(results: list[dict[str, Any]]) -> str:
 
     add("load: end-to-end facts/s", lambda r: f"{r['load']['end_to_end_rate']:,.0f}")
     add("  write_bulk facts/s", lambda r: f"{r['load']['write_rate']:,.0f}")
+
+    def alone(r: dict[str, Any]) -> str:
+        a = r["load"].get("kglite_alone")
+        if not a:
+            return "-"
+        return f"{a['facts'] / a['wall_s']:,.0f} ({r['load']['end_to_end_rate'] * a['wall_s'] / a['facts']:.2f}x)"
+
+    add("  kglite's own calls, same frames, facts/s (load / them)", alone)
     add("  FactTable staging s", load("fact_s", ".1f"))
     add("  write_bulk s (validate, load, indexes, save)", load("write_s", ".1f"))
     add("peak RSS during load MiB", lambda r: f"{r['load']['peak_rss_mib']:,.0f}")

@@ -12,7 +12,7 @@ has released the GIL. Baselines in the same run: `time.sleep` (releases) and a P
     python benchmarks/probe_kglite.py floor 1000000 --shape minimal  # the bare native path (speed floor)
 
 `floor`: bench_store's synthetic facts, staged and framed exactly as `write_bulk` frames them
-(`FactTable.add_many`, `bulk.table_frames`, `bulk._frame`), handed to kglite's calls alone, part by part: no
+(`FactTable.add_many`, `bulk.table_frames`, `bulk.pandas_frame`), handed to kglite's calls alone, part by part: no
 validation, no sidecar, no staged copy. Prints each stage's RSS after it, the highest RSS sampled during it
 (a thread reads /proc every 20 ms: the engine's calls release the GIL), and the RSS after glibc
 `malloc_trim(0)`; and the engine's facts/s (its calls' time only; generating and framing are apart).
@@ -191,9 +191,9 @@ def floor(n: int, shape: str = "schema", parts_of: int = 100_000, spill_mib: int
             frames = [bulk.Frame(fact.label, fact.ids, {"subject_id": fact.columns["subject_id"]}),
                       *(bulk.Frame(f.label, f.ids, {}) for f in frames if f.label == schema.ENTITY)]
             edges = [e for e in edges if e.rel == schema.SUBJECT]
-        node_frames = [(f.label, bulk._frame({"id": f.ids, **{k: v for k, v in f.columns.items()
-                                                                if bulk._native(v)}})) for f in frames if f.ids]
-        edge_frames = [(e, bulk._frame({bulk.SRC: e.columns[0], bulk.DST: e.columns[1]}))  # type: ignore[index]
+        node_frames = [(f.label, bulk.pandas_frame({"id": f.ids, **{k: v for k, v in f.columns.items()
+                                                                if bulk.native(v)}})) for f in frames if f.ids]
+        edge_frames = [(e, bulk.pandas_frame({bulk.SRC: e.columns[0], bulk.DST: e.columns[1]}))  # type: ignore[index]
                        for e in edges]
         del frames, edges
         prep["wall"] += time.perf_counter() - w

@@ -70,26 +70,26 @@ def main() -> int:
     frames, edges = bulk.table_frames(table)
     fact = next(f for f in frames if f.label == schema.FACT)
     others = [f for f in frames if f.label != schema.FACT]
-    columns = {k: v for k, v in fact.columns.items() if bulk._native(v)}
-    ids = bulk._frame({"id": fact.ids})
+    columns = {k: v for k, v in fact.columns.items() if bulk.native(v)}
+    ids = bulk.pandas_frame({"id": fact.ids})
     rows: list[tuple[str, str, float, float]] = []  # component, in which schema, CPU s, bytes
 
     def base(props: tuple[str, ...] = ()) -> Any:
         g = kglite.KnowledgeGraph()
         for f in others:
-            g.add_nodes(bulk._frame({"id": f.ids, **f.columns}), f.label, "id", "id")
-        g.add_nodes(bulk._frame({"id": fact.ids, **{k: columns[k] for k in props}}), schema.FACT, "id", "id")
+            g.add_nodes(bulk.pandas_frame({"id": f.ids, **f.columns}), f.label, "id", "id")
+        g.add_nodes(bulk.pandas_frame({"id": fact.ids, **{k: columns[k] for k in props}}), schema.FACT, "id", "id")
         return g
 
     g = kglite.KnowledgeGraph()
     for f in others:
-        g.add_nodes(bulk._frame({"id": f.ids, **f.columns}), f.label, "id", "id")
+        g.add_nodes(bulk.pandas_frame({"id": f.ids, **f.columns}), f.label, "id", "id")
     h = heap(g)
     cpu, _ = timed(g.add_nodes, ids, schema.FACT, "id", "id")
     rows.append(("Fact node (id only)", "both", cpu, heap(g) - h))
     del g
     for key in columns:
-        frame = bulk._frame({"id": fact.ids, key: columns[key]})
+        frame = bulk.pandas_frame({"id": fact.ids, key: columns[key]})
         g = kglite.KnowledgeGraph()
         c0, _ = timed(g.add_nodes, ids, schema.FACT, "id", "id")
         m0 = heap(g)
@@ -101,7 +101,7 @@ def main() -> int:
     g = base()
     for e in edges:
         assert e.columns is not None
-        frame = bulk._frame({bulk.SRC: e.columns[0], bulk.DST: e.columns[1]})
+        frame = bulk.pandas_frame({bulk.SRC: e.columns[0], bulk.DST: e.columns[1]})
         h = heap(g)
         cpu, _ = timed(g.add_relationships, frame, e.rel, e.src_label, bulk.SRC, e.dst_label, bulk.DST)
         rows.append((f"edge {e.rel}", "both", cpu, heap(g) - h))
@@ -131,7 +131,7 @@ def main() -> int:
         g = base(tuple(columns))
         for e in edges:
             assert e.columns is not None
-            g.add_relationships(bulk._frame({bulk.SRC: e.columns[0], bulk.DST: e.columns[1]}), e.rel,
+            g.add_relationships(bulk.pandas_frame({bulk.SRC: e.columns[0], bulk.DST: e.columns[1]}), e.rel,
                                 e.src_label, bulk.SRC, e.dst_label, bulk.DST)
         for ddl in [*schema.constraint_ddl(), *schema.index_ddl()]:
             if which == "before" or ddl_name(ddl) not in omitted:

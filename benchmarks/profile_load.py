@@ -42,6 +42,25 @@ WALL: dict[str, float] = defaultdict(float)  # each stage's own time: what ran i
 CPU: dict[str, float] = defaultdict(float)
 _LOCAL = threading.local()  # each thread's stack of open stages (the next part is staged in a second thread)
 PEAK: dict[str, float] = {}  # the process's peak RSS (MiB) when a stage raised it, by the innermost stage
+KEPT: dict[str, float] = defaultdict(float)  # RSS a stage left behind (bytes, its own: nested stages' apart)
+RISE: dict[str, float] = defaultdict(float)  # the most RSS rose over its start during one call (bytes)
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+_OPEN: list[list[int]] = []  # [high] of every open stage, raised by the sampler
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * _PAGE
+
+
+def _sample() -> None:
+    """Every 5 ms, the RSS into each open stage's high (kglite's calls release the GIL, so this runs meanwhile)."""
+    while True:
+        now = rss_bytes()
+        for cell in list(_OPEN):
+            if now > cell[0]:
+                cell[0] = now
+        time.sleep(0.005)
 
 
 @contextmanager
@@ -52,19 +71,28 @@ def stage(name: str) -> Iterator[None]:
     w, c = time.perf_counter(), time.thread_time()  # this thread's CPU: the other one's is its own stages'
     STACK.append(name)
     before = peak_rss_mib()
+    start = rss_bytes()
+    cell = [start]
+    _OPEN.append(cell)
     try:
         yield
     finally:
         STACK.pop()
+        del _OPEN[next(i for i, c in enumerate(_OPEN) if c is cell)]  # by identity: cells may be equal
+        end = rss_bytes()
+        cell[0] = max(cell[0], end)
         after = peak_rss_mib()
         if after > before and not any(v >= after for v in PEAK.values()):  # an inner stage has it already
             PEAK[name] = after
         dw, dc = time.perf_counter() - w, time.thread_time() - c
         WALL[name] += dw
         CPU[name] += dc
+        KEPT[name] += end - start
+        RISE[name] = max(RISE[name], cell[0] - start)
         if STACK:
             WALL[STACK[-1]] -= dw
             CPU[STACK[-1]] -= dc
+            KEPT[STACK[-1]] -= end - start
 
 
 def wrap(module: Any, attr: str, name: str) -> None:
@@ -104,6 +132,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--facts", type=int, default=1_000_000)
     ap.add_argument("--batch-facts", type=int, default=100_000)
+    ap.add_argument("--chunk-facts", type=int, default=0, help="bulk.CHUNK_FACTS (0: as it is)")
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--dir", type=Path, default=None)
     ap.add_argument("--per-fact", action="store_true", help="stage with FactTable.add per fact (not add_many)")
@@ -114,9 +143,13 @@ def main() -> int:
     args = ap.parse_args()
     warnings.filterwarnings("ignore", category=kglite.MappedFallbackWarning)
     for attr, name in (("table_frames", "table_frames (columns -> frames)"), ("stored_nodes", "lookups of stored ids"),
-                       ("_frame", "pandas frames"), ("plan_part", "plan_part (validation)"),
-                       ("_trim", "malloc_trim (freed heap back to the OS)")):
-        wrap(bulk, attr, name)
+                       ("pandas_frame", "pandas frames"), ("_frame", "pandas frames"),
+                       ("plan_part", "plan_part (validation)"), ("_trim", "malloc_trim (freed heap back to the OS)")):
+        if hasattr(bulk, attr):  # `_frame`: the name before `bulk_frames` (a profile of the earlier code)
+            wrap(bulk, attr, name)
+    if args.chunk_facts and hasattr(bulk, "CHUNK_FACTS"):
+        bulk.CHUNK_FACTS = args.chunk_facts
+    threading.Thread(target=_sample, daemon=True).start()
     bulk.PREFETCH = args.prefetch
     if args.sidecar == "cypher":
         bulk._sidecar = lambda feed, graph: None
@@ -171,11 +204,15 @@ def main() -> int:
         print(f"end to end, generation included: {total_w:.1f} s wall, {total_c:.1f} s CPU (both threads)")
         print(f"load end to end {load_w:.1f} s wall ({args.facts / load_w:,.0f} facts/s), {load_c:.1f} s CPU "
               f"({args.facts / load_c:,.0f} facts/s of CPU); peak RSS {peak_rss_mib():,.0f} MiB")
-        print(f"{'stage':<40} {'wall s':>8} {'CPU s':>8} {'share':>7} {'peak RSS raised to':>19}")
+        print("CPU µs a fact: the stage's own CPU; kept B a fact: RSS it left behind; rise MiB: the most RSS rose over "
+              "its start in one call")
+        print(f"{'stage':<40} {'wall s':>8} {'CPU s':>8} {'share':>7} {'CPU µs/fact':>11} {'kept B/fact':>11} "
+              f"{'rise MiB':>9} {'peak RSS raised to':>19}")
         for name in sorted(own, key=lambda k: -own[k]):
             share = "" if name == gen else f"{own[name] / load_w:7.1%}"
             peak = f"{PEAK[name]:,.0f} MiB" if name in PEAK else ""
-            print(f"{name:<40} {own[name]:8.2f} {own_c[name]:8.2f} {share:>7} {peak:>19}")
+            print(f"{name:<40} {own[name]:8.2f} {own_c[name]:8.2f} {share:>7} {own_c[name] / args.facts * 1e6:11.2f} "
+                  f"{KEPT[name] / args.facts:11.1f} {RISE[name] / 2**20:9.0f} {peak:>19}")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return 0

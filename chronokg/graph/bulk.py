@@ -16,12 +16,13 @@ written with `writer.write_batch` (batched `UNWIND` statements, one transaction)
 
 Each part is validated whole (conflicts, missing endpoints) before anything of
 it touches the copy, and reads see the earlier parts, so parts merge with each
-other by the same rules as with the store.
+other by the same rules as with the store. A `FactTable` larger than
+`CHUNK_FACTS` goes in slices, so what the load holds beside the graph is one
+slice's frames (and the compact columns of the sidecar and the per-load mirror).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from collections import Counter
 from collections.abc import Generator, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -32,6 +33,19 @@ from typing import TYPE_CHECKING, Any, cast
 from chronokg.errors import StoreError
 from chronokg.graph import prior, schema
 from chronokg.graph.batch import GraphBatch, conflict_error
+from chronokg.graph.bulk_frames import (
+    DST,
+    SRC,
+    Edges,
+    Frame,
+    batch_frames,
+    kinds_of,
+    native,
+    pandas_frame,
+    table_frames,
+    take,
+    valued,
+)
 from chronokg.graph.bulk_state import LoadState
 from chronokg.graph.facts import FactTable
 from chronokg.graph.interval_feed import SidecarFeed
@@ -53,45 +67,6 @@ if TYPE_CHECKING:
 
 Part = GraphBatch | FactTable
 EdgeKey = tuple[str, str, str]
-# Python types the native loader stores as the same value a Cypher CREATE would (checked in tests).
-NATIVE = (str, int, float, bool, dt.date, list)
-SRC, DST = "__chronokg_src", "__chronokg_dst"
-
-
-@dataclass
-class Frame:
-    """One label's staged nodes as columns."""
-
-    label: str
-    ids: list[str]
-    columns: dict[str, list[Any]]
-
-    def row(self, i: int) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.ids[i]}
-        for name, col in self.columns.items():
-            if col[i] is not None:
-                out[name] = col[i]
-        return out
-
-
-@dataclass
-class Edges:
-    """One relationship type's staged edges: (source id, target id) -> properties.
-
-    `known` marks edges whose endpoints the part stages itself (a `FactTable`'s), and
-    `columns` holds them as two id lists when no edge has properties: at a million
-    facts, a tuple and a dict per edge cost more than the engine's whole write.
-    """
-
-    rel: str
-    src_label: str
-    dst_label: str
-    pairs: dict[tuple[str, str], dict[str, Any]]
-    known: bool = False
-    columns: tuple[list[str], list[str]] | None = None
-
-    def __len__(self) -> int:
-        return len(self.columns[0]) if self.columns is not None else len(self.pairs)
 
 
 @dataclass
@@ -122,43 +97,6 @@ class GraphReader:
         return int(self.graph.node_type_counts().get(label, 0))
 
 
-# --- parts as frames -------------------------------------------------------------------------------------
-
-
-def batch_frames(batch: GraphBatch) -> tuple[list[Frame], list[Edges]]:
-    frames = []
-    for label, rows in batch.iter_nodes():
-        keys = sorted({k for r in rows for k in r} - {"id"})
-        frames.append(Frame(label, [r["id"] for r in rows], {k: [r.get(k) for r in rows] for k in keys}))
-    edges = [Edges(rel, s, d, pairs) for (rel, s, d), pairs in batch.edges.items() if pairs]
-    return frames, edges
-
-
-def table_frames(table: FactTable) -> tuple[list[Frame], list[Edges]]:
-    table.check_sources()
-    frames = [
-        Frame(schema.SOURCE, list(table.sources),
-              {k: [s.model_dump().get(k) for s in table.sources.values()]
-               for k in ("kind", "caption", "version", "release_date", "checksum", "path")}),
-        Frame(schema.ENTITY, list(table.entities), {"kind": list(table.entities.values()),
-                                                     ORIGIN: list(table.entity_origins.values())}),
-    ]
-    columns = {**table.columns, **table.attrs, ORIGIN: table.origins}
-    frames.append(Frame(schema.FACT, table.ids, {k: v for k, v in columns.items() if any(x is not None for x in v)}))
-    ids, objects = table.ids, table.columns["object_id"]
-    with_object = [i for i, o in enumerate(objects) if o is not None]
-    edges = [
-        Edges(schema.SUBJECT, schema.FACT, schema.ENTITY, {}, True, (ids, table.columns["subject_id"])),
-        Edges(schema.OBJECT, schema.FACT, schema.ENTITY, {}, True,
-              (ids, objects) if len(with_object) == len(ids) else
-              ([ids[i] for i in with_object], [objects[i] for i in with_object])),
-        Edges(schema.ASSERTED_IN, schema.FACT, schema.SOURCE, {}, True, (ids, table.columns["source_id"])),
-    ]
-    for frame in frames:  # a column with no value at all is no property (as a CREATE of nulls stores none)
-        frame.columns = {k: v for k, v in frame.columns.items() if any(x is not None for x in v)}
-    return [f for f in frames if f.ids], [e for e in edges if len(e)]
-
-
 # --- validation: what is new, what changes, what conflicts --------------------------------------------------
 
 
@@ -167,6 +105,8 @@ def plan_part(reader: GraphReader, frames: list[Frame], edges: list[Edges], poli
               state: LoadState | None = None) -> Plan:
     """Merge a part's frames into what the graph holds; conflicts raise before anything is written. `sources`:
     the releases the load stages (this part's are added), for what a release overwrites (`graph.prior`)."""
+    import numpy as np
+
     plan = Plan()
     sources = {} if sources is None else sources
     state = state or LoadState()
@@ -174,35 +114,42 @@ def plan_part(reader: GraphReader, frames: list[Frame], edges: list[Edges], poli
         if frame.label == schema.SOURCE:
             sources.update(prior.sources_of(frame.row(i) for i in range(len(frame.ids))))
     events: Counter[str] = Counter()
-    staged_ids: dict[str, set[str]] = {}
-    fresh_ids: dict[str, set[str]] = {}
+    whole: dict[str, list[str]] = {}  # label -> its frame's ids, where every one of them is new
+    fresh_frames: dict[str, Frame] = {}
+    staged_frames: dict[str, Frame] = {}
     for frame in frames:
         n = len(frame.ids)
-        stored = state.stored(reader, frame.label, frame.ids)
-        keep = list(range(n))
+        keep: Any = None  # None: every row is new
         updates = []
-        if stored:
-            keep = []
-            cols = list(frame.columns.values())
-            for i, nid in enumerate(frame.ids):
-                old = stored.get(nid)
-                if old is None:
-                    keep.append(i)
-                    continue
-                if not any(c[i] is not None for c in cols):
-                    continue  # only an id: merging it changes nothing (an entity named again by a later fact)
-                row = frame.row(i)
-                outcome = merge(frame.label, nid, old, row, policy)
-                if outcome.conflicts:
-                    raise stored_conflict(outcome.conflicts[0], row, old)
-                prior.note(frame.label, old, row, outcome, policy, prior.release_of(row, sources))
-                if outcome.changes:
-                    updates.append({"id": nid, "props": outcome.changes})
-                events.update(outcome.events)
-        fresh = frame if len(keep) == n else Frame(
-            frame.label, [frame.ids[i] for i in keep], {k: [c[i] for i in keep] for k, c in frame.columns.items()})
-        staged_ids[frame.label] = set(frame.ids)
-        fresh_ids[frame.label] = staged_ids[frame.label] if fresh is frame else set(fresh.ids)
+        if not frame.columns:  # ids only (entities named again by later facts): a stored one changes nothing
+            known = state.known(reader, frame.label, frame.ids)
+            if known.any():
+                keep = np.flatnonzero(~known)
+        else:
+            stored = state.stored(reader, frame.label, frame.ids)
+            if stored:
+                keep = []
+                cols = list(frame.columns.values())
+                has = valued(cols, n)
+                for i, nid in enumerate(frame.ids):
+                    old = stored.get(nid)
+                    if old is None:
+                        keep.append(i)
+                        continue
+                    if not has[i]:
+                        continue  # only an id: merging it changes nothing (an entity named again by a later fact)
+                    row = frame.row(i)
+                    outcome = merge(frame.label, nid, old, row, policy)
+                    if outcome.conflicts:
+                        raise stored_conflict(outcome.conflicts[0], row, old)
+                    prior.note(frame.label, old, row, outcome, policy, prior.release_of(row, sources))
+                    if outcome.changes:
+                        updates.append({"id": nid, "props": outcome.changes})
+                    events.update(outcome.events)
+        fresh = frame if keep is None or len(keep) == n else take(frame, keep)
+        if fresh is frame:
+            whole[frame.label] = frame.ids
+        staged_frames[frame.label], fresh_frames[frame.label] = frame, fresh
         report.created[frame.label] = report.created.get(frame.label, 0) + len(fresh.ids)
         report.updated[frame.label] = report.updated.get(frame.label, 0) + len(updates)
         report.unchanged[frame.label] = report.unchanged.get(frame.label, 0) + n - len(fresh.ids) - len(updates)
@@ -212,18 +159,27 @@ def plan_part(reader: GraphReader, frames: list[Frame], edges: list[Edges], poli
             plan.updates.append((frame.label, updates))
     for k, v in events.items():
         report.events[k] = report.events.get(k, 0) + v
+    sets: dict[tuple[str, str], set[str]] = {}
+
+    def ids_of(kind: str, label: str) -> set[str]:
+        """The ids of a label's frame ("staged") or of its new rows ("fresh"), as a set built once."""
+        if (kind, label) not in sets:
+            f = (staged_frames if kind == "staged" else fresh_frames).get(label)
+            sets[kind, label] = set(f.ids) if f is not None else set()
+        return sets[kind, label]
+
     for e in edges:
-        new_src = fresh_ids.get(e.src_label, set())
         if e.columns is not None:
             src, dst = e.columns
-            if len(new_src) == len(src) and all(s in new_src for s in src):
+            if src is whole.get(e.src_label) or ids_of("fresh", e.src_label).issuperset(src):
                 # Every source node is new (a first load): every edge is new, nothing to look up.
                 plan.edges.append(e)
                 report.edges_created[e.rel] = report.edges_created.get(e.rel, 0) + len(src)
                 continue
             e = Edges(e.rel, e.src_label, e.dst_label, {(s, d): {} for s, d in zip(src, dst, strict=True)}, True)
+        new_src = ids_of("fresh", e.src_label)
         if not e.known:
-            _check_endpoints(reader, e, staged_ids)
+            _check_endpoints(reader, e, {label: ids_of("staged", label) for label in (e.src_label, e.dst_label)})
         created = {sd: p for sd, p in e.pairs.items() if sd[0] in new_src}
         maybe = [sd for sd in e.pairs if sd[0] not in new_src]
         stored_e = stored_edges(reader, e.rel, e.src_label, e.dst_label, maybe) if maybe else {}
@@ -268,24 +224,6 @@ def _check_endpoints(reader: GraphReader, e: Edges, staged_ids: dict[str, set[st
 # --- applying a validated plan to the staged graph --------------------------------------------------------
 
 
-def _native(col: Sequence[Any]) -> bool:
-    """Whether the native loader stores this column exactly as Cypher would: one Python type throughout."""
-    kinds = set(map(type, col)) - {type(None)}
-    return len(kinds) == 1 and next(iter(kinds)) in NATIVE
-
-
-def _frame(columns: dict[str, Sequence[Any]]) -> Any:
-    """A pandas frame of `columns`: text as pandas' string dtype (read several times faster by the loader
-    than object columns), everything else as Python objects (kglite infers dates, lists, ints with gaps)."""
-    import pandas as pd
-
-    def series(values: Sequence[Any]) -> Any:
-        kinds = set(map(type, values)) - {type(None)}
-        return pd.Series(values, dtype="string[python]" if kinds == {str} else object)
-
-    return pd.DataFrame({k: series(v) for k, v in columns.items()})
-
-
 def _label_ddl(label: str) -> list[tuple[str, str]]:
     """(name, DDL) of the schema's constraints and indexes on `label`, those the embedded engine omits included
     (a store made before they were omitted loses them on its next load)."""
@@ -294,7 +232,7 @@ def _label_ddl(label: str) -> list[tuple[str, str]]:
 
 
 def _add_nodes(graph: Any, frame: Frame, columns: dict[str, Sequence[Any]], existing: int,
-               dropped: dict[str, list[tuple[str, str]]]) -> None:
+               dropped: dict[str, list[tuple[str, str]]], kinds: dict[str, set[type]] | None = None) -> None:
     """`add_nodes`, with the label's indexes dropped when the frame is the larger part (rebuilt once, at the
     end of the load: `LoadState.rebuild`).
 
@@ -310,7 +248,7 @@ def _add_nodes(graph: Any, frame: Frame, columns: dict[str, Sequence[Any]], exis
             kind = "CONSTRAINT" if ddl.startswith("CREATE CONSTRAINT") else "INDEX"
             graph.cypher(f"DROP {kind} {name} IF EXISTS")
         dropped[frame.label] = [(name, ddl) for name, ddl in rebuild if name not in schema.EMBEDDED_OMITS]
-    report = graph.add_nodes(_frame(columns), frame.label, "id", "id", on_invalid="error")
+    report = graph.add_nodes(pandas_frame(columns, kinds), frame.label, "id", "id", on_invalid="error")
     if report.get("nodes_created") != len(frame.ids):
         raise StoreError(f"bulk load of {frame.label}: {report.get('nodes_created')} of {len(frame.ids)} "
                          f"nodes created ({report.get('errors')})")
@@ -326,10 +264,12 @@ def apply_plan(reader: GraphReader, plan: Plan, declare: Any, progress: Progress
     state = state or LoadState()
     for frame in plan.frames:
         declare(frame.label, sorted(frame.columns))
-        native = {k: v for k, v in frame.columns.items() if _native(v)}
-        _add_nodes(graph, frame, {"id": frame.ids, **native}, reader.count(frame.label), state.dropped)
+        kinds = {k: kinds_of(v) for k, v in frame.columns.items()}
+        plain = {k: v for k, v in frame.columns.items() if native(v, kinds[k])}
+        _add_nodes(graph, frame, {"id": frame.ids, **plain}, reader.count(frame.label), state.dropped,
+                   kinds)
         for key, col in frame.columns.items():  # a property of mixed types: set row by row, as Cypher stores it
-            if key in native:
+            if key in plain:
                 continue
             rows = [{"id": i, "v": v} for i, v in zip(frame.ids, col, strict=True) if v is not None]
             for part in range(0, len(rows), CHUNK):
@@ -349,9 +289,9 @@ def apply_plan(reader: GraphReader, plan: Plan, declare: Any, progress: Progress
         src, dst = e.columns if e.columns is not None else ([s for s, _ in e.pairs], [d for _, d in e.pairs])
         columns: dict[str, Sequence[Any]] = {SRC: src, DST: dst}
         props = {k: [p.get(k) for p in e.pairs.values()] for k in keys}
-        if all(_native(v) for v in props.values()):
+        if all(native(v) for v in props.values()):
             columns.update(props)
-            report = graph.add_relationships(_frame(columns), e.rel, e.src_label, SRC, e.dst_label, DST,
+            report = graph.add_relationships(pandas_frame(columns), e.rel, e.src_label, SRC, e.dst_label, DST,
                                              on_invalid="error")
             if report.get("connections_created") != len(e):
                 raise StoreError(f"bulk load of {e.rel}: {report.get('connections_created')} of {len(e)} "
@@ -426,8 +366,13 @@ def write_bulk(store: GraphStore, parts: Iterable[Part], progress: Progress | No
     return report
 
 
-# Stage part N+1 in a thread while the engine loads part N. Off: on a quiet 2-core machine it cost 25% more CPU
-# and 9% more wall time at 1M facts (GIL hand-offs; benchmarks/README.md, quiet run).
+# Facts framed, validated and written at a time: a larger `FactTable` part goes in slices of this many, so the
+# load's own memory is one slice's frames over the graph (benchmarks/README.md, "Bulk load profile").
+CHUNK_FACTS = 100_000
+
+# Stage part N+1 in a thread while the engine loads part N. Off: at 1M facts on 2 cores it cost 25% more CPU and 9%
+# more wall time (row-by-row staging), and ~12% more CPU for no wall time with the columnar staging (GIL
+# hand-offs; benchmarks/README.md, "Bulk load profile").
 PREFETCH = False
 
 
@@ -440,7 +385,8 @@ def _staged_ahead(parts: Iterable[Part]) -> Generator[tuple[Part, tuple[list[Fra
     `FactTable` staging) and framed in a second thread meanwhile. kglite's add_nodes, add_relationships,
     index builds and save release the GIL (benchmarks/README.md), so that work overlaps
     the engine's. Only one thread touches the generator at a time; its errors surface here, in order."""
-    it = iter(parts)
+    it = (piece for part in parts
+          for piece in (part.slices(CHUNK_FACTS) if isinstance(part, FactTable) else (part,)))
     if not PREFETCH:
         for part in it:
             yield part, _frames(part)
@@ -495,4 +441,4 @@ def _merge_batches(a: GraphBatch, b: GraphBatch) -> GraphBatch:
     return a
 
 
-__all__ = ["GraphReader", "write_bulk"]
+__all__ = ["DST", "SRC", "Edges", "Frame", "GraphReader", "native", "pandas_frame", "table_frames", "write_bulk"]

@@ -22,6 +22,7 @@ day that is not a date. Captions are read from the graph (entities with one only
 from __future__ import annotations
 
 import datetime as dt
+from itertools import chain
 from typing import Any, Protocol
 
 from chronokg.graph import interval_index, interval_reads, schema
@@ -36,6 +37,7 @@ class _Frame(Protocol):
     label: str
     ids: list[str]
     columns: dict[str, list[Any]]
+    days: dict[str, Any] | None
 
 
 class _Plan(Protocol):
@@ -73,8 +75,11 @@ class SidecarFeed:
             for key, name in TEXT.items():
                 if name != "lit":  # text columns as codes into their distinct values: one string per value,
                     cols[name] = _Coded(frame.columns.get(key) or [None] * n)  # not one per row (10M rows)
+            ordinals = frame.days or {}  # converted once, as the facts were staged (`FactTable.day_ordinals`)
             for key, (name, missing) in DAYS.items():
-                days = interval_index._days(frame.columns.get(key) or [None] * n, missing)
+                days = ordinals.get(key)
+                if days is None:
+                    days = interval_index._days(frame.columns.get(key) or [None] * n, missing)
                 if days is None:
                     self.exact = False
                     return
@@ -136,7 +141,12 @@ class _Texts(_Packed):
     """Distinct texts (fact ids) as one UTF-8 blob and character offsets."""
 
     def __init__(self, texts: list[str], packed: dict[str, Any] | None = None) -> None:
-        packed = packed or interval_index._strings(texts)
+        import numpy as np
+
+        if packed is None:  # as `interval_index._strings`, for texts that are all `str` (fact ids): no copy per id
+            offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+            np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=offsets[1:])
+            packed = {"blob": np.frombuffer("".join(texts).encode(), dtype=np.uint8), "offsets": offsets}
         self.blob, self.offsets = packed["blob"], packed["offsets"]
 
     def values(self) -> list[Any]:
@@ -147,8 +157,13 @@ class _Coded(_Packed):
     """A text column as int32 codes into its distinct values."""
 
     def __init__(self, values: list[Any], coded: tuple[Any, list[Any]] | None = None) -> None:
+        import numpy as np
         import pandas as pd
 
+        first = values[0] if values else None
+        if coded is None and values and type(first) in (str, type(None)) and values.count(first) == len(values):
+            # one value throughout (a part's release, its precision): a count in C, no hash per row
+            coded = np.full(len(values), -1 if first is None else 0, dtype=np.int32), [] if first is None else [first]
         if coded is None:
             codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
             coded = codes.astype("int32"), uniques.tolist()
@@ -191,18 +206,19 @@ def _previous_part(cols: dict[str, Any]) -> dict[str, Any]:
 def _join_codes(parts: list[_Coded]) -> interval_index.Codes | None:
     """One column's parts as codes into the sorted union of their tables; None if a value is not text."""
     import numpy as np
+    import pandas as pd
 
-    values: set[Any] = set()
-    for part in parts:
-        values.update(part.table[:-1])
-    if not all(isinstance(x, str) for x in values):
+    tables = [part.table[:-1] for part in parts]
+    every = np.fromiter(chain.from_iterable(tables), dtype=object, count=sum(map(len, tables)))  # end to end
+    if not interval_index.all_text(every):
         return None  # as `interval_index.assemble`: what is not text, the Cypher answers
-    names = sorted(values)
-    where = {x: i for i, x in enumerate(names)}
+    codes, uniques = pd.factorize(every, sort=True)  # sorted as `sorted` sorts text
+    names = uniques.tolist()
     out = np.empty(sum(len(p.codes) for p in parts), dtype=np.int64)
-    at = 0
-    for part in parts:
-        remap = np.array([where[x] for x in part.table[:-1]] + [-1], dtype=np.int64)  # -1 picks the last
+    at = start = 0
+    for part, table in zip(parts, tables, strict=True):
+        remap = np.append(codes[start: start + len(table)], -1).astype(np.int64)  # -1 picks the last
+        start += len(table)
         out[at: at + len(part.codes)] = remap[part.codes]
         at += len(part.codes)
     return interval_index.Codes(out, names)
