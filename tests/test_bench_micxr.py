@@ -360,8 +360,11 @@ def test_missing_state_drops_the_abnormality_from_its_windows(cohort_dir: tuple[
                                                               tmp_path: Path) -> None:
     src, cohort = cohort_dir
     folder = tmp_path / "cohort"
-    shutil.copytree(src, folder)
     patient = cohort.patients[0]
+    # the cohort's source file and this patient's studies alone: every window of theirs is generated from them
+    patient_dir = Path("scene_data") / patient.patient_id[:3] / patient.patient_id
+    shutil.copytree(src / patient_dir, folder / patient_dir)
+    shutil.copy2(src / cxr.SOURCE_FILE, folder / cxr.SOURCE_FILE)
     finding = patient.findings[0].finding
     study = patient.studies[5]  # only in the second window
     path = folder / "scene_data" / patient.patient_id[:3] / patient.patient_id / f"{study.study_id}.scene_graph.json"

@@ -74,17 +74,27 @@ def built(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
             "first": first}
 
 
-def evaluated(built: dict[str, Any], tmp_path: Path) -> Path:
-    """The second release's questions generated into the store and evaluated by two models in one run."""
-    store = copy_store(built["loaded"], tmp_path / "s.kgl")
-    step(store, "generate", "tempomed", "--out", str(tmp_path / "q2.jsonl"))
-    step(store, "eval", "run", str(tmp_path / "q2.jsonl"), "-m", "baseline/oracle", "-m", "baseline/frozen:2018",
-         "--log-dir", str(tmp_path / "runs"))
+@pytest.fixture(scope="module")
+def evaluated_once(built: dict[str, Any]) -> Path:
+    """The second release's questions generated into the store and evaluated by two models in one run (once per
+    module: each test changes a copy of it, `evaluated`)."""
+    tmp = built["tmp"] / "evaluated"
+    tmp.mkdir()
+    store = copy_store(built["loaded"], tmp / "s.kgl")
+    step(store, "generate", "tempomed", "--out", str(tmp / "q2.jsonl"))
+    step(store, "eval", "run", str(tmp / "q2.jsonl"), "-m", "baseline/oracle", "-m", "baseline/frozen:2018",
+         "--log-dir", str(tmp / "runs"))
     return store
 
 
-def test_drop_derived_counts_each_prediction_once(built: dict[str, Any], tmp_path: Path) -> None:
-    store = evaluated(built, tmp_path)
+@pytest.fixture
+def evaluated(evaluated_once: Path, tmp_path: Path) -> Path:
+    """This test's own copy of the evaluated store (`evaluated_once`)."""
+    return copy_store(evaluated_once, tmp_path / "s.kgl")
+
+
+def test_drop_derived_counts_each_prediction_once(built: dict[str, Any], evaluated: Path) -> None:
+    store = evaluated
     before = census(store)
     printed = removed(step(store, "releases", "drop", built["r2"], "--derived"))
     after = census(store)
@@ -113,8 +123,8 @@ def test_bench_delete_counts_and_removes_its_snapshot(built: dict[str, Any], tmp
     step(store, "releases", "drop", built["r2"])  # nothing derived is left to block it
 
 
-def test_bench_delete_derived_counts_its_run(built: dict[str, Any], tmp_path: Path) -> None:
-    store = evaluated(built, tmp_path)
+def test_bench_delete_derived_counts_its_run(evaluated: Path) -> None:
+    store = evaluated
     with KgliteStore(store, read_only=True) as reader:
         snap = reader.run("MATCH (s:Snapshot) WHERE size(s.sources) = 2 RETURN s.id AS id")[0]["id"]
     before = census(store)

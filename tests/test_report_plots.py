@@ -21,7 +21,7 @@ from markdown_it import MarkdownIt
 
 from chronokg.metrics.spec import METRICS, MetricSpec, all_metrics
 from chronokg.reports import build_report
-from chronokg.reports.build import compose, draw_plots
+from chronokg.reports.build import columns, draw_plots
 from chronokg.reports.plots import Omitted, Plot, color_at, lay_out, style
 from chronokg.reports.series import Series, short, ticks
 from tests import report_helpers
@@ -37,6 +37,26 @@ HOSTILE = ["[x]model", "[/x]", "</script><script>alert(1)</script>", "/*DATA*/",
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return report_helpers.demo_run(tmp_path_factory.mktemp("plots"), MODELS)
+
+
+class Recorder:
+    """The steps a report's progress hears: [description, total, advanced so far] each."""
+
+    def __init__(self) -> None:
+        self.steps: list[list[Any]] = []
+
+    def start(self, total: int, description: str) -> None:
+        self.steps.append([description, total, 0])
+
+    def advance(self, n: int) -> None:
+        self.steps[-1][2] += n
+
+
+@pytest.fixture(scope="module")
+def demo_report(demo_run: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Recorder]:
+    """The report of the demo run (built once: its plots are the slow part), and the steps its progress heard."""
+    heard = Recorder()
+    return build_report([demo_run], tmp_path_factory.mktemp("demo-report") / "out", progress=heard), heard
 
 
 def renamed(folder: Path, out: Path, names: dict[str, str], run_id: str | None = None) -> Path:
@@ -80,9 +100,10 @@ def text_boxes(fig: Any) -> list[tuple[str, Any]]:
 
 
 def overlaps(fig: Any) -> list[str]:
+    """Every pair of text boxes that overlap by more than 2 % of their size (each box shrunk once, not per pair)."""
+    boxes = [(name, box.expanded(1, 1).shrunk(0.98, 0.98), box.shrunk(0.98, 0.98)) for name, box in text_boxes(fig)]
     found = []
-    for (a, box_a), (b, box_b) in combinations(text_boxes(fig), 2):
-        shrunk_a, shrunk_b = box_a.expanded(1, 1).shrunk(0.98, 0.98), box_b.shrunk(0.98, 0.98)
+    for (a, shrunk_a, _), (b, _, shrunk_b) in combinations(boxes, 2):
         if shrunk_a.overlaps(shrunk_b):
             found.append(f"{a[:60]} × {b[:60]}")
     return found
@@ -94,7 +115,7 @@ def test_no_label_overlaps_another_in_any_plot(demo_run: Path, n: int) -> None:
     title or legend overlaps another (their extents after the figure is laid out and drawn)."""
     all_metrics()
     with style():
-        _, series, names, _, _ = compose([demo_run], None, _quiet())
+        _, series, names = columns([demo_run], None, _quiet())
         drawn = draw_plots(names, many(series, n), _quiet())
         plots = [p for made in drawn.values() for p in made if isinstance(p, Plot)]
         assert len(plots) >= 8
@@ -131,7 +152,7 @@ def test_twenty_models_get_twenty_distinct_colours(demo_run: Path) -> None:
     closest = min(sum((x - y) ** 2 for x, y in zip(a, b, strict=True)) ** 0.5 for a, b in combinations(first, 2))
     assert closest > 0.12, closest  # told apart by eye, not only by their hex codes
     with style():
-        _, series, names, _, _ = compose([demo_run], None, _quiet())
+        _, series, names = columns([demo_run], None, _quiet())
         overview = draw_plots(names, many(series, 20), _quiet())[""][0]
         assert isinstance(overview, Plot)
         bars = [patch.get_facecolor() for patch in overview.figure.axes[0].patches]
@@ -142,7 +163,7 @@ def test_accuracy_axes_hold_accuracies_only(demo_run: Path, tmp_path: Path) -> N
     """The overview's accuracy panels are exactly the accuracy metrics; the oracle's bar on each is at 1.0
     (tempomed.accuracy, the ECDA rates); a rate such as IKCR sits on a 'share' axis, never an accuracy one."""
     with style():
-        _, series, names, _, _ = compose([demo_run], ["baseline/oracle"], _quiet())
+        _, series, names = columns([demo_run], ["baseline/oracle"], _quiet())
         overview = draw_plots(names, series, _quiet())[""][0]
         assert isinstance(overview, Plot)
         lay_out(overview.figure)
@@ -166,9 +187,9 @@ def test_every_chroknow_and_micxr_answers_metric_is_not_an_accuracy() -> None:
     assert len(answers) >= 3 and {spec.kind for spec in answers} == {"rate"}
 
 
-def test_a_plot_only_where_its_data_exists(demo_run: Path, tmp_path: Path) -> None:
+def test_a_plot_only_where_its_data_exists(demo_run: Path, demo_report: tuple[Any, Recorder]) -> None:
     """Runs without probes and without --rag: no consistency, heatmap or Table 3 plot; the report says so."""
-    report = build_report([demo_run], tmp_path / "out")
+    report, _ = demo_report
     assert not {"tempomed-consistency", "tempomed-probe_heatmap", "tempomed-table3"} & set(report.plots)
     assert {"overview", "tempomed-accuracy_by_year", "tempomed-historical_vs_up_to_date"} <= set(report.plots)
     md = report.markdown.read_text(encoding="utf-8")
@@ -177,7 +198,7 @@ def test_a_plot_only_where_its_data_exists(demo_run: Path, tmp_path: Path) -> No
     assert "### tempomed.table3" in md  # the table stays
     assert "Plots left out: " in report.html.read_text(encoding="utf-8")
     with style():
-        _, series, names, _, _ = compose([demo_run], None, _quiet())
+        _, series, names = columns([demo_run], None, _quiet())
         drawn = draw_plots(names, series, _quiet())
     for made in drawn.values():
         for p in made:
@@ -187,19 +208,8 @@ def test_a_plot_only_where_its_data_exists(demo_run: Path, tmp_path: Path) -> No
                 assert isinstance(p, Omitted) and p.reason
 
 
-def test_progress_hears_every_step(demo_run: Path, tmp_path: Path) -> None:
-    class Recorder:
-        def __init__(self) -> None:
-            self.steps: list[list[Any]] = []
-
-        def start(self, total: int, description: str) -> None:
-            self.steps.append([description, total, 0])
-
-        def advance(self, n: int) -> None:
-            self.steps[-1][2] += n
-
-    heard = Recorder()
-    report = build_report([demo_run], tmp_path / "out", progress=heard)
+def test_progress_hears_every_step(demo_report: tuple[Any, Recorder]) -> None:
+    report, heard = demo_report
     assert [s[0] for s in heard.steps] == ["reading the run folders", "computing the metrics of each model column",
                                           "drawing the plots of each metric", "rendering the plots as PNG and SVG",
                                           "writing the report's files"]

@@ -95,6 +95,22 @@ def report_body(folders: Sequence[Path], models: Sequence[str] | None = None, ti
 def compose(folders: Sequence[Path], models: Sequence[str] | None, progress: Progress
              ) -> tuple[list[RunData], list[Series], list[str], Figures, dict[str, tuple[bytes, bytes]]]:
     """Everything a report holds, computed and drawn in memory."""
+    runs, series, names = columns(folders, models, progress)
+    with style():
+        figures = draw_plots(names, series, progress)
+        drawn = [p for made in figures.values() for p in made if isinstance(p, Plot)]
+        progress.start(len(drawn), "rendering the plots as PNG and SVG")
+        rendered = {}
+        for p in drawn:
+            rendered[p.name] = render(p)
+            progress.advance(1)
+    return runs, series, names, figures, rendered
+
+
+def columns(folders: Sequence[Path], models: Sequence[str] | None, progress: Progress
+            ) -> tuple[list[RunData], list[Series], list[str]]:
+    """The runs read, one column of metric values per model, and the metrics' names: what the tables and the
+    plots are drawn from (nothing drawn yet)."""
     progress.start(len(folders), "reading the run folders")
     runs = []
     for f in folders:
@@ -111,15 +127,7 @@ def compose(folders: Sequence[Path], models: Sequence[str] | None, progress: Pro
         raise ChronoKGError("no model to report" + (f" (none of {', '.join(models)} is in these runs)" if models
                                                     else ""))
     names = sorted({m for s in series for m in s.values}, key=lambda m: (family_of(m), m))
-    with style():
-        figures = draw_plots(names, series, progress)
-        drawn = [p for made in figures.values() for p in made if isinstance(p, Plot)]
-        progress.start(len(drawn), "rendering the plots as PNG and SVG")
-        rendered = {}
-        for p in drawn:
-            rendered[p.name] = render(p)
-            progress.advance(1)
-    return runs, series, names, figures, rendered
+    return runs, series, names
 
 
 def draw_plots(names: Sequence[str], series: Sequence[Series], progress: Progress) -> Figures:
