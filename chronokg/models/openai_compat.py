@@ -57,6 +57,7 @@ class OpenAICompatClient(ManagedClient):
                    "Accept": "application/json", **(self.options.headers or {})}
         self._client = httpx2.AsyncClient(
             base_url=self.options.base_url or "", headers=headers, timeout=self.options.timeout_s,
+            follow_redirects=True,  # as the SDK did: a server moved behind a proxy (http -> https, /v1 -> /v1/)
             limits=httpx2.Limits(max_connections=slots, max_keepalive_connections=slots),
         )
 
@@ -97,12 +98,15 @@ class OpenAICompatClient(ManagedClient):
 
     def _status_error(self, response: httpx2.Response) -> Exception:
         status = response.status_code
-        message = _server_message(response)
+        message = " ".join(_server_message(response).split())  # one line: an HTML error page has many
+        key = self.options.api_key.get_secret_value() if self.options.api_key else ""
+        if len(key) >= 8:  # a server or proxy that echoes the key it refused: kept out of logs and records
+            message = message.replace(key, "***")
         if status in _RETRY_STATUSES or status >= 500:
             return TransientModelError(f"HTTP {status}: {message}", status=status,
                                        retry_after=parse_retry_after(response.headers))
         if key_refused(status, message):
-            message = f"{' '.join(message.split())} (the server refused the API key: {self._key_source()})"
+            message = f"{message} (the server refused the API key: {self._key_source()})"
         return ModelRequestError(self.spec, status, message)
 
     def _key_source(self) -> str:
