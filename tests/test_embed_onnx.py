@@ -232,3 +232,11 @@ def test_baseline_embedding_ranks_options_with_the_shared_encoder(built: tuple[P
                         choices=[Choice(label="A", text="Cats sleep most of the day."), Choice(label="B", text=stem),
                                  Choice(label="C", text="zzz qqq")])
     assert Baseline("baseline/embedding", "embedding", None)._most_similar(question) == "B"
+
+
+def test_a_backend_setting_it_cannot_take_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The error names the variable and its choices (the CLI prints it as is), never pydantic's table."""
+    monkeypatch.setenv("CHRONOKG_EMBEDDING_BACKEND", "garbage")
+    with pytest.raises(ChronoKGError) as info:
+        make_embedder(Settings())
+    assert str(info.value) == "CHRONOKG_EMBEDDING_BACKEND='garbage': Input should be 'onnx' or 'sentence-transformers'"
