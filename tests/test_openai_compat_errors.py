@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from chronokg.models import ModelRequest, get_model
-from chronokg.models.client_errors import ModelRequestError, RetriesExhausted
+from chronokg.models.client_errors import ModelConfigError, ModelRequestError, RetriesExhausted
 
 KEY = "sk-test-0123456789abcdef"
 PAGE = b"<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n<h1>502 Bad Gateway</h1>\n</body>\n</html>\n"
@@ -80,3 +81,16 @@ def test_a_refusal_that_echoes_the_key_does_not_repeat_it(url: str) -> None:
 
 def test_a_redirect_is_followed(url: str) -> None:
     assert _ask(f"{url}/moved/v1") == "answered"
+
+
+@pytest.mark.parametrize(("given", "said"), [("http://host:abc/v1", "is not a URL"), ("http://[::1", "is not a URL"),
+                                              ("localhost:8000/v1", "is not an http(s) URL")])
+def test_a_base_url_no_request_can_go_to_is_refused_at_once(given: str, said: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not retried for minutes as a failed connection: one line naming where the URL came from."""
+    with pytest.raises(ModelConfigError, match=rf"^base URL '.*' {re.escape(said)}"):
+        get_model("openai-compat/m", base_url=given, api_key=KEY, cache=False)
+    monkeypatch.setenv("CHRONOKG_OPENAI_BASE_URL", given)
+    setting = r"^CHRONOKG_OPENAI_BASE_URL \(or OPENAI_BASE_URL\)"
+    with pytest.raises(ModelConfigError, match=rf"{setting} '.*' {re.escape(said)}"):
+        get_model("openai/m", api_key=KEY, cache=False)

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from chronokg.models.client_errors import ModelConfigError, ModelRequestError, TransientModelError, key_refused
 from chronokg.models.managed import ManagedClient
 from chronokg.models.retry import parse_retry_after
-from chronokg.models.spec import ClientOptions
+from chronokg.models.spec import ClientOptions, checked_url
 from chronokg.models.types import (
     Choice,
     Completion,
@@ -320,7 +320,9 @@ def openai_client(options: ClientOptions) -> OpenAICompatClient:
     if key is None:
         raise ModelConfigError(f"{options.spec} needs an OpenAI API key: set OPENAI_API_KEY "
                                "(or CHRONOKG_OPENAI_API_KEY), or name another variable with --api-key-env")
-    url = options.base_url or options.settings.openai_base_url or OPENAI_BASE_URL
+    url = options.base_url or OPENAI_BASE_URL
+    if options.base_url is None and options.settings.openai_base_url:
+        url = checked_url(options.settings.openai_base_url, "CHRONOKG_OPENAI_BASE_URL (or OPENAI_BASE_URL)")
     return OpenAICompatClient(options.model_copy(update={"api_key": key, "base_url": url, "api_key_source": source}),
                               newest_params=True)
 
