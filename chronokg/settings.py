@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from platformdirs import user_cache_dir, user_config_dir
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from chronokg import environ
+from chronokg.errors import ChronoKGError
 from chronokg.store_uri import default_store
 
 
@@ -38,10 +39,20 @@ def default_store_uri() -> str:
     return str(default_store())
 
 
+class SettingsError(ChronoKGError, ValueError):
+    """A setting's value is not one it can take: one line naming the variable, where pydantic prints a table."""
+
+
 class Settings(BaseSettings):
     """Runtime settings, read from `CHRONOKG_*` environment variables."""
 
     model_config = SettingsConfigDict(env_prefix=environ.PREFIX, extra="ignore")
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise SettingsError("; ".join(_invalid(e) for e in exc.errors())) from None
 
     store: str = Field(default_factory=default_store_uri, description="Store URI: kglite:///path or neo4j://host:port "
                        "(empty: the default)")
@@ -138,3 +149,12 @@ class Settings(BaseSettings):
     def subprocess_env(self, **extra: str) -> dict[str, str]:
         """The environment a child process (such as `vllm serve`) starts with: ours plus `extra`."""
         return {**os.environ, **extra}
+
+
+def _invalid(error: Any) -> str:
+    """`CHRONOKG_NAME='value': what it should be` (a secret's value is not repeated)."""
+    name = str(error["loc"][0]) if error.get("loc") else "a setting"
+    variable = name if name.isupper() else f"{environ.PREFIX}{name.upper()}"
+    secret = any(word in name.lower() for word in ("key", "password", "token"))
+    shown = "" if secret or "input" not in error else f"={error['input']!r}"
+    return f"{variable}{shown}: {error['msg']}"

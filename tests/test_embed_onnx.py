@@ -232,3 +232,58 @@ def test_baseline_embedding_ranks_options_with_the_shared_encoder(built: tuple[P
                         choices=[Choice(label="A", text="Cats sleep most of the day."), Choice(label="B", text=stem),
                                  Choice(label="C", text="zzz qqq")])
     assert Baseline("baseline/embedding", "embedding", None)._most_similar(question) == "B"
+
+
+def test_a_backend_setting_it_cannot_take_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The error names the variable and its choices (the CLI prints it as is), never pydantic's table."""
+    monkeypatch.setenv("CHRONOKG_EMBEDDING_BACKEND", "garbage")
+    with pytest.raises(ChronoKGError) as info:
+        make_embedder(Settings())
+    assert str(info.value) == "CHRONOKG_EMBEDDING_BACKEND='garbage': Input should be 'onnx' or 'sentence-transformers'"
+
+
+def test_other_weights_of_the_same_size_under_the_same_time_are_hashed_again(built: tuple[Path, Path],
+                                                                              tmp_path: Path) -> None:
+    """A copy that keeps the source's time (`cp -p`, rsync, tar) changes the change time, which is remembered."""
+    weights = Path(shutil.copy(built[0] / "model.safetensors", tmp_path / "model.safetensors"))
+    first = embed_onnx.weights_digest(weights, tmp_path)
+    before = weights.stat()
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    os.utime(weights, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert weights.stat().st_size == before.st_size and weights.stat().st_mtime_ns == before.st_mtime_ns
+    assert embed_onnx.weights_digest(weights, tmp_path) != first
+
+
+def test_a_cache_it_cannot_write_still_serves_its_graphs(built: tuple[Path, Path], tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    folder, cache = built[0], Path(shutil.copytree(built[1], tmp_path / "cache"))
+    (cache / "digests.json").unlink()
+
+    def refused(target: Path, data: bytes) -> None:
+        raise PermissionError(13, "Permission denied", str(target))
+
+    monkeypatch.setattr(embed_onnx, "_atomic_write", refused)
+    assert embed_onnx.graph_file(folder, cache).is_file()
+
+
+def test_a_damaged_graph_is_built_again_and_a_killed_build_swept(built: tuple[Path, Path], tmp_path: Path) -> None:
+    folder, cache = built[0], Path(shutil.copytree(built[1], tmp_path / "cache"))
+    expected = _embedder(*built).encode(["same text"])
+    tensors = embed_onnx.graph_file(folder, cache).parent / onnx_graph.WEIGHTS
+    tensors.write_bytes(tensors.read_bytes()[:1000])  # a truncated copy
+    old, fresh = cache / ".build-killed", cache / ".build-running"
+    for left in (old, fresh):
+        left.mkdir()
+    os.utime(old, (0, 0))
+    assert np.allclose(_embedder(folder, cache).encode(["same text"]), expected, atol=1e-6)
+    assert not old.exists() and fresh.exists()  # swept by the build again: one an hour old is nobody's
+
+
+def test_weights_it_cannot_read_are_one_line_naming_the_file(built: tuple[Path, Path], tmp_path: Path) -> None:
+    folder = Path(shutil.copytree(built[0], tmp_path / "model"))
+    (folder / "model.safetensors").write_bytes((folder / "model.safetensors").read_bytes()[:1000])
+    with pytest.raises(ChronoKGError, match=r"model.safetensors: the onnx encoder cannot build a graph from these "
+                                            r"weights \(SafetensorError: [^\n]*\)$"):
+        embed_onnx.graph_file(folder, tmp_path / "cache")

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from chronokg.models.client_errors import ModelConfigError, ModelRequestError, TransientModelError, key_refused
 from chronokg.models.managed import ManagedClient
 from chronokg.models.retry import parse_retry_after
-from chronokg.models.spec import ClientOptions
+from chronokg.models.spec import ClientOptions, checked_url
 from chronokg.models.types import (
     Choice,
     Completion,
@@ -57,6 +57,7 @@ class OpenAICompatClient(ManagedClient):
                    "Accept": "application/json", **(self.options.headers or {})}
         self._client = httpx2.AsyncClient(
             base_url=self.options.base_url or "", headers=headers, timeout=self.options.timeout_s,
+            follow_redirects=True,  # as the SDK did: a server moved behind a proxy (http -> https, /v1 -> /v1/)
             limits=httpx2.Limits(max_connections=slots, max_keepalive_connections=slots),
         )
 
@@ -97,12 +98,15 @@ class OpenAICompatClient(ManagedClient):
 
     def _status_error(self, response: httpx2.Response) -> Exception:
         status = response.status_code
-        message = _server_message(response)
+        message = " ".join(_server_message(response).split())  # one line: an HTML error page has many
+        key = self.options.api_key.get_secret_value() if self.options.api_key else ""
+        if len(key) >= 8:  # a server or proxy that echoes the key it refused: kept out of logs and records
+            message = message.replace(key, "***")
         if status in _RETRY_STATUSES or status >= 500:
             return TransientModelError(f"HTTP {status}: {message}", status=status,
                                        retry_after=parse_retry_after(response.headers))
         if key_refused(status, message):
-            message = f"{' '.join(message.split())} (the server refused the API key: {self._key_source()})"
+            message = f"{message} (the server refused the API key: {self._key_source()})"
         return ModelRequestError(self.spec, status, message)
 
     def _key_source(self) -> str:
@@ -316,7 +320,9 @@ def openai_client(options: ClientOptions) -> OpenAICompatClient:
     if key is None:
         raise ModelConfigError(f"{options.spec} needs an OpenAI API key: set OPENAI_API_KEY "
                                "(or CHRONOKG_OPENAI_API_KEY), or name another variable with --api-key-env")
-    url = options.base_url or options.settings.openai_base_url or OPENAI_BASE_URL
+    url = options.base_url or OPENAI_BASE_URL
+    if options.base_url is None and options.settings.openai_base_url:
+        url = checked_url(options.settings.openai_base_url, "CHRONOKG_OPENAI_BASE_URL (or OPENAI_BASE_URL)")
     return OpenAICompatClient(options.model_copy(update={"api_key": key, "base_url": url, "api_key_source": source}),
                               newest_params=True)
 

@@ -135,11 +135,22 @@ def load_entries(path: Path) -> dict[str, ModelEntry]:
 
 def normalize_base_url(url: str) -> str:
     """`http://host:8000` -> `http://host:8000/v1` (OpenAI-compatible servers serve under /v1)."""
+    url = checked_url(url)
+    return url if urlsplit(url).path not in ("", "/") else f"{url}/v1"
+
+
+def checked_url(url: str, what: str = "base URL") -> str:
+    """`url` without a trailing slash. A URL no request can go to is refused here, in one line naming `what` gave
+    it, rather than retried as a failed connection."""
     url = url.rstrip("/")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ModelConfigError(f"base URL {url!r} is not an http(s) URL")
-    return url if parts.path not in ("", "/") else f"{url}/v1"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- reading it checks it: a port that is not a number raises
+    except ValueError as exc:
+        raise ModelConfigError(f"{what} {url!r} is not a URL ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ModelConfigError(f"{what} {url!r} is not an http(s) URL")
+    return url
 
 
 def resolve_options(spec: str, *, settings: Settings | None = None, config_file: Path | None = None,

@@ -8,7 +8,9 @@ The graph is built from the folder's model.safetensors on first use (`onnx_graph
 `Settings.embedding_cache`, in a folder named by the SHA-256 of the weights and of config.json and by the
 builder's version, so a changed model or builder never reuses a stale graph. It is written atomically (a
 second process building at the same time writes the same bytes). A weights file's digest is remembered by its
-path, size and modification time, so a warm start reads the graph but never hashes the weights again.
+path, size, modification time, inode and change time, so a warm start reads the graph but never hashes the
+weights again. The folder is only a cache: a graph damaged since it was written is built again, and a build
+folder a killed process left is removed by a later build.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 WEIGHTS = "model.safetensors"
 NEEDED = (WEIGHTS, "tokenizer.json", "config.json", "modules.json")
 MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length, when a folder names none
+STALE_BUILD_S = 3600.0
 
 
 def _atomic_write(target: Path, data: bytes) -> None:
@@ -54,9 +57,12 @@ def _atomic_write(target: Path, data: bytes) -> None:
 
 
 def weights_digest(weights: Path, cache: Path) -> str:
-    """The SHA-256 of a weights file, hashed again only when its size or modification time changed."""
+    """The SHA-256 of a weights file, hashed again only when its size, modification time, inode or change time
+    changed: the change time too, since a copy that keeps the source's time (`cp -p`, rsync, tar) can put other
+    weights of the same size under the same name and time. Remembering is best effort: a cache folder this
+    process cannot write still serves the graphs it holds."""
     stat = weights.stat()
-    key, stamp = str(weights.resolve()), [stat.st_size, stat.st_mtime_ns]
+    key, stamp = str(weights.resolve()), [stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns]
     memo_file = cache / "digests.json"
     try:
         memo: dict[str, Any] = json.loads(memo_file.read_text(encoding="utf-8"))
@@ -70,7 +76,8 @@ def weights_digest(weights: Path, cache: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             digest.update(chunk)
     memo[key] = {"stamp": stamp, "sha256": digest.hexdigest()}
-    _atomic_write(memo_file, json.dumps(memo, indent=1, sort_keys=True).encode("utf-8"))
+    with contextlib.suppress(OSError):
+        _atomic_write(memo_file, json.dumps(memo, indent=1, sort_keys=True).encode("utf-8"))
     return digest.hexdigest()
 
 
@@ -84,6 +91,28 @@ def _complete(folder: Path) -> bool:
     return all((folder / n).is_file() for n in (GRAPH, GRAPH_WEIGHTS))
 
 
+def _build(folder: Path, target: Path) -> None:
+    """`write_graph`, with weights it cannot read (truncated, missing a tensor, of another shape) one line."""
+    try:
+        write_graph(folder, target)
+    except (ImportError, OSError, ChronoKGError):
+        raise
+    except Exception as exc:  # safetensors, numpy and onnx each raise their own types
+        detail = " ".join(str(exc).split()) or "no detail"
+        raise ChronoKGError(f"{folder / WEIGHTS}: the onnx encoder cannot build a graph from these weights "
+                            f"({type(exc).__name__}: {detail})") from exc
+
+
+def _sweep(cache: Path) -> None:
+    """Remove build folders a killed process left (a build takes seconds; one an hour old is nobody's)."""
+    import time
+
+    with contextlib.suppress(OSError):
+        for left in cache.glob(".build-*"):
+            if left.is_dir() and time.time() - left.stat().st_mtime > STALE_BUILD_S:
+                shutil.rmtree(left, ignore_errors=True)
+
+
 def graph_file(folder: Path, cache: Path) -> Path:
     """The ONNX graph of the model in `folder`, built and cached the first time it is asked for: built in a
     temporary folder, then renamed into place whole (a process that loses the race keeps the winner's)."""
@@ -91,9 +120,10 @@ def graph_file(folder: Path, cache: Path) -> Path:
         final = cache / graph_key(folder, cache)
         if not _complete(final):
             cache.mkdir(parents=True, exist_ok=True)
+            _sweep(cache)
             tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=cache))
             try:
-                write_graph(folder, tmp)
+                _build(folder, tmp)
                 for name in (GRAPH, GRAPH_WEIGHTS):
                     with (tmp / name).open("rb") as f:
                         os.fsync(f.fileno())
@@ -160,9 +190,16 @@ class OnnxEmbedder:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # idle threads sleep, never spin
         try:
             session = ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # onnxruntime raises its own exception types
-            raise ChronoKGError(f"{graph}: onnxruntime cannot load the encoder graph ({exc}); delete the file to "
-                                "rebuild it") from exc
+        except Exception:  # onnxruntime raises its own exception types
+            # A cached graph damaged since it was written (a truncated copy, a full disk): it is only a cache,
+            # so it is built again, once.
+            shutil.rmtree(graph.parent, ignore_errors=True)
+            graph = graph_file(self.path, self.cache)
+            try:
+                session = ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+            except Exception as exc:
+                detail = " ".join(str(exc).split())
+                raise ChronoKGError(f"{graph}: onnxruntime cannot load the encoder graph ({detail})") from exc
         tokenizer = Tokenizer.from_file(str(self.path / "tokenizer.json"))
         tokenizer.enable_truncation(max_tokens(self.path))
         tokenizer.no_padding()
