@@ -62,6 +62,13 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return store_path, path
 
 
+@pytest.fixture(scope="module")
+def http_tools(demo: tuple[Path, Path]) -> Iterator[str]:
+    """One `chronokg serve http` of the demo store for the tests that call tools over HTTP (it only reads)."""
+    with serve(demo[0], "http") as url:
+        yield url
+
+
 @pytest.fixture
 def model() -> Iterator[OpenAIServer]:
     with OpenAIServer() as server:
@@ -319,12 +326,11 @@ def test_a_throttled_mcp_server_fails_the_samples_instead_of_answering_them(demo
 
 
 def test_agent_over_http_and_mcp_servers_gives_the_same_answers(demo: tuple[Path, Path], model: OpenAIServer,
-                                                                tmp_path: Path) -> None:
+                                                                http_tools: str, tmp_path: Path) -> None:
     pytest.importorskip("mcp")
     model.script = tool_reader
     qs = questions_of(demo)
-    with serve(demo[0], "http") as url:
-        over_http = run(demo, model, tmp_path / "http", store=False, agent="tools", tools_url=url)
+    over_http = run(demo, model, tmp_path / "http", store=False, agent="tools", tools_url=http_tools)
     # --rate 0: an evaluation sends many calls at once; the MCP client does not wait out a 429 as HttpTools does
     with serve(demo[0], "mcp", "--transport", "http", "--rate", "0") as base:
         over_mcp = run(demo, model, tmp_path / "mcp", store=False, agent="tools", tools_url=f"mcp+{base}/mcp")
@@ -333,15 +339,15 @@ def test_agent_over_http_and_mcp_servers_gives_the_same_answers(demo: tuple[Path
     assert {r.question_id: r.answer for r in over_http} == {r.question_id: r.answer for r in over_mcp}
 
 
-def test_cli_agent_run_over_http(demo: tuple[Path, Path], model: OpenAIServer, tmp_path: Path) -> None:
+def test_cli_agent_run_over_http(demo: tuple[Path, Path], model: OpenAIServer, http_tools: str,
+                                 tmp_path: Path) -> None:
     model.script = tool_reader
-    with serve(demo[0], "http") as url:
-        done = subprocess.run(
-            [sys.executable, "-m", "chronokg.cli", "eval", "run", str(demo[1]), "-m", "openai-compat/scripted",
-             "--base-url", model.url, "--agent", "tools", "--tools", url, "--max-steps", "4", "--limit", "6",
-             "--no-cache", "--log-dir", str(tmp_path / "runs")],
-            capture_output=True, text=True, cwd=REPO, env=server_env(CHRONOKG_STORE=f"kglite://{tmp_path}/none.kgl"),
-            timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "chronokg.cli", "eval", "run", str(demo[1]), "-m", "openai-compat/scripted",
+         "--base-url", model.url, "--agent", "tools", "--tools", http_tools, "--max-steps", "4", "--limit", "6",
+         "--no-cache", "--log-dir", str(tmp_path / "runs")],
+        capture_output=True, text=True, cwd=REPO, env=server_env(CHRONOKG_STORE=f"kglite://{tmp_path}/none.kgl"),
+        timeout=300)
     assert done.returncode == 0, done.stderr
     log = next((tmp_path / "runs").glob("*/samples.jsonl"))
     records = list(latest(log).values())

@@ -54,12 +54,14 @@ def register(app: typer.Typer) -> None:
 
 
 def _need_extra() -> None:
-    try:
-        import fastapi  # noqa: F401
-        import mcp  # noqa: F401
-        import uvicorn  # noqa: F401
-    except ImportError as exc:
-        raise ChronoKGError(f"the tool server needs its extra: pip install 'chronokg[serve]' ({exc})") from None
+    """The serve extra's packages are there; found, not imported (importing fastapi and uvicorn is a good part
+    of a stdio server's start, and it uses neither)."""
+    from importlib.util import find_spec
+
+    missing = [name for name in ("fastapi", "mcp", "uvicorn") if find_spec(name) is None]
+    if missing:
+        raise ChronoKGError(f"the tool server needs its extra: pip install 'chronokg[serve]' (no module named "
+                            f"{', '.join(missing)})")
 
 
 def _serve_network(host: str, port: int, workers: int | None, token_file: Path | None, max_rows: int | None,
