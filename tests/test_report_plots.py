@@ -39,6 +39,15 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return report_helpers.demo_run(tmp_path_factory.mktemp("plots"), MODELS)
 
 
+@pytest.fixture(scope="module")
+def demo_columns(demo_run: Path) -> tuple[list[Series], list[str]]:
+    """The demo run's model columns and metric names, read once (`columns`: nothing drawn); a test that changes a
+    column works on a copy (`dataclasses.replace`)."""
+    all_metrics()
+    _, series, names = columns([demo_run], None, _quiet())
+    return series, names
+
+
 class Recorder:
     """The steps a report's progress hears: [description, total, advanced so far] each."""
 
@@ -110,12 +119,11 @@ def overlaps(fig: Any) -> list[str]:
 
 
 @pytest.mark.parametrize("n", [1, 20])
-def test_no_label_overlaps_another_in_any_plot(demo_run: Path, n: int) -> None:
+def test_no_label_overlaps_another_in_any_plot(demo_columns: tuple[list[Series], list[str]], n: int) -> None:
     """Every plot the demo runs draw, with 1 and 20 model columns of long names: no tick label, axis label,
     title or legend overlaps another (their extents after the figure is laid out and drawn)."""
-    all_metrics()
+    series, names = demo_columns
     with style():
-        _, series, names = columns([demo_run], None, _quiet())
         drawn = draw_plots(names, many(series, n), _quiet())
         plots = [p for made in drawn.values() for p in made if isinstance(p, Plot)]
         assert len(plots) >= 8
@@ -143,7 +151,7 @@ def _quiet() -> Any:
     return QuietProgress()
 
 
-def test_twenty_models_get_twenty_distinct_colours(demo_run: Path) -> None:
+def test_twenty_models_get_twenty_distinct_colours(demo_columns: tuple[list[Series], list[str]]) -> None:
     from matplotlib.colors import to_rgb
 
     colours = [color_at(i) for i in range(200)]
@@ -151,8 +159,8 @@ def test_twenty_models_get_twenty_distinct_colours(demo_run: Path) -> None:
     first = [to_rgb(c) for c in colours[:20]]
     closest = min(sum((x - y) ** 2 for x, y in zip(a, b, strict=True)) ** 0.5 for a, b in combinations(first, 2))
     assert closest > 0.12, closest  # told apart by eye, not only by their hex codes
+    series, names = demo_columns
     with style():
-        _, series, names = columns([demo_run], None, _quiet())
         overview = draw_plots(names, many(series, 20), _quiet())[""][0]
         assert isinstance(overview, Plot)
         bars = [patch.get_facecolor() for patch in overview.figure.axes[0].patches]
@@ -187,7 +195,8 @@ def test_every_chroknow_and_micxr_answers_metric_is_not_an_accuracy() -> None:
     assert len(answers) >= 3 and {spec.kind for spec in answers} == {"rate"}
 
 
-def test_a_plot_only_where_its_data_exists(demo_run: Path, demo_report: tuple[Any, Recorder]) -> None:
+def test_a_plot_only_where_its_data_exists(demo_columns: tuple[list[Series], list[str]],
+                                          demo_report: tuple[Any, Recorder]) -> None:
     """Runs without probes and without --rag: no consistency, heatmap or Table 3 plot; the report says so."""
     report, _ = demo_report
     assert not {"tempomed-consistency", "tempomed-probe_heatmap", "tempomed-table3"} & set(report.plots)
@@ -197,8 +206,8 @@ def test_a_plot_only_where_its_data_exists(demo_run: Path, demo_report: tuple[An
     assert "tempomed-consistency: no probe answers" in line and "tempomed-table3: no run used a retrieval arm" in line
     assert "### tempomed.table3" in md  # the table stays
     assert "Plots left out: " in report.html.read_text(encoding="utf-8")
+    series, names = demo_columns
     with style():
-        _, series, names = columns([demo_run], None, _quiet())
         drawn = draw_plots(names, series, _quiet())
     for made in drawn.values():
         for p in made:

@@ -213,7 +213,7 @@ def lay_out(fig: Figure, dpi: float | None = None) -> Any:
         fig.draw_without_rendering()  # the layout and every text's extent, no pixels
     else:
         fig.set_dpi(dpi)
-        canvas.draw()  # the layout, every text's extent and the pixels, in one pass
+        canvas.draw()  # type: ignore[no-untyped-call]  # the layout, every text's extent and the pixels, in one pass
     box = fig.get_tightbbox(canvas.get_renderer())  # type: ignore[no-untyped-call]
     # frozen: no layout engine left, so saving draws the figure once (a placeholder engine would draw it twice)
     fig.set_layout_engine(None)
@@ -235,6 +235,7 @@ def _cut_png(fig: Figure, box: Any, dpi: float) -> bytes:
     """The PNG of the canvas already drawn at `dpi`, cut to `box` (inches; the margin past the figure's edge in
     the figure's own background colour), as `savefig(bbox_inches=box)` would draw it again."""
     import numpy as np
+    from matplotlib.colors import to_rgba
     from matplotlib.image import imsave
 
     canvas = fig.canvas
@@ -242,7 +243,7 @@ def _cut_png(fig: Figure, box: Any, dpi: float) -> bytes:
     height, width = drawn.shape[:2]
     left, right = round(box.x0 * dpi), round(box.x1 * dpi)
     top, bottom = height - round(box.y1 * dpi), height - round(box.y0 * dpi)
-    background = np.array([round(c * 255) for c in fig.get_facecolor()], dtype=np.uint8)
+    background = np.array([round(c * 255) for c in to_rgba(fig.get_facecolor())], dtype=np.uint8)
     out = np.empty((bottom - top, right - left, 4), dtype=np.uint8)
     out[:] = background
     src_top, src_left = max(top, 0), max(left, 0)
@@ -250,7 +251,7 @@ def _cut_png(fig: Figure, box: Any, dpi: float) -> bytes:
     out[src_top - top:src_bottom - top, src_left - left:src_right - left] = drawn[src_top:src_bottom,
                                                                                 src_left:src_right]
     png = io.BytesIO()
-    imsave(png, out, format="png", dpi=dpi, metadata={"Software": None})
+    imsave(png, out, format="png", dpi=dpi, metadata={"Software": None})  # type: ignore[dict-item]  # None: left out
     return png.getvalue()
 
 
