@@ -11,6 +11,7 @@ import json
 import re
 import warnings
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import replace
 from itertools import combinations
 from pathlib import Path
@@ -21,7 +22,7 @@ from markdown_it import MarkdownIt
 
 from chronokg.metrics.spec import METRICS, MetricSpec, all_metrics
 from chronokg.reports import build_report
-from chronokg.reports.build import columns, draw_plots
+from chronokg.reports.build import Figures, columns, draw_plots
 from chronokg.reports.plots import Omitted, Plot, color_at, lay_out, style
 from chronokg.reports.series import Series, short, ticks
 from tests import report_helpers
@@ -37,6 +38,29 @@ HOSTILE = ["[x]model", "[/x]", "</script><script>alert(1)</script>", "/*DATA*/",
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return report_helpers.demo_run(tmp_path_factory.mktemp("plots"), MODELS)
+
+
+@pytest.fixture(scope="module")
+def demo_columns(demo_run: Path) -> tuple[list[Series], list[str]]:
+    """The demo run's model columns and metric names, read once (`columns`: nothing drawn); a test that changes a
+    column works on a copy (`dataclasses.replace`)."""
+    all_metrics()
+    _, series, names = columns([demo_run], None, _quiet())
+    return series, names
+
+
+@pytest.fixture(scope="module")
+def drawn_for(demo_columns: tuple[list[Series], list[str]]) -> Callable[[int], Figures]:
+    """The demo's plots drawn for n long-named columns (`many`), each n drawn once per module."""
+    series, names = demo_columns
+    done: dict[int, Figures] = {}
+
+    def drawn(n: int) -> Figures:
+        if n not in done:
+            with style():
+                done[n] = draw_plots(names, many(series, n), _quiet())
+        return done[n]
+    return drawn
 
 
 class Recorder:
@@ -110,13 +134,11 @@ def overlaps(fig: Any) -> list[str]:
 
 
 @pytest.mark.parametrize("n", [1, 20])
-def test_no_label_overlaps_another_in_any_plot(demo_run: Path, n: int) -> None:
+def test_no_label_overlaps_another_in_any_plot(drawn_for: Callable[[int], Figures], n: int) -> None:
     """Every plot the demo runs draw, with 1 and 20 model columns of long names: no tick label, axis label,
     title or legend overlaps another (their extents after the figure is laid out and drawn)."""
-    all_metrics()
+    drawn = drawn_for(n)
     with style():
-        _, series, names = columns([demo_run], None, _quiet())
-        drawn = draw_plots(names, many(series, n), _quiet())
         plots = [p for made in drawn.values() for p in made if isinstance(p, Plot)]
         assert len(plots) >= 8
         for p in plots:
@@ -143,7 +165,7 @@ def _quiet() -> Any:
     return QuietProgress()
 
 
-def test_twenty_models_get_twenty_distinct_colours(demo_run: Path) -> None:
+def test_twenty_models_get_twenty_distinct_colours(drawn_for: Callable[[int], Figures]) -> None:
     from matplotlib.colors import to_rgb
 
     colours = [color_at(i) for i in range(200)]
@@ -151,11 +173,9 @@ def test_twenty_models_get_twenty_distinct_colours(demo_run: Path) -> None:
     first = [to_rgb(c) for c in colours[:20]]
     closest = min(sum((x - y) ** 2 for x, y in zip(a, b, strict=True)) ** 0.5 for a, b in combinations(first, 2))
     assert closest > 0.12, closest  # told apart by eye, not only by their hex codes
-    with style():
-        _, series, names = columns([demo_run], None, _quiet())
-        overview = draw_plots(names, many(series, 20), _quiet())[""][0]
-        assert isinstance(overview, Plot)
-        bars = [patch.get_facecolor() for patch in overview.figure.axes[0].patches]
+    overview = drawn_for(20)[""][0]
+    assert isinstance(overview, Plot)
+    bars = [patch.get_facecolor() for patch in overview.figure.axes[0].patches]
     assert len(bars) == 20 and len(set(bars)) == 20
 
 
@@ -187,7 +207,8 @@ def test_every_chroknow_and_micxr_answers_metric_is_not_an_accuracy() -> None:
     assert len(answers) >= 3 and {spec.kind for spec in answers} == {"rate"}
 
 
-def test_a_plot_only_where_its_data_exists(demo_run: Path, demo_report: tuple[Any, Recorder]) -> None:
+def test_a_plot_only_where_its_data_exists(demo_columns: tuple[list[Series], list[str]],
+                                          demo_report: tuple[Any, Recorder]) -> None:
     """Runs without probes and without --rag: no consistency, heatmap or Table 3 plot; the report says so."""
     report, _ = demo_report
     assert not {"tempomed-consistency", "tempomed-probe_heatmap", "tempomed-table3"} & set(report.plots)
@@ -197,8 +218,8 @@ def test_a_plot_only_where_its_data_exists(demo_run: Path, demo_report: tuple[An
     assert "tempomed-consistency: no probe answers" in line and "tempomed-table3: no run used a retrieval arm" in line
     assert "### tempomed.table3" in md  # the table stays
     assert "Plots left out: " in report.html.read_text(encoding="utf-8")
+    series, names = demo_columns
     with style():
-        _, series, names = columns([demo_run], None, _quiet())
         drawn = draw_plots(names, series, _quiet())
     for made in drawn.values():
         for p in made:

@@ -197,10 +197,11 @@ def panels(fig: Figure, n: int, per_row: int = 2, **kwargs: Any) -> list[Axes]:
     return flat[:n]
 
 
-def lay_out(fig: Figure) -> Any:
-    """Lay the figure out and draw it once; then freeze the layout. Returns the tight bounding box (inches) that
-    both files are cut to: computed once, where `bbox_inches="tight"` would lay out and draw the figure twice
-    more for each format."""
+def lay_out(fig: Figure, dpi: float | None = None) -> Any:
+    """Lay the figure out once and freeze the layout; returns the tight bounding box (inches) that both files are
+    cut to, where `bbox_inches="tight"` would lay out and draw the figure twice more for each format. With `dpi`
+    the same pass also renders the pixels (at that resolution) that the PNG is cut from (`render`); without,
+    nothing is rasterised (label extents only)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.text import Text
 
@@ -208,20 +209,71 @@ def lay_out(fig: Figure) -> Any:
         if isinstance(t, Text) and t.get_text():
             t.set_text(drawable(t.get_text()))
     canvas = FigureCanvasAgg(fig)
-    fig.draw_without_rendering()  # the layout and every text's extent, no pixels
+    if dpi is None:
+        fig.draw_without_rendering()  # the layout and every text's extent, no pixels
+    else:
+        fig.set_dpi(dpi)
+        canvas.draw()  # type: ignore[no-untyped-call]  # the layout, every text's extent and the pixels, in one pass
     box = fig.get_tightbbox(canvas.get_renderer())  # type: ignore[no-untyped-call]
-    fig.set_layout_engine("none")
+    # frozen: no layout engine left, so saving draws the figure once (a placeholder engine would draw it twice)
+    fig.set_layout_engine(None)
     return box.padded(0.06)
 
 
+def _pixel_box(box: Any, dpi: float) -> Any:
+    """`box` grown outward to whole pixels at `dpi`, so the PNG is an exact cut of the drawn canvas."""
+    import math
+
+    from matplotlib.transforms import Bbox
+
+    x0, y0 = math.floor(box.x0 * dpi) / dpi, math.floor(box.y0 * dpi) / dpi
+    x1, y1 = math.ceil(box.x1 * dpi) / dpi, math.ceil(box.y1 * dpi) / dpi
+    return Bbox([[x0, y0], [x1, y1]])
+
+
+def _cut_png(fig: Figure, box: Any, dpi: float) -> bytes:
+    """The PNG of the canvas already drawn at `dpi`, cut to `box` (inches; the margin past the figure's edge in
+    the figure's own background colour), as `savefig(bbox_inches=box)` would draw it again."""
+    import numpy as np
+    from matplotlib.colors import to_rgba
+    from matplotlib.image import imsave
+
+    canvas = fig.canvas
+    drawn = np.asarray(canvas.buffer_rgba())  # type: ignore[attr-defined]
+    height, width = drawn.shape[:2]
+    left, right = round(box.x0 * dpi), round(box.x1 * dpi)
+    top, bottom = height - round(box.y1 * dpi), height - round(box.y0 * dpi)
+    background = np.array([round(c * 255) for c in to_rgba(fig.get_facecolor())], dtype=np.uint8)
+    out = np.empty((bottom - top, right - left, 4), dtype=np.uint8)
+    out[:] = background
+    src_top, src_left = max(top, 0), max(left, 0)
+    src_bottom, src_right = min(bottom, height), min(right, width)
+    out[src_top - top:src_bottom - top, src_left - left:src_right - left] = drawn[src_top:src_bottom,
+                                                                                src_left:src_right]
+    png = io.BytesIO()
+    imsave(png, out, format="png", dpi=dpi, metadata={"Software": None})  # type: ignore[dict-item]  # None: left out
+    return png.getvalue()
+
+
 def render(plot_: Plot) -> tuple[bytes, bytes]:
-    """PNG and SVG bytes of a figure (no dates in the metadata: the same report gives the same files)."""
-    png, svg = io.BytesIO(), io.BytesIO()
+    """PNG and SVG bytes of a figure (no dates in the metadata: the same report gives the same files). The
+    figure is laid out and rasterised once (the PNG is cut from that canvas) and drawn once more as SVG."""
+    from matplotlib import rcParams
+
+    dpi = float(rcParams["savefig.dpi"])
+    fig = plot_.figure
     # the tight box grows the canvas to every artist, so nothing is clipped even if a legend is wider than the figure
-    box = lay_out(plot_.figure)
-    plot_.figure.savefig(png, format="png", metadata={"Software": None}, bbox_inches=box)
-    plot_.figure.savefig(svg, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches=box)
-    return png.getvalue(), svg.getvalue()
+    box = _pixel_box(lay_out(fig, dpi), dpi)
+    inner = box.padded(-0.06)
+    if inner.x0 >= 0 and inner.y0 >= 0 and inner.x1 <= fig.get_figwidth() and inner.y1 <= fig.get_figheight():
+        png = _cut_png(fig, box, dpi)
+    else:  # an artist past the figure's edge is not on the canvas: drawn again on one grown to the box
+        out = io.BytesIO()
+        fig.savefig(out, format="png", metadata={"Software": None}, bbox_inches=box)
+        png = out.getvalue()
+    svg = io.BytesIO()
+    fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches=box)
+    return png, svg.getvalue()
 
 
 def stacked_bars(ax: Axes, labels: Sequence[str], rows: Sequence[Sequence[float]], parts: Sequence[str],
