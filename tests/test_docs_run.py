@@ -35,6 +35,7 @@ which answer the later calls; they live in the test's own runtime folder and are
 Runtime: the whole set takes about six minutes of one core (the CLI starts once per command; two blocks build an
 embedding index), so it is marked `docs_run`, part of the slow tier: left out of the default run, run by
 `pytest --all` and CI, and alone with `pytest -m docs_run` after changing a document or the commands it shows.
+Each test prints its blocks' seconds and its slowest commands (`-rP` shows them).
 """
 
 from __future__ import annotations
