@@ -131,7 +131,7 @@ chronokg() {
     serve) shift; python -m tests.docs_shell serve "$@" || code=$? ;;
     *) python -m chronokg.cli "$@" || code=$? ;;
   esac
-  printf '%s %s %s\n' "$started" "$EPOCHREALTIME" "$*" >> "$DOCS_TIMES"
+  printf '%s %s %s\n' "$started" "$EPOCHREALTIME" "${*//$'\n'/ }" >> "$DOCS_TIMES"  # one line a command
   return $code
 }
 pip() { python -m tests.docs_shell installed "$@"; }
@@ -277,7 +277,7 @@ def run_blocks(doc: Path, work: Path, tmp_path: Path, env: dict[str, str]) -> No
 def slowest(log: Path, n: int = 10) -> list[str]:
     """The `chronokg` commands the blocks ran that took longest (the shell function's log: start, end, args)."""
     rows = [line.split(" ", 2) for line in log.read_text().splitlines()] if log.exists() else []
-    timed = sorted(((float(end) - float(start), args) for start, end, args in rows), reverse=True)
+    timed = sorted(((float(row[1]) - float(row[0]), row[2]) for row in rows if len(row) == 3), reverse=True)
     return [f"{seconds:6.1f} s  chronokg {args}" for seconds, args in timed[:n]]
 
 
