@@ -126,12 +126,12 @@ def model_url() -> Iterator[str]:
 
 PRELUDE = r"""
 chronokg() {
-  local started=$EPOCHREALTIME code=0
+  local started=$EPOCHREALTIME code=0 args="${*//$'\n'/ }"  # one line a command, for the log below
   case "$1" in
     serve) shift; python -m tests.docs_shell serve "$@" || code=$? ;;
     *) python -m chronokg.cli "$@" || code=$? ;;
   esac
-  printf '%s %s %s\n' "$started" "$EPOCHREALTIME" "${*//$'\n'/ }" >> "$DOCS_TIMES"  # one line a command
+  printf '%s %s %s\n' "$started" "$EPOCHREALTIME" "$args" >> "$DOCS_TIMES"
   return $code
 }
 pip() { python -m tests.docs_shell installed "$@"; }
