@@ -35,23 +35,30 @@ def blocks(language: str) -> list[tuple[str, str]]:
     return [(b.where, b.code) for doc in DOCS for b in code_blocks(doc) if b.language == language]
 
 
-@pytest.fixture(scope="module")
-def place(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, str]]:
-    """A folder with the demo store, its passage index and tempomed.jsonl; the loopback model server's URL."""
+def build_place(root: Path) -> None:
+    """The demo store with its passage index, and tempomed.jsonl generated from it."""
     from chronokg.bench import snapshot
     from chronokg.bench.family import generate
     from chronokg.bench.question import write_jsonl
     from chronokg.demo.corpus import load_demo
     from chronokg.graph.kglite_store import KgliteStore
     from chronokg.retrieval import indexing
-    from chronokg.testing.openai_server import OpenAIServer
 
-    root = tmp_path_factory.mktemp("docs")
     with KgliteStore(root / "demo.kgl") as store:
         load_demo(store)
         indexing.update_index(store, root / "demo.kgl.rag")
         questions, _ = generate("tempomed", store, snapshot.current(store), {})
     write_jsonl(root / "tempomed.jsonl", questions)
+
+
+@pytest.fixture(scope="module")
+def place(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, str]]:
+    """A folder with the demo store, its passage index and tempomed.jsonl; the loopback model server's URL. The
+    folder is built once per test run (an index build is CPU-seconds; xdist workers share it) and copied here."""
+    from chronokg.testing.openai_server import OpenAIServer
+    from tests.demo_stores import built_once, copy_store
+
+    root = copy_store(built_once(tmp_path_factory, "docs-place", build_place), tmp_path_factory.mktemp("docs") / "d")
     with OpenAIServer() as server:
         yield root, f"kglite://{root / 'demo.kgl'}", server.url
 

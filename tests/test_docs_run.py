@@ -35,6 +35,7 @@ which answer the later calls; they live in the test's own runtime folder and are
 Runtime: the whole set takes about six minutes of one core (the CLI starts once per command; two blocks build an
 embedding index), so it is marked `docs_run`, part of the slow tier: left out of the default run, run by
 `pytest --all` and CI, and alone with `pytest -m docs_run` after changing a document or the commands it shows.
+Each test prints its blocks' seconds and its slowest commands (`-rP` shows them).
 """
 
 from __future__ import annotations
@@ -125,10 +126,13 @@ def model_url() -> Iterator[str]:
 
 PRELUDE = r"""
 chronokg() {
+  local started=$EPOCHREALTIME code=0 args="${*//$'\n'/ }"  # one line a command, for the log below
   case "$1" in
-    serve) shift; python -m tests.docs_shell serve "$@" ;;
-    *) python -m chronokg.cli "$@" ;;
+    serve) shift; python -m tests.docs_shell serve "$@" || code=$? ;;
+    *) python -m chronokg.cli "$@" || code=$? ;;
   esac
+  printf '%s %s %s\n' "$started" "$EPOCHREALTIME" "$args" >> "$DOCS_TIMES"
+  return $code
 }
 pip() { python -m tests.docs_shell installed "$@"; }
 xdg-open() { test -s "$1" && echo "xdg-open: $1 is there"; }
@@ -199,13 +203,30 @@ def run_block(block: Block, script: str, cwd: Path, env: dict[str, str], log: Pa
     return code, log.read_text(errors="replace")
 
 
+def commands_run(doc: Path) -> int:
+    """How many commands the document's bash blocks run: its docs run's rough cost."""
+    return sum(len(re.findall(r"^\s*[a-z]", substitute(b.code), re.M))
+               for b in code_blocks(doc) if b.language == "bash" and b.skip is None)
+
+
 def documents() -> list[Path]:
-    return [d for d in DOCS if any(b.language == "bash" and b.skip is None for b in code_blocks(d))]
+    """The documents with a bash block to run, the longest first: with two xdist workers, the last to start is a
+    short one, not one that keeps a worker busy after the other is done."""
+    return sorted((d for d in DOCS if commands_run(d)), key=commands_run, reverse=True)
+
+
+@pytest.fixture(scope="session")
+def encoder_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One encoder cache for every docs run of the test session (xdist workers included): each test's `HOME`
+    is its own, and the onnx graph built from the embedding weights (CPU-seconds) is the same in every one."""
+    from tests.demo_stores import shared_root
+
+    return shared_root(tmp_path_factory) / "docs-encoders"
 
 
 @pytest.mark.docs_run
 @pytest.mark.parametrize("doc", documents(), ids=[str(d.relative_to(REPO)) for d in documents()])
-def test_bash_blocks_run(doc: Path, shared_data: Path, model_url: str, tmp_path: Path,
+def test_bash_blocks_run(doc: Path, shared_data: Path, model_url: str, encoder_cache: Path, tmp_path: Path,
                         monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.docs_shell import free_port
     from tests.test_query_daemon import stop_all
@@ -221,7 +242,8 @@ def test_bash_blocks_run(doc: Path, shared_data: Path, model_url: str, tmp_path:
     env.update(HOME=str(home), PATH=f"{venv_bin}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(REPO),
                OPENAI_API_KEY="sk-docs-test", OPENAI_BASE_URL=model_url, DOCS_MODEL_URL=model_url,
                DOCS_SPARE_PORT=str(free_port()), DOCS_TMP=str(tmp_path), DOCS_SERVE_LOG=str(tmp_path / "serve.log"),
-               COLUMNS="100", TMPDIR=str(tmp_path), XDG_RUNTIME_DIR=str(run), CHRONOKG_QUERY_DAEMON_IDLE_S="60")
+               COLUMNS="100", TMPDIR=str(tmp_path), XDG_RUNTIME_DIR=str(run), CHRONOKG_QUERY_DAEMON_IDLE_S="60",
+               CHRONOKG_EMBEDDING_CACHE=str(encoder_cache), DOCS_TIMES=str(tmp_path / "times.txt"))
     # as on a reader's machine, `chronokg query` and `retrieve search` start the local query and search processes
     # and later commands are answered by them; their sockets are in this test's own runtime folder (a short path:
     # a socket's name is at most 107 bytes), whose processes are all stopped at the end
@@ -248,8 +270,15 @@ def run_blocks(doc: Path, work: Path, tmp_path: Path, env: dict[str, str]) -> No
         assert code == block.exit_code, (f"{block.where}: exit {code} (the doc states {block.exit_code})\n"
                                          f"--- as run:\n{script}\n--- output:\n{output[-4000:]}")
         ran += 1
-    print("\n" + "\n".join(times))
+    print("\n" + "\n".join(times) + "\nslowest commands:\n" + "\n".join(slowest(tmp_path / "times.txt")))
     assert ran
+
+
+def slowest(log: Path, n: int = 10) -> list[str]:
+    """The `chronokg` commands the blocks ran that took longest (the shell function's log: start, end, args)."""
+    rows = [line.split(" ", 2) for line in log.read_text().splitlines()] if log.exists() else []
+    timed = sorted(((float(row[1]) - float(row[0]), row[2]) for row in rows if len(row) == 3), reverse=True)
+    return [f"{seconds:6.1f} s  chronokg {args}" for seconds, args in timed[:n]]
 
 
 def test_no_placeholder_is_left_in_a_block_that_runs() -> None:
