@@ -5,7 +5,7 @@ and no chain of imports comes back to where it started (tests/test_layers.py che
 from __future__ import annotations
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "settings", "environ", "store_uri", "progress", "registry", "controls"),
+    ("errors", "settings", "environ", "store_uri", "progress", "registry", "controls", "files"),
     ("graph",),
     ("ingest", "queries"),
     ("models",),

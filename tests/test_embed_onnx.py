@@ -264,7 +264,7 @@ def test_a_cache_it_cannot_write_still_serves_its_graphs(built: tuple[Path, Path
     def refused(target: Path, data: bytes) -> None:
         raise PermissionError(13, "Permission denied", str(target))
 
-    monkeypatch.setattr(embed_onnx, "_atomic_write", refused)
+    monkeypatch.setattr(embed_onnx, "write_whole", refused)
     assert embed_onnx.graph_file(folder, cache).is_file()
 
 

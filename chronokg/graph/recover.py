@@ -16,7 +16,6 @@ continue the checkpoint is kept aside whole (`store.kgl-wal.unbound-<UTC time>`)
 from __future__ import annotations
 
 import datetime as dt
-import os
 import shutil
 import tempfile
 import warnings
@@ -27,6 +26,7 @@ import kglite
 from pydantic import BaseModel
 
 from chronokg.errors import StoreBusy, StoreError
+from chronokg.files import write_whole
 from chronokg.graph.kglite_files import (
     UNBOUND,
     WAL_HEADER,
@@ -179,16 +179,7 @@ def repair(path: str | Path) -> StoreCheck:
         data = header  # another checkpoint's commits: none is replayed here, all stay in the kept copy
     elif scan.state == "damaged":
         data = data[:scan.intact_end]  # the commits before the damage; the rest stays in the kept copy
-    fd, temp = tempfile.mkstemp(prefix=f".{wal.name}.{os.getpid()}.", dir=store.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, wal)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    write_whole(wal, data)
     with KgliteStore(store):  # replays the intact commits, checkpoints
         pass
     return check(store)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from chronokg.errors import ChronoKGError, InputError
+from chronokg.files import write_whole
 from chronokg.metrics import cutoff
 from chronokg.metrics.spec import METRICS, all_metrics
 from chronokg.progress import Progress
@@ -303,21 +304,15 @@ def _write(out: Path, title: str, blocks: Sequence[Block], series: Sequence[Seri
         if old.suffix in (".png", ".svg") and old.stem not in rendered:
             old.unlink()
     for name, (png, svg) in rendered.items():
-        _atomic(plots_dir / f"{name}.png", png)
-        _atomic(plots_dir / f"{name}.svg", svg)
+        write_whole(plots_dir / f"{name}.png", png)
+        write_whole(plots_dir / f"{name}.svg", svg)
         progress.advance(2)
     values = [{"label": s.label, "run": s.run, "model": s.model,
                "metrics": [v.model_dump(mode="json") for v in s.values.values()]} for s in series]
     report = Report(out=out, markdown=out / "report.md", html=out / "report.html", metrics_json=out / "metrics.json",
                     metrics=list(names), plots=list(rendered), series=[s.label for s in series])
-    _atomic(report.metrics_json, json.dumps(values, indent=1, ensure_ascii=False).encode("utf-8"))
-    _atomic(report.markdown, markdown(blocks).encode("utf-8"))
-    _atomic(report.html, page(title, blocks).encode("utf-8"))
+    write_whole(report.metrics_json, json.dumps(values, indent=1, ensure_ascii=False).encode("utf-8"))
+    write_whole(report.markdown, markdown(blocks).encode("utf-8"))
+    write_whole(report.html, page(title, blocks).encode("utf-8"))
     progress.advance(3)
     return report
-
-
-def _atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_bytes(data)
-    tmp.replace(path)

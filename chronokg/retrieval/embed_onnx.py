@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chronokg.errors import ChronoKGError
+from chronokg.files import write_whole
 from chronokg.retrieval.embed_common import BATCH, DIM, RAG_EXTRA, default_model_path, model_name, note_load
 from chronokg.retrieval.onnx_graph import BUILDER_VERSION, GRAPH, write_graph
 from chronokg.retrieval.onnx_graph import WEIGHTS as GRAPH_WEIGHTS
@@ -38,22 +39,6 @@ WEIGHTS = "model.safetensors"
 NEEDED = (WEIGHTS, "tokenizer.json", "config.json", "modules.json")
 MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length, when a folder names none
 STALE_BUILD_S = 3600.0
-
-
-def _atomic_write(target: Path, data: bytes) -> None:
-    """Write `target` whole or not at all: a temporary file beside it, then a rename over it."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def weights_digest(weights: Path, cache: Path) -> str:
@@ -77,7 +62,7 @@ def weights_digest(weights: Path, cache: Path) -> str:
             digest.update(chunk)
     memo[key] = {"stamp": stamp, "sha256": digest.hexdigest()}
     with contextlib.suppress(OSError):
-        _atomic_write(memo_file, json.dumps(memo, indent=1, sort_keys=True).encode("utf-8"))
+        write_whole(memo_file, json.dumps(memo, indent=1, sort_keys=True).encode("utf-8"))
     return digest.hexdigest()
 
 
