@@ -87,3 +87,19 @@ def defined_at(module_file: str, name: str) -> str:
     lines = path.read_text(encoding="utf-8").splitlines()
     line = next(i for i, text in enumerate(lines, 1) if text.startswith((f"{name}:", f"{name} =", f"def {name}(")))
     return f"{path.resolve().relative_to(REPO).as_posix()}:{line}"
+
+
+def spy_on_sidecar(m: Any) -> list[Any]:
+    """Record the columns each bulk load publishes as its interval sidecar (None: it fell back to the Cypher
+    build), through `m` (a monkeypatch or its context), still publishing them."""
+    from chronokg.graph.kglite_store import KgliteStore
+
+    published: list[Any] = []
+    real = KgliteStore.publish_sidecar
+
+    def spy(self: KgliteStore, cols: Any) -> None:
+        published.append(cols)
+        real(self, cols)
+
+    m.setattr(KgliteStore, "publish_sidecar", spy)
+    return published

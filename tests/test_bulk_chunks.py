@@ -17,6 +17,7 @@ from chronokg.graph.counts import content_digest
 from chronokg.graph.facts import FactTable
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.graph.model import Source
+from tests.helpers import spy_on_sidecar
 from tests.test_bulk import SRC, facts, table_of
 
 D = dt.date
@@ -38,16 +39,9 @@ def columnar(n: int, source: Source = SRC) -> FactTable:
 def load(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> tuple[str, dict[str, Any], dict[str, int]]:
     """One load of the same input in chunks of `chunk` facts: the content digest, the sidecar's arrays, what
     the load reported created."""
-    published: list[dict[str, Any] | None] = []
-    real = KgliteStore.publish_sidecar
-
-    def spy(self: KgliteStore, cols: dict[str, Any] | None) -> None:
-        published.append(cols)
-        real(self, cols)
-
     with monkeypatch.context() as m:
         m.setattr(bulk, "CHUNK_FACTS", chunk)
-        m.setattr(KgliteStore, "publish_sidecar", spy)
+        published = spy_on_sidecar(m)
         with KgliteStore(path) as store:
             report = write_bulk(store, [columnar(500), table_of(facts(120, offset=40))])
             digest = content_digest(store)

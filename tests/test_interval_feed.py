@@ -17,6 +17,7 @@ from chronokg.graph.bulk import write_bulk
 from chronokg.graph.kglite_store import KgliteStore
 from chronokg.graph.lifecycle import drop_release
 from chronokg.graph.model import Fact, Source
+from tests.helpers import spy_on_sidecar
 from tests.test_interval_index import SRC, SRC2, D, assert_index_agrees, synthetic
 
 
@@ -61,15 +62,8 @@ def split(batch: GraphBatch, parts: int) -> list[GraphBatch]:
 
 def load(path: Path, parts: list[GraphBatch], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any] | None:
     """Bulk-load `parts`; returns the columns-built sidecar the load published (None: it fell back)."""
-    published: list[dict[str, Any] | None] = []
-    real = KgliteStore.publish_sidecar
-
-    def spy(self: KgliteStore, cols: dict[str, Any] | None) -> None:
-        published.append(cols)
-        real(self, cols)
-
     with monkeypatch.context() as m:
-        m.setattr(KgliteStore, "publish_sidecar", spy)
+        published = spy_on_sidecar(m)
         with KgliteStore(path) as store:
             write_bulk(store, parts)
     assert len(published) == 1
