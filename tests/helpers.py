@@ -103,3 +103,30 @@ def spy_on_sidecar(m: Any) -> list[Any]:
 
     m.setattr(KgliteStore, "publish_sidecar", spy)
     return published
+
+
+def two_release_tempomed(shared_data: Path, tmp: Path) -> tuple[list[dict[str, Any]], Path, Path, list[Any]]:
+    """Records 0-5 of the real TempoMed sample released on 2024-01-01, records 6-11 on 2025-06-01, in a store at
+    `tmp/store.kgl`; the chronokg questions generated after both, written to `tmp/questions.jsonl`. Returns the
+    records, the store, the question file and the questions."""
+    import datetime as dt
+    import json
+
+    from chronokg.bench import snapshot
+    from chronokg.bench.family import generate
+    from chronokg.bench.question import write_jsonl
+    from chronokg.graph.kglite_store import KgliteStore
+    from chronokg.ingest import tempomed
+    from chronokg.ingest.common import read_json_blocks
+
+    records = [r for _, _, r in read_json_blocks(next((shared_data / "tempomed-bench").glob("*.jsonl")))][:12]
+    for name, part in (("r1.jsonl", records[:6]), ("r2.jsonl", records[6:])):
+        (tmp / name).write_text("".join(json.dumps(r) + "\n" for r in part), encoding="utf-8")
+    store = tmp / "store.kgl"
+    with KgliteStore(store, durable="off") as s:
+        tempomed.load(s, [tmp / "r1.jsonl"], release_date=dt.date(2024, 1, 1))
+        tempomed.load(s, [tmp / "r2.jsonl"], release_date=dt.date(2025, 6, 1))
+        questions = generate("tempomed", s, snapshot.current(s), {"protocol": "chronokg"})[0]
+    qfile = tmp / "questions.jsonl"
+    write_jsonl(qfile, questions)
+    return records, store, qfile, questions

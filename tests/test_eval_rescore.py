@@ -12,16 +12,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from chronokg.bench import snapshot
-from chronokg.bench.family import generate
-from chronokg.bench.question import read_jsonl, write_jsonl
+from chronokg.bench.question import read_jsonl
 from chronokg.bench.verify import verify_questions
 from chronokg.cli.app import app
 from chronokg.eval.log import latest, read_info
 from chronokg.graph.kglite_store import KgliteStore
-from chronokg.ingest import tempomed
-from chronokg.ingest.common import read_json_blocks
 from chronokg.testing.openai_server import Fault, OpenAIServer
+from tests.helpers import two_release_tempomed
 
 BETWEEN = "2024-06-01"  # after the first release (2024-01-01), before the second (2025-06-01)
 HOSTILE = "[x] [/x] </script> /*DATA*/ \"q\" 'a'"
@@ -37,16 +34,7 @@ def world(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """Records 0-5 released on 2024-01-01, records 6-11 on 2025-06-01; questions generated after both; one run of
     a model behind a loopback server, whose server then fails every request."""
     tmp = tmp_path_factory.mktemp("rescore")
-    records = [r for _, _, r in read_json_blocks(next((shared_data / "tempomed-bench").glob("*.jsonl")))][:12]
-    for name, part in (("r1.jsonl", records[:6]), ("r2.jsonl", records[6:])):
-        (tmp / name).write_text("".join(json.dumps(r) + "\n" for r in part), encoding="utf-8")
-    store = tmp / "store.kgl"
-    with KgliteStore(store, durable="off") as s:
-        tempomed.load(s, [tmp / "r1.jsonl"], release_date=dt.date(2024, 1, 1))
-        tempomed.load(s, [tmp / "r2.jsonl"], release_date=dt.date(2025, 6, 1))
-        questions = generate("tempomed", s, snapshot.current(s), {"protocol": "chronokg"})[0]
-    qfile = tmp / "questions.jsonl"
-    write_jsonl(qfile, questions)
+    records, store, qfile, questions = two_release_tempomed(shared_data, tmp)
     second = {str(r["PMID_current"]) for r in records[6:]} - {str(r["PMID_current"]) for r in records[:6]}
     server = OpenAIServer().start()
     ran = invoke(store, "eval", "run", str(qfile), "-m", "openai-compat/tiny", "-m", "baseline/oracle",
