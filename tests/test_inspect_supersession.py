@@ -11,7 +11,6 @@ keyed by their change pair and its fixed dates, which a newer guideline leaves a
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from chronokg.demo.corpus import load_later_release, read_corpus, read_later
 from chronokg.eval.profile import profile_for
 from chronokg.graph.kglite_store import KgliteStore
 from tests.demo_stores import copy_store
+from tests.test_inspect_split import verdicts
 
 inspect_ai = pytest.importorskip("inspect_ai", reason="the integrations extra (inspect_ai) is not installed") \
     if not os.environ.get("CI") else __import__("inspect_ai")
@@ -82,15 +82,6 @@ def world(demo_built: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[st
     with KgliteStore(store) as s:
         load_later_release(s)
     return {"tmp": tmp, "uri": uri, "questions": qs, "log": log, "run": run}
-
-
-def verdicts(log: Any) -> dict[tuple[str, int], bool | None]:
-    """Each sample's verdict in an inspect log: right, wrong, or None (unscored)."""
-    out: dict[tuple[str, int], bool | None] = {}
-    for s in log.samples:
-        value = s.scores["chronokg_scorer"].value
-        out[(str(s.id), s.epoch - 1)] = None if math.isnan(value) else value == 1.0
-    return out
 
 
 def superseding_year() -> int:
